@@ -1,0 +1,186 @@
+"""The mitmproxy shell around the core: select flows, rewrite, annotate, record."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from mitmproxy import ctx, exceptions, flowfilter, http
+
+from .kinds import DEFAULT_TOOL_KINDS, KINDS
+from .records import Recorder, RecordJob
+from .rewrite import Config, Rewrite, rewrite
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_FILTER = r"~m POST & ~u /chat/completions"
+MARKER = ":warning:"
+META = "bridge"  # flow.metadata key: marks a flow as already handled (replays)
+
+
+def comment(result: Rewrite) -> str:
+    """The one-line verdict shown in mitmweb's flow list."""
+    s = result.summary()
+    if result.status != "rewritten":
+        return f"bridge: {result.status} ({result.reason})"
+    text = f"bridge: {s['steps']} steps"
+    if s["failed"]:
+        codes = ", ".join(f"exit {c}" for c in s["failed_exit_codes"])
+        text += f" ({s['failed']} failed: {codes})"
+    text += f", {s['kept']} kept as messages"
+    if s["unobserved"]:
+        text += f", {s['unobserved']} unobserved"
+    return text
+
+
+def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
+    """``name=kind`` entries over the default table; ``name=`` unmaps a name."""
+    table = dict(DEFAULT_TOOL_KINDS)
+    for entry in entries:
+        name, sep, kind = entry.partition("=")
+        name, kind = name.strip(), kind.strip()
+        if not sep or not name:
+            raise exceptions.OptionsError(f"bridge_tools: {entry!r} is not name=kind")
+        if not kind:
+            table.pop(name, None)
+        elif kind not in KINDS:
+            raise exceptions.OptionsError(f"bridge_tools: unknown kind {kind!r} (one of {', '.join(KINDS)})")
+        else:
+            table[name] = kind
+    return table
+
+
+class NativeBridge:
+    def __init__(self) -> None:
+        self.config = Config()
+        self.filter: flowfilter.TFilter | None = None
+        self.recorder: Recorder | None = None
+
+    def load(self, loader) -> None:
+        loader.add_option("bridge", bool, True, "Rewrite planner-bound tool history into additional_steps.")
+        loader.add_option(
+            "bridge_filter",
+            str,
+            DEFAULT_FILTER,
+            "Flow filter choosing the planner-bound chat requests to rewrite.",
+        )
+        loader.add_option(
+            "bridge_records",
+            str | None,
+            None,
+            "Directory for one JSON record per selected request (before/after, steps, accounting). Unset: no records.",
+        )
+        loader.add_option(
+            "bridge_kinds",
+            Sequence[str],
+            list(KINDS),
+            f"Step kinds to bridge; pairs of other kinds stay messages. Choices: {', '.join(KINDS)}.",
+        )
+        loader.add_option(
+            "bridge_tools",
+            Sequence[str],
+            [],
+            "Extra tool-name mappings as name=kind (name= unmaps a default name).",
+        )
+        loader.add_option(
+            "bridge_max_body",
+            int,
+            32 * 1024 * 1024,
+            "Largest request body (bytes, decoded) the bridge rewrites; larger ones pass untouched.",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        opts = ctx.options
+        if "bridge_filter" in updated:
+            try:
+                self.filter = flowfilter.parse(opts.bridge_filter)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"bridge_filter: {e}") from e
+        if "bridge_kinds" in updated or "bridge_tools" in updated:
+            unknown = sorted(set(opts.bridge_kinds) - set(KINDS))
+            if unknown:
+                raise exceptions.OptionsError(f"bridge_kinds: unknown {', '.join(unknown)} (one of {', '.join(KINDS)})")
+            self.config = Config(frozenset(opts.bridge_kinds), parse_tool_map(opts.bridge_tools))
+        if "bridge_max_body" in updated and opts.bridge_max_body <= 0:
+            raise exceptions.OptionsError("bridge_max_body must be positive")
+        if "bridge_records" in updated:
+            if self.recorder is not None:
+                self.recorder.close()
+                self.recorder = None
+            if opts.bridge_records:
+                self.recorder = Recorder(opts.bridge_records)
+        if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:
+            logger.warning("bridge: stream_large_bodies is set; streamed request bodies cannot be rewritten")
+
+    def done(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if not ctx.options.bridge or META in flow.metadata:
+            return
+        if flow.live and (flow.response or flow.error):
+            return
+        if self.filter is None or not self.filter(flow):
+            return
+        self.run(flow)
+
+    def run(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        raw: bytes | None = None
+        try:
+            raw, result = self._rewrite(flow)
+        except Exception as e:  # fail open: the original request goes upstream untouched
+            logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
+            result = Rewrite("error", f"{type(e).__name__}: {e}")
+        if result.status == "rewritten":
+            assert result.body is not None
+            flow.backup()
+            req.set_content(result.body)
+            s = result.summary()
+            if s["failed"] or s["unobserved"]:
+                flow.marked = MARKER
+        elif result.status == "skipped":
+            logger.warning(f"bridge: flow {flow.id}: passed through untouched: {result.reason}")
+        flow.comment = comment(result)
+        flow.metadata[META] = {"status": result.status, "reason": result.reason, **result.summary()}
+        if self.recorder is not None:
+            self._record(flow, result, raw if raw is not None else req.raw_content)
+
+    def _rewrite(self, flow: http.HTTPFlow) -> tuple[bytes | None, Rewrite]:
+        req = flow.request
+        limit = ctx.options.bridge_max_body
+        too_big = Rewrite("skipped", f"body larger than bridge_max_body ({limit} bytes)")
+        if req.stream or req.raw_content is None:
+            return None, Rewrite("skipped", "body is streamed (stream_large_bodies), it cannot be rewritten")
+        if len(req.raw_content) > limit:
+            return None, too_big
+        try:
+            raw = req.get_content()
+        except ValueError as e:
+            return None, Rewrite("skipped", f"cannot decode the body: {e}")
+        if raw is None or len(raw) > limit:
+            return None, too_big
+        return raw, rewrite(raw, self.config)
+
+    def _record(self, flow: http.HTTPFlow, result: Rewrite, before: bytes | None) -> None:
+        assert self.recorder is not None
+        req = flow.request
+        self.recorder.submit(
+            RecordJob(
+                flow_id=flow.id,
+                timestamp=req.timestamp_start,
+                method=req.method,
+                url=req.pretty_url,
+                headers=list(req.headers.items(multi=True)),
+                status=result.status,
+                reason=result.reason,
+                dialect=result.dialect,
+                before=before,
+                after=result.body,
+                steps=result.steps,
+                accounting=[p.to_json() for p in result.plan.accounting] if result.plan else [],
+                summary=result.summary(),
+                comment=flow.comment,
+            )
+        )

@@ -1,0 +1,203 @@
+"""From a neutral history to steps, the pairs that stay messages, and the delta.
+
+Correlation is by id only (truth rule 1); a step exists only for a correlated,
+translatable, truthfully statable pair (rules 2 and 5); every call and result is
+accounted for exactly once (rule 6); ``delta_start`` marks the pending round
+(rule 7).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._proto import cortex_pb2
+from .encoder import encode_step
+from .history import History, ToolCall, ToolResult
+from .kinds import DEFAULT_TOOL_KINDS, KINDS, Refusal
+
+# Why an item stayed in the messages, machine-readable (the record's "code").
+KeepCode = Literal[
+    "no_id",  # the item carries no id, so nothing can be correlated
+    "unobserved",  # a call with no result: it never ran as far as we know
+    "orphan",  # a result no call carries the id of
+    "ambiguous",  # duplicated id, or the result comes before its call
+    "unmapped",  # the tool has no step kind
+    "kind_off",  # the kind is mapped but not selected by bridge_kinds
+    "untranslatable",  # arguments or result the step cannot state truthfully
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one call or result of the input ended."""
+
+    item: Literal["call", "result"]
+    pos: int
+    turn: int
+    id: str | None
+    name: str | None  # tool name (for a result: its call's, when known)
+    step: int | None = None  # index into the steps, when it became one
+    code: KeepCode | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"item": self.item, "id": self.id, "name": self.name, "turn": self.turn}
+        if self.step is not None:
+            out["step"] = self.step
+        else:
+            out["kept"] = self.code
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(slots=True)
+class _Decision:
+    call: ToolCall
+    result: ToolResult | None = None
+    kind: str | None = None
+    inputs: dict[str, Any] | None = None
+    observed: dict[str, Any] | None = None
+    code: KeepCode | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class Plan:
+    steps: list[cortex_pb2.CortexTrajectoryStep]
+    step_calls: list[ToolCall]  # the call behind each step, same order
+    accounting: list[Placement]  # one per call and result, in history order
+    delta_start: int
+    stepped: frozenset[int] = field(default_factory=frozenset)  # pos of calls and results now in steps
+
+    @property
+    def kept(self) -> list[Placement]:
+        return [p for p in self.accounting if p.step is None]
+
+
+def _pending_turn(history: History) -> int | None:
+    """The turn of the newest tool round, if nothing but its results follow it."""
+    last = max((i for i, role in enumerate(history.turns) if role == "calls"), default=None)
+    if last is None:
+        return None
+    if any(role != "results" for role in history.turns[last + 1 :]):
+        return None
+    ids = {c.id for c in history.calls if c.turn == last}
+    if any(r.turn > last and r.call_id not in ids for r in history.results):
+        return None
+    return last
+
+
+def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str]) -> list[_Decision]:
+    call_ids = Counter(c.id for c in history.calls)
+    result_ids = Counter(r.call_id for r in history.results)
+    results = {r.call_id: r for r in history.results}
+    decisions = []
+    for call in history.calls:
+        d = _Decision(call)
+        decisions.append(d)
+        if not call.id:
+            d.code, d.reason = "no_id", "the call carries no id"
+            continue
+        n_calls, n_results = call_ids[call.id], result_ids[call.id]
+        if n_calls > 1:
+            d.code, d.reason = "ambiguous", f"id {call.id!r} is carried by {n_calls} calls"
+            continue
+        if n_results == 0:
+            d.code, d.reason = "unobserved", "no result: the call was never observed"
+            continue
+        if n_results > 1:
+            d.code, d.reason = "ambiguous", f"id {call.id!r} is carried by {n_results} results"
+            continue
+        result = results[call.id]
+        if result.pos < call.pos:
+            d.code, d.reason = "ambiguous", "the result comes before its call"
+            continue
+        d.result = result
+        kind = tool_kinds.get(call.name)
+        if kind is None:
+            d.code, d.reason = "unmapped", f"tool {call.name!r} maps to no step kind"
+            continue
+        if kind not in kinds:
+            d.code, d.reason = "kind_off", f"kind {kind} is not bridged (bridge_kinds)"
+            continue
+        try:
+            d.inputs = KINDS[kind].inputs(call.arguments)
+            d.observed = KINDS[kind].observe(result, d.inputs)
+        except Refusal as e:
+            d.code, d.reason = "untranslatable", str(e)
+            continue
+        d.kind = kind
+    return decisions
+
+
+def _result_placement(result: ToolResult, by_id: dict[str, _Decision], step_of: dict[int, int]) -> Placement:
+    d = by_id.get(result.call_id) if result.call_id else None
+    name = d.call.name if d else None
+    if d and d.result is result and d.call.pos in step_of:
+        return Placement("result", result.pos, result.turn, result.call_id, name, step=step_of[d.call.pos])
+    if not result.call_id:
+        code, reason = "no_id", "the result carries no id"
+    elif d is None:
+        code, reason = "orphan", f"no call carries id {result.call_id!r}"
+    else:
+        code, reason = d.code, d.reason
+    return Placement("result", result.pos, result.turn, result.call_id, name, code=code, reason=reason)
+
+
+def build(
+    history: History,
+    kinds: Collection[str] = frozenset(KINDS),
+    tool_kinds: Mapping[str, str] = DEFAULT_TOOL_KINDS,
+) -> Plan:
+    decisions = _decide(history, kinds, tool_kinds)
+    steps, step_calls, step_of = [], [], {}
+    for d in decisions:
+        if d.kind is not None:
+            step_of[d.call.pos] = len(steps)
+            steps.append(encode_step(KINDS[d.kind], d.inputs or {}, d.observed))
+            step_calls.append(d.call)
+    by_id: dict[str, _Decision] = {}
+    for d in decisions:
+        if d.call.id:
+            by_id.setdefault(d.call.id, d)
+    placements = [
+        Placement(
+            "call",
+            d.call.pos,
+            d.call.turn,
+            d.call.id,
+            d.call.name,
+            step=step_of.get(d.call.pos),
+            code=d.code,
+            reason=d.reason,
+        )
+        for d in decisions
+    ]
+    placements += [_result_placement(r, by_id, step_of) for r in history.results]
+    placements.sort(key=lambda p: p.pos)
+    stepped = frozenset(p.pos for p in placements if p.step is not None)
+
+    pending = _pending_turn(history)
+    delta_start = len(steps)
+    if pending is not None:
+        delta_start = next((i for i, c in enumerate(step_calls) if c.turn >= pending), len(steps))
+    return Plan(steps, step_calls, placements, delta_start, stepped)
+
+
+def build_pending(
+    history: History,
+    kinds: Collection[str] = frozenset(KINDS),
+    tool_kinds: Mapping[str, str] = DEFAULT_TOOL_KINDS,
+) -> list[cortex_pb2.CortexTrajectoryStep]:
+    """The reuse build: only the pending round's steps, for a planner that holds the rest."""
+    pending = _pending_turn(history)
+    if pending is None:
+        return []
+    return [
+        encode_step(KINDS[d.kind], d.inputs or {}, d.observed)
+        for d in _decide(history, kinds, tool_kinds)
+        if d.kind is not None and d.call.turn == pending
+    ]

@@ -1,0 +1,39 @@
+"""The neutral tool history every dialect reader produces and the builder consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# How a turn (a message, or an input item) takes part in the tool history.
+# "calls": it carries tool calls; "results": it carries tool results and nothing
+# that would end a tool round; "other": anything else (user text, assistant text).
+TurnRole = Literal["calls", "results", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    pos: int  # order of this call among all calls and results of the history
+    turn: int  # index of the turn that carries it
+    id: str | None
+    name: str
+    # Decoded arguments; None when the client's arguments could not be decoded.
+    arguments: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    pos: int
+    turn: int
+    call_id: str | None
+    # The result as text; None when it holds something text cannot carry (images).
+    text: str | None
+    # The client's own error flag (Anthropic is_error); None when the dialect has none.
+    is_error: bool | None = None
+
+
+@dataclass(slots=True)
+class History:
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    turns: list[TurnRole] = field(default_factory=list)

@@ -1,0 +1,410 @@
+"""Step kinds: which tool names map to which kind, and how a call's arguments and
+its result become the fields of that kind's step body.
+
+Translation is strict on purpose (truth rule 5): an argument that changes what the
+tool did but has no field in the step body, or a result the body cannot state
+truthfully (a failed read, a command still running), refuses the step and the
+pair stays in the message history.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+
+import orjson
+
+from .exitstatus import has_error_prefix, parse_exit_status
+from .history import ToolResult
+
+
+class Refusal(Exception):
+    """This pair cannot become a step; the message says why."""
+
+
+# Tool names seen in the wild (design brief) → step kind.
+DEFAULT_TOOL_KINDS: Mapping[str, str] = {
+    "Read": "view_file",
+    "read_file": "view_file",
+    "view_file": "view_file",
+    "Bash": "run_command",
+    "shell": "run_command",
+    "run_command": "run_command",
+    "shell_command": "run_command",
+    "exec_command": "run_command",
+    "local_shell": "run_command",
+    "Glob": "find",
+    "find": "find",
+    "Grep": "grep_search_v2",
+    "grep_search": "grep_search_v2",
+    "grep_search_v2": "grep_search_v2",
+    "Write": "write_to_file",
+    "write_to_file": "write_to_file",
+    "LS": "list_directory",
+    "list_dir": "list_directory",
+    "list_directory": "list_directory",
+    "Edit": "propose_code",
+    "MultiEdit": "propose_code",
+    "WebSearch": "search_web",
+    "web_search": "search_web",
+    "WebFetch": "read_url_content",
+}
+
+# Arguments that only steer how the client ran the tool (a label, a time limit,
+# a sandbox request) and do not change what the step states.
+_IGNORABLE = frozenset(
+    {
+        "description",
+        "explanation",
+        "justification",
+        "timeout",
+        "timeout_ms",
+        "dangerouslyDisableSandbox",
+        "with_escalated_permissions",
+        "sandbox_permissions",
+        "SafeToAutoRun",
+        "WaitMsBeforeAsync",
+        "yield_time_ms",
+        "max_output_tokens",
+        "prompt",
+        "toolSummary",
+    }
+)
+_EMPTY: tuple[Any, ...] = (None, False, "", [], {})
+
+
+class _Args:
+    """Reads a call's arguments by their possible names and refuses leftovers."""
+
+    def __init__(self, kind: str, args: Mapping[str, Any]) -> None:
+        self.kind = kind
+        self.args = args
+        self.used: set[str] = set()
+
+    def _get(self, names: tuple[str, ...]) -> Any:
+        for name in names:
+            if name in self.args:
+                self.used.add(name)
+                value = self.args[name]
+                if value is not None:
+                    return value
+        return None
+
+    def str(self, *names: str, required: bool = False) -> str | None:
+        value = self._get(names)
+        if value is None:
+            if required:
+                raise Refusal(f"{self.kind}: missing argument {names[0]!r}")
+            return None
+        if not isinstance(value, str):
+            raise Refusal(f"{self.kind}: argument {names[0]!r} is not a string")
+        return value
+
+    def uint(self, *names: str) -> int | None:
+        value = self._get(names)
+        if value is None:
+            return None
+        if type(value) is not int or not 0 <= value < 2**32:
+            raise Refusal(f"{self.kind}: argument {names[0]!r} is not a small whole number")
+        return value
+
+    def bool(self, *names: str) -> bool | None:
+        value = self._get(names)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            raise Refusal(f"{self.kind}: argument {names[0]!r} is not a boolean")
+        return value
+
+    def raw(self, *names: str) -> Any:
+        return self._get(names)
+
+    def done(self, fields: dict[str, Any]) -> dict[str, Any]:
+        for key, value in self.args.items():
+            if key in self.used or key in _IGNORABLE or value in _EMPTY:
+                continue
+            raise Refusal(f"{self.kind}: argument {key!r} has no field in the step")
+        return {k: v for k, v in fields.items() if v is not None}
+
+
+def path_uri(path: str) -> str:
+    """An absolute path as a file URI; a relative path cannot be stated as one."""
+    if path.startswith("file://"):
+        return path
+    if re.match(r"^[A-Za-z]:[\\/]", path):
+        return PureWindowsPath(path).as_uri()
+    if path.startswith("/"):
+        return PurePosixPath(path).as_uri()
+    raise Refusal(f"path {path!r} is not absolute")
+
+
+def _result_text(result: ToolResult, kind: str) -> str:
+    if result.text is None:
+        raise Refusal(f"{kind}: the result holds content that is not text")
+    return result.text
+
+
+def signals_failure(result: ToolResult) -> bool:
+    """True when the client marked this result as a failure."""
+    if result.is_error:
+        return True
+    text = result.text or ""
+    return has_error_prefix(text) or text.lstrip().startswith("<tool_use_error>")
+
+
+def _succeeded_text(result: ToolResult, kind: str) -> str:
+    """The result text of a kind whose step has no field to state a failure."""
+    text = _result_text(result, kind)
+    if signals_failure(result):
+        raise Refusal(f"{kind}: the tool failed and the step has no field to say so")
+    return text
+
+
+# ---- view_file ---------------------------------------------------------------
+
+
+def _view_file_in(a: _Args) -> dict[str, Any]:
+    path = a.str("file_path", "absolute_path", "path", "filePath", "target_file", "AbsolutePath", required=True)
+    return a.done({"absolute_path_uri": path_uri(path), "offset": a.uint("offset"), "limit": a.uint("limit")})
+
+
+def _view_file_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {"content": _succeeded_text(r, "view_file")}
+
+
+# ---- run_command -------------------------------------------------------------
+
+_STILL_RUNNING = re.compile(r"(?im)^(?:Process running with session ID|Command running in background)")
+
+
+def _shell_join(argv: list[Any]) -> str:
+    if not argv or not all(isinstance(x, str) for x in argv):
+        raise Refusal("run_command: command list holds something other than strings")
+    return shlex.join(argv)
+
+
+def _run_command_in(a: _Args) -> dict[str, Any]:
+    command = a.raw("command", "cmd", "CommandLine", "command_line")
+    if isinstance(command, list):
+        command = _shell_join(command)
+    if not isinstance(command, str) or not command:
+        raise Refusal("run_command: no command line")
+    if a.bool("run_in_background"):
+        raise Refusal("run_command: ran in the background, its outcome is not in the result")
+    blocking = a.bool("Blocking", "blocking")
+    cwd = a.str("workdir", "cwd", "Cwd", "working_directory")
+    return a.done({"command_line": command, "cwd": cwd, "blocking": True if blocking is None else blocking})
+
+
+def _command_output(text: str) -> str:
+    # Codex `shell` wraps output as {"output": ..., "metadata": {...}}: keep the output.
+    if text.startswith("{"):
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+        if isinstance(doc, dict) and set(doc) <= {"output", "metadata"} and isinstance(doc.get("output"), str):
+            return doc["output"]
+    return text
+
+
+def _run_command_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    text = _result_text(r, "run_command")
+    if _STILL_RUNNING.search(text[:2000]):
+        raise Refusal("run_command: the command was still running, no outcome yet")
+    status = parse_exit_status(text, r.is_error)
+    out: dict[str, Any] = {"combined_output": {"full": _command_output(text.strip())}}
+    if status.code is not None:
+        out["exit_code"] = status.code
+    return out
+
+
+# ---- find / grep -------------------------------------------------------------
+
+
+def _find_in(a: _Args) -> dict[str, Any]:
+    return a.done(
+        {
+            "pattern": a.str("pattern", "Pattern", required=True),
+            "search_directory": a.str("path", "search_directory", "SearchDirectory"),
+        }
+    )
+
+
+def _find_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {"raw_output": _succeeded_text(r, "find")}
+
+
+def _grep_in(a: _Args) -> dict[str, Any]:
+    if a.bool("IsRegex") is False:
+        raise Refusal("grep_search_v2: a fixed-string search has no field in the step")
+    a.bool("MatchPerLine", "-n")  # display only: the raw output shows it
+    includes = a.raw("Includes")
+    glob = a.str("glob")
+    if includes is not None:
+        if not (isinstance(includes, list) and len(includes) <= 1 and all(isinstance(x, str) for x in includes)):
+            raise Refusal("grep_search_v2: several include globs have one field")
+        glob = glob or (includes[0] if includes else None)
+    return a.done(
+        {
+            "pattern": a.str("pattern", "query", "Query", required=True),
+            "path": a.str("path", "SearchPath", "search_path"),
+            "glob": glob,
+            "output_mode": a.str("output_mode"),
+            "lines_after": a.uint("-A", "lines_after"),
+            "lines_before": a.uint("-B", "lines_before"),
+            "lines_both": a.uint("-C", "context", "lines_both"),
+            "case_insensitive": a.bool("-i", "case_insensitive", "CaseInsensitive"),
+            "type": a.str("type"),
+            "head_limit": a.uint("head_limit"),
+            "multiline": a.bool("multiline"),
+        }
+    )
+
+
+def _grep_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {"raw_output": _succeeded_text(r, "grep_search_v2")}
+
+
+# ---- list_directory ----------------------------------------------------------
+
+
+def _list_in(a: _Args) -> dict[str, Any]:
+    path = a.str("path", "DirectoryPath", "directory_path", "dir_path", "target_directory", required=True)
+    return a.done({"directory_path_uri": path_uri(path)})
+
+
+def _list_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    text = _succeeded_text(r, "list_directory")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    indents = {len(ln) - len(ln.lstrip()) for ln in lines}
+    if len(indents) > 1:
+        # A tree: its nesting has no field, so listing names flat would misstate it.
+        raise Refusal("list_directory: a nested listing cannot be stated as children")
+    children = [ln.strip().removeprefix("- ") for ln in lines]
+    return {"children": children}
+
+
+# ---- write_to_file -----------------------------------------------------------
+
+
+def _write_in(a: _Args) -> dict[str, Any]:
+    path = a.str("file_path", "TargetFile", "target_file", "path", "filePath", required=True)
+    content = a.str("content", "CodeContent", "code_content")
+    if content is None:
+        raise Refusal("write_to_file: no content")
+    a.bool("EmptyFile")
+    return a.done({"target_file_uri": path_uri(path), "code_content": [content]})
+
+
+def _write_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    text = _succeeded_text(r, "write_to_file")
+    return {"file_created": bool(re.match(r"(?i)\s*file created", text))}
+
+
+# ---- propose_code ------------------------------------------------------------
+
+
+def _chunk(edit: Any) -> dict[str, Any]:
+    if not isinstance(edit, dict):
+        raise Refusal("propose_code: an edit is not an object")
+    e = _Args("propose_code", edit)
+    return e.done(
+        {
+            "target_content": e.str("old_string", required=True),
+            "replacement_content": e.str("new_string", required=True),
+            "allow_multiple": e.bool("replace_all"),
+        }
+    )
+
+
+def _propose_in(a: _Args) -> dict[str, Any]:
+    path = a.str("file_path", "filePath", "path", required=True)
+    edits = a.raw("edits")
+    if edits is not None:
+        if not isinstance(edits, list) or not edits:
+            raise Refusal("propose_code: edits is not a list of edits")
+        chunks = [_chunk(e) for e in edits]
+    else:
+        chunks = [
+            {
+                k: v
+                for k, v in {
+                    "target_content": a.str("old_string", required=True),
+                    "replacement_content": a.str("new_string", required=True),
+                    "allow_multiple": a.bool("replace_all"),
+                }.items()
+                if v is not None
+            }
+        ]
+    command = {"is_edit": True, "file": {"absolute_uri": path_uri(path)}, "replacement_chunks": chunks}
+    return a.done({"action_spec": {"command": command}})
+
+
+def _propose_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    _succeeded_text(r, "propose_code")
+    return {}
+
+
+# ---- search_web / read_url_content -------------------------------------------
+
+
+def _search_in(a: _Args) -> dict[str, Any]:
+    domains = a.raw("allowed_domains", "domain")
+    if isinstance(domains, list):
+        if len(domains) > 1 or not all(isinstance(d, str) for d in domains):
+            raise Refusal("search_web: several domains have one field")
+        domains = domains[0] if domains else None
+    if domains is not None and not isinstance(domains, str):
+        raise Refusal("search_web: domain is not a string")
+    return a.done({"query": a.str("query", required=True), "domain": domains})
+
+
+def _search_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {"summary": _succeeded_text(r, "search_web")}
+
+
+def _fetch_in(a: _Args) -> dict[str, Any]:
+    return a.done({"url": a.str("url", "Url", required=True)})
+
+
+def _fetch_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {"summary": _succeeded_text(r, "read_url_content")}
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    name: str  # also the step's oneof field
+    step_type: str  # CortexStepType value name
+    body: str  # body message name in proto/cortex.proto
+    translate: Callable[[_Args], dict[str, Any]]
+    observe: Callable[[ToolResult, dict[str, Any]], dict[str, Any]]
+
+    def inputs(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        if arguments is None:
+            raise Refusal(f"{self.name}: the call's arguments could not be decoded")
+        return self.translate(_Args(self.name, arguments))
+
+
+def _kind(name: str, body: str, translate, observe) -> Kind:
+    return Kind(name, f"CORTEX_STEP_TYPE_{name.upper()}", body, translate, observe)
+
+
+KINDS: Mapping[str, Kind] = {
+    k.name: k
+    for k in (
+        _kind("view_file", "CortexStepViewFile", _view_file_in, _view_file_out),
+        _kind("run_command", "CortexStepRunCommand", _run_command_in, _run_command_out),
+        _kind("find", "CortexStepFind", _find_in, _find_out),
+        _kind("grep_search_v2", "CortexStepGrepSearchV2", _grep_in, _grep_out),
+        _kind("list_directory", "CortexStepListDirectory", _list_in, _list_out),
+        _kind("write_to_file", "CortexStepWriteToFile", _write_in, _write_out),
+        _kind("propose_code", "CortexStepProposeCode", _propose_in, _propose_out),
+        _kind("search_web", "CortexStepSearchWeb", _search_in, _search_out),
+        _kind("read_url_content", "CortexStepReadUrlContent", _fetch_in, _fetch_out),
+    )
+}
