@@ -9,11 +9,12 @@ from mitmproxy import ctx, exceptions, flowfilter, http
 
 from .kinds import DEFAULT_TOOL_KINDS, KINDS
 from .records import Recorder, RecordJob
-from .rewrite import Config, Rewrite, rewrite
+from .rewrite import DIALECTS, Config, Rewrite, rewrite
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_FILTER = r"~m POST & ~u /chat/completions"
+# Chat Completions, Anthropic Messages and OpenAI Responses endpoints (not token counting).
+DEFAULT_FILTER = r"~m POST & (~u /chat/completions | ~u /messages | ~u /responses) & !~u count_tokens"
 MARKER = ":warning:"
 META = "bridge"  # flow.metadata key: marks a flow as already handled (replays)
 
@@ -83,6 +84,12 @@ class NativeBridge:
             "Extra tool-name mappings as name=kind (name= unmaps a default name).",
         )
         loader.add_option(
+            "bridge_dialect",
+            str,
+            "auto",
+            "Request dialect: auto (by path, then body shape), or one of: " + ", ".join(DIALECTS) + ".",
+        )
+        loader.add_option(
             "bridge_max_body",
             int,
             32 * 1024 * 1024,
@@ -96,11 +103,14 @@ class NativeBridge:
                 self.filter = flowfilter.parse(opts.bridge_filter)
             except ValueError as e:
                 raise exceptions.OptionsError(f"bridge_filter: {e}") from e
-        if "bridge_kinds" in updated or "bridge_tools" in updated:
+        if updated & {"bridge_kinds", "bridge_tools", "bridge_dialect"}:
             unknown = sorted(set(opts.bridge_kinds) - set(KINDS))
             if unknown:
                 raise exceptions.OptionsError(f"bridge_kinds: unknown {', '.join(unknown)} (one of {', '.join(KINDS)})")
-            self.config = Config(frozenset(opts.bridge_kinds), parse_tool_map(opts.bridge_tools))
+            if opts.bridge_dialect != "auto" and opts.bridge_dialect not in DIALECTS:
+                choices = ", ".join(["auto", *DIALECTS])
+                raise exceptions.OptionsError(f"bridge_dialect: {opts.bridge_dialect!r} is not one of {choices}")
+            self.config = Config(frozenset(opts.bridge_kinds), parse_tool_map(opts.bridge_tools), opts.bridge_dialect)
         if "bridge_max_body" in updated and opts.bridge_max_body <= 0:
             raise exceptions.OptionsError("bridge_max_body must be positive")
         if "bridge_records" in updated:
@@ -161,7 +171,7 @@ class NativeBridge:
             return None, Rewrite("skipped", f"cannot decode the body: {e}")
         if raw is None or len(raw) > limit:
             return None, too_big
-        return raw, rewrite(raw, self.config)
+        return raw, rewrite(raw, self.config, req.path)
 
     def _record(self, flow: http.HTTPFlow, result: Rewrite, before: bytes | None) -> None:
         assert self.recorder is not None
@@ -182,5 +192,6 @@ class NativeBridge:
                 accounting=[p.to_json() for p in result.plan.accounting] if result.plan else [],
                 summary=result.summary(),
                 comment=flow.comment,
+                notes=result.notes,
             )
         )

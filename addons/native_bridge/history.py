@@ -30,6 +30,8 @@ class ToolResult:
     text: str | None
     # The client's own error flag (Anthropic is_error); None when the dialect has none.
     is_error: bool | None = None
+    # An exit code the dialect carries as data (Responses shell_call_output); wins over text.
+    exit_code: int | None = None
 
 
 @dataclass(slots=True)

@@ -37,6 +37,7 @@ DEFAULT_TOOL_KINDS: Mapping[str, str] = {
     "shell_command": "run_command",
     "exec_command": "run_command",
     "local_shell": "run_command",
+    "shell_call": "run_command",
     "Glob": "find",
     "find": "find",
     "Grep": "grep_search_v2",
@@ -70,6 +71,7 @@ _IGNORABLE = frozenset(
         "WaitMsBeforeAsync",
         "yield_time_ms",
         "max_output_tokens",
+        "max_output_length",
         "prompt",
         "toolSummary",
     }
@@ -189,7 +191,12 @@ def _shell_join(argv: list[Any]) -> str:
 
 def _run_command_in(a: _Args) -> dict[str, Any]:
     command = a.raw("command", "cmd", "CommandLine", "command_line")
-    if isinstance(command, list):
+    commands = a.raw("commands")  # Responses shell_call: one step states one command
+    if command is None and isinstance(commands, list):
+        if len(commands) != 1:
+            raise Refusal("run_command: several commands in one call have one command line")
+        command = commands[0]
+    elif isinstance(command, list):
         command = _shell_join(command)
     if not isinstance(command, str) or not command:
         raise Refusal("run_command: no command line")
@@ -202,7 +209,7 @@ def _run_command_in(a: _Args) -> dict[str, Any]:
 
 def _command_output(text: str) -> str:
     # Codex `shell` wraps output as {"output": ..., "metadata": {...}}: keep the output.
-    if text.startswith("{"):
+    if text.lstrip().startswith("{"):
         try:
             doc = orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -216,10 +223,10 @@ def _run_command_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
     text = _result_text(r, "run_command")
     if _STILL_RUNNING.search(text[:2000]):
         raise Refusal("run_command: the command was still running, no outcome yet")
-    status = parse_exit_status(text, r.is_error)
-    out: dict[str, Any] = {"combined_output": {"full": _command_output(text.strip())}}
-    if status.code is not None:
-        out["exit_code"] = status.code
+    code = r.exit_code if r.exit_code is not None else parse_exit_status(text, r.is_error).code
+    out: dict[str, Any] = {"combined_output": {"full": _command_output(text)}}
+    if code is not None:
+        out["exit_code"] = code
     return out
 
 

@@ -45,6 +45,7 @@ class RecordJob:
     accounting: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     comment: str = ""
+    notes: list[str] = field(default_factory=list)
 
 
 def _body_doc(raw: bytes | None) -> tuple[Any, str | None]:
@@ -71,6 +72,7 @@ def to_record(job: RecordJob) -> dict[str, Any]:
         "status": job.status,
         "reason": job.reason,
         "comment": job.comment,
+        "notes": job.notes,
         "summary": job.summary,
         "before": before,
         "after": after,

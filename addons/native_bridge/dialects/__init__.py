@@ -1,7 +1,47 @@
-"""Dialect readers and writers: a request body in, a neutral history out, and back."""
+"""Dialect readers and writers: a request body in, a neutral history out, and back.
+
+Each dialect module has NAME, ITEMS (the body key holding the history), MARKERS
+(bytes without which a raw body cannot hold tool history), ``read(body)`` and
+``write(body, stepped)`` (the history items with the stepped positions removed).
+"""
 
 from __future__ import annotations
+
+from typing import Any
+
+import orjson
 
 
 class DialectError(ValueError):
     """The body is not a request of the dialect (wrong shape or types)."""
+
+
+def opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def json_object(raw: Any) -> dict[str, Any] | None:
+    """Tool arguments as an object: given as one, or as a JSON string of one."""
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        return None
+    try:
+        doc = orjson.loads(raw or "{}")
+    except orjson.JSONDecodeError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def text_parts(content: Any, types: tuple[str, ...]) -> str | None:
+    """A string, or a list of text parts joined; None when a part is not text (an image)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    parts = []
+    for part in content:
+        if not (isinstance(part, dict) and part.get("type") in types and isinstance(part.get("text"), str)):
+            return None
+        parts.append(part["text"])
+    return "\n".join(parts)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from ..history import History, ToolCall, ToolResult
-from . import DialectError
+from . import DialectError, json_object, opt_str, text_parts
 
 NAME = "chat"
-MESSAGES = "messages"
+ITEMS = "messages"
+MESSAGES = ITEMS  # old name, kept while tests move over
+MARKERS = (b"tool_calls",)
 
 
 def _walk(messages: Any) -> Iterator[tuple[int, dict[str, Any], list[Any] | None]]:
@@ -27,39 +27,10 @@ def _walk(messages: Any) -> Iterator[tuple[int, dict[str, Any], list[Any] | None
         yield i, m, calls or None
 
 
-def _arguments(raw: Any) -> dict[str, Any] | None:
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str):
-        return None
-    try:
-        doc = orjson.loads(raw or "{}")
-    except orjson.JSONDecodeError:
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
-                return None
-            parts.append(part["text"])
-        return "\n".join(parts)
-    return None
-
-
-def _opt_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def read(body: dict[str, Any]) -> History:
     h = History()
     pos = 0
-    for i, m, calls in _walk(body.get(MESSAGES)):
+    for i, m, calls in _walk(body.get(ITEMS)):
         if calls:
             h.turns.append("calls")
             for j, tc in enumerate(calls):
@@ -67,12 +38,14 @@ def read(body: dict[str, Any]) -> History:
                     raise DialectError(f"message {i}: tool call {j} is not an object")
                 fn = tc.get("function")
                 fn = fn if isinstance(fn, dict) else {}
-                name = _opt_str(fn.get("name")) or ""
-                h.calls.append(ToolCall(pos, i, _opt_str(tc.get("id")), name, _arguments(fn.get("arguments"))))
+                name = opt_str(fn.get("name")) or ""
+                h.calls.append(ToolCall(pos, i, opt_str(tc.get("id")), name, json_object(fn.get("arguments"))))
                 pos += 1
         elif m.get("role") == "tool":
             h.turns.append("results")
-            h.results.append(ToolResult(pos, i, _opt_str(m.get("tool_call_id")), _text(m.get("content"))))
+            h.results.append(
+                ToolResult(pos, i, opt_str(m.get("tool_call_id")), text_parts(m.get("content"), ("text",)))
+            )
             pos += 1
         else:
             h.turns.append("other")
@@ -87,7 +60,7 @@ def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
     """The messages with every item in ``stepped`` (by history position) taken out."""
     out: list[Any] = []
     pos = 0
-    for _, m, calls in _walk(body.get(MESSAGES)):
+    for _, m, calls in _walk(body.get(ITEMS)):
         if calls:
             keep = [tc for j, tc in enumerate(calls) if pos + j not in stepped]
             pos += len(calls)

@@ -1,0 +1,109 @@
+"""Anthropic Messages: ``tool_use`` blocks in assistant turns, ``tool_result`` blocks
+(with ``is_error``) in user turns.
+
+The writer keeps the request valid for the Messages API: no empty ``content``,
+and when a removal would put two turns of the same role side by side they are
+merged, so user/assistant alternation holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..history import History, ToolCall, ToolResult
+from . import DialectError, opt_str, text_parts
+
+NAME = "anthropic"
+ITEMS = "messages"
+MARKERS = (b"tool_use", b"tool_result")
+
+
+def _blocks(messages: Any) -> Iterator[tuple[int, dict[str, Any], list[Any] | None]]:
+    """Each message with its content blocks (None when content is a plain string)."""
+    if not isinstance(messages, list):
+        raise DialectError("'messages' is not a list")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise DialectError(f"message {i} is not an object")
+        content = m.get("content")
+        if isinstance(content, str):
+            yield i, m, None
+        elif isinstance(content, list):
+            for j, b in enumerate(content):
+                if not isinstance(b, dict):
+                    raise DialectError(f"message {i}: content block {j} is not an object")
+            yield i, m, content
+        else:
+            raise DialectError(f"message {i}: content is neither a string nor a list")
+
+
+def _is_call(m: dict[str, Any], b: dict[str, Any]) -> bool:
+    return m.get("role") == "assistant" and b.get("type") == "tool_use"
+
+
+def _is_result(m: dict[str, Any], b: dict[str, Any]) -> bool:
+    return m.get("role") == "user" and b.get("type") == "tool_result"
+
+
+def result_text(content: Any) -> str | None:
+    """A tool_result's content as text; None when it holds images or documents."""
+    return "" if content is None else text_parts(content, ("text",))
+
+
+def read(body: dict[str, Any]) -> History:
+    h = History()
+    pos = 0
+    for i, m, blocks in _blocks(body.get(ITEMS)):
+        role = "other"
+        for b in blocks or ():
+            if _is_call(m, b):
+                role = "calls"
+                args = b.get("input")
+                name = opt_str(b.get("name")) or ""
+                h.calls.append(ToolCall(pos, i, opt_str(b.get("id")), name, args if isinstance(args, dict) else None))
+                pos += 1
+            elif _is_result(m, b):
+                # Claude Code appends reminder text blocks to result turns: still a results turn.
+                role = "results"
+                is_error = b.get("is_error")
+                text = result_text(b.get("content"))
+                h.results.append(ToolResult(pos, i, opt_str(b.get("tool_use_id")), text, is_error is True))
+                pos += 1
+        h.turns.append(role)  # type: ignore[arg-type]
+    return h
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    def as_blocks(c: Any) -> list[Any]:
+        return [{"type": "text", "text": c}] if isinstance(c, str) else list(c)
+
+    merged = dict(a)
+    merged["content"] = as_blocks(a["content"]) + as_blocks(b["content"])
+    return merged
+
+
+def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
+    out: list[dict[str, Any]] = []
+    pos = 0
+    dropped = False  # merge only neighbours that a removal brought together
+    for _, m, blocks in _blocks(body.get(ITEMS)):
+        if blocks is not None:
+            keep = []
+            for b in blocks:
+                if _is_call(m, b) or _is_result(m, b):
+                    pos += 1
+                    if pos - 1 in stepped:
+                        continue
+                keep.append(b)
+            if not keep:
+                dropped = True
+                continue
+            if len(keep) != len(blocks):
+                m = {**m, "content": keep}
+        if dropped and out and out[-1].get("role") == m.get("role"):
+            out[-1] = _merge(out[-1], m)
+        else:
+            out.append(m)
+        dropped = False
+    return out

@@ -1,0 +1,121 @@
+"""OpenAI Responses: ``input`` items. Calls: ``function_call``, ``custom_tool_call``,
+``local_shell_call``, ``shell_call``; results: the matching ``*_output`` items.
+
+Items the bridge does not own stay where they were, in order. With
+``previous_response_id`` the input holds only the new items, so what the bridge
+builds from it is already the delta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..history import History, ToolCall, ToolResult
+from . import DialectError, json_object, opt_str, text_parts
+
+NAME = "responses"
+ITEMS = "input"
+MARKERS = (b"_call",)
+
+CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "shell_call"})
+RESULTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output", "shell_call_output"})
+# Names for the built-in shell tools, which carry no name of their own.
+LOCAL_SHELL = "local_shell"
+SHELL_CALL = "shell_call"
+
+
+def _items(body: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any], str | None]]:
+    items = body.get(ITEMS)
+    if isinstance(items, str):
+        return
+    if not isinstance(items, list):
+        raise DialectError("'input' is neither a string nor a list")
+    for i, it in enumerate(items):
+        if not isinstance(it, dict):
+            raise DialectError(f"input item {i} is not an object")
+        t = it.get("type")
+        yield i, it, t if t in CALLS or t in RESULTS else None
+
+
+def _call(it: dict[str, Any], t: str) -> tuple[str, dict[str, Any] | None]:
+    if t == "function_call":
+        return opt_str(it.get("name")) or "", json_object(it.get("arguments"))
+    if t == "custom_tool_call":
+        raw = it.get("input")
+        return opt_str(it.get("name")) or "", {"input": raw} if isinstance(raw, str) else None
+    action = it.get("action")
+    if not isinstance(action, dict):
+        return (LOCAL_SHELL if t == "local_shell_call" else SHELL_CALL), None
+    args = {k: v for k, v in action.items() if k != "type"}
+    return (LOCAL_SHELL if t == "local_shell_call" else SHELL_CALL), args
+
+
+def _shell_output(output: Any) -> tuple[str | None, int | None, bool]:
+    """shell_call_output's structured output: (text, exit code, failed without a code)."""
+    if not (isinstance(output, list) and len(output) == 1 and isinstance(output[0], dict)):
+        return None, None, False
+    o = output[0]
+    stdout, stderr = o.get("stdout") or "", o.get("stderr") or ""
+    if not isinstance(stdout, str) or not isinstance(stderr, str):
+        return None, None, False
+    text = stdout + stderr
+    outcome = o.get("outcome")
+    if isinstance(outcome, dict):
+        if outcome.get("type") == "exit" and type(outcome.get("exit_code")) is int:
+            return text, outcome["exit_code"], False
+        if outcome.get("type") == "timeout":
+            return text, None, True
+    return text, None, False
+
+
+def _result(it: dict[str, Any], t: str, pos: int, turn: int) -> ToolResult:
+    call_id = opt_str(it.get("call_id"))
+    if t == "local_shell_call_output" and call_id is None:
+        call_id = opt_str(it.get("id"))
+    if t == "shell_call_output":
+        text, code, failed = _shell_output(it.get("output"))
+        return ToolResult(pos, turn, call_id, text, failed or None, exit_code=code)
+    return ToolResult(pos, turn, call_id, text_parts(it.get("output"), ("input_text", "output_text")))
+
+
+def _is_model_output(it: dict[str, Any]) -> bool:
+    """Reasoning, assistant text and hosted tool calls: what a model response holds."""
+    t = it.get("type")
+    if t in (None, "message"):
+        return it.get("role") == "assistant"
+    return isinstance(t, str) and (t == "reasoning" or t.endswith("_call"))
+
+
+def read(body: dict[str, Any]) -> History:
+    h = History()
+    pos = 0
+    previous: str | None = None
+    for _, it, t in _items(body):
+        # One turn per run of model output (calls, reasoning, assistant text) and per run of results.
+        cls = "model" if t in CALLS or _is_model_output(it) else "results" if t in RESULTS else "input"
+        if cls != previous or cls == "input":
+            h.turns.append("results" if cls == "results" else "other")
+            previous = cls
+        turn = len(h.turns) - 1
+        if t in CALLS:
+            h.turns[turn] = "calls"
+            name, args = _call(it, t)
+            h.calls.append(ToolCall(pos, turn, opt_str(it.get("call_id")), name, args))
+            pos += 1
+        elif t in RESULTS:
+            h.results.append(_result(it, t, pos, turn))
+            pos += 1
+    return h
+
+
+def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
+    out = []
+    pos = 0
+    for _, it, t in _items(body):
+        if t is not None:
+            pos += 1
+            if pos - 1 in stepped:
+                continue
+        out.append(it)
+    return out
