@@ -139,14 +139,17 @@ class NativeBridge:
         req = flow.request
         raw: bytes | None = None
         try:
-            raw, result = self._rewrite(flow)
+            raw, result = self._decode(req)
+            if result is None:
+                result = rewrite(raw, self.config, req.path)
+            if result.status == "rewritten":
+                assert result.body is not None
+                flow.backup()
+                req.set_content(result.body)  # encodes first: on failure the body is unchanged
         except Exception as e:  # fail open: the original request goes upstream untouched
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
             result = Rewrite("error", f"{type(e).__name__}: {e}")
         if result.status == "rewritten":
-            assert result.body is not None
-            flow.backup()
-            req.set_content(result.body)
             s = result.summary()
             if s["failed"] or s["unobserved"]:
                 flow.marked = MARKER
@@ -157,8 +160,8 @@ class NativeBridge:
         if self.recorder is not None:
             self._record(flow, result, raw if raw is not None else req.raw_content)
 
-    def _rewrite(self, flow: http.HTTPFlow) -> tuple[bytes | None, Rewrite]:
-        req = flow.request
+    def _decode(self, req: http.Request) -> tuple[bytes | None, Rewrite | None]:
+        """The decoded body, or why it cannot be rewritten."""
         limit = ctx.options.bridge_max_body
         too_big = Rewrite("skipped", f"body larger than bridge_max_body ({limit} bytes)")
         if req.stream or req.raw_content is None:
@@ -171,7 +174,7 @@ class NativeBridge:
             return None, Rewrite("skipped", f"cannot decode the body: {e}")
         if raw is None or len(raw) > limit:
             return None, too_big
-        return raw, rewrite(raw, self.config, req.path)
+        return raw, None
 
     def _record(self, flow: http.HTTPFlow, result: Rewrite, before: bytes | None) -> None:
         assert self.recorder is not None

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from .exitstatus import has_error_prefix, parse_exit_status
+from .exitstatus import NOT_RUN, parse_exit_status, unframe
 from .history import ToolResult
 
 
@@ -26,57 +26,128 @@ class Refusal(Exception):
     """This pair cannot become a step; the message says why."""
 
 
-# Tool names seen in the wild (design brief) → step kind.
+# Tool names → step kind: the design brief's names and those of the clients in
+# README "Tool names" (each client's source is named there). Extend or override
+# without code with the addon option bridge_tools (name=kind).
 DEFAULT_TOOL_KINDS: Mapping[str, str] = {
-    "Read": "view_file",
-    "read_file": "view_file",
-    "view_file": "view_file",
-    "Bash": "run_command",
-    "shell": "run_command",
-    "run_command": "run_command",
-    "shell_command": "run_command",
-    "exec_command": "run_command",
-    "local_shell": "run_command",
-    "shell_call": "run_command",
-    "Glob": "find",
-    "find": "find",
-    "Grep": "grep_search_v2",
-    "grep_search": "grep_search_v2",
-    "grep_search_v2": "grep_search_v2",
-    "Write": "write_to_file",
-    "write_to_file": "write_to_file",
-    "LS": "list_directory",
-    "list_dir": "list_directory",
-    "list_directory": "list_directory",
-    "Edit": "propose_code",
-    "MultiEdit": "propose_code",
-    "WebSearch": "search_web",
-    "web_search": "search_web",
-    "WebFetch": "read_url_content",
+    # view_file
+    "Read": "view_file",  # Claude Code
+    "read_file": "view_file",  # Gemini CLI, Codex, Cline, Roo Code, Zed, Continue
+    "view_file": "view_file",  # Cascade
+    "read": "view_file",  # opencode
+    "view": "view_file",  # Crush
+    # run_command
+    "Bash": "run_command",  # Claude Code, Continue CLI
+    "PowerShell": "run_command",  # Claude Code (Windows)
+    "shell": "run_command",  # Codex, goose
+    "shell_command": "run_command",  # Codex
+    "exec_command": "run_command",  # Codex, OpenAI Agents SDK sandbox
+    "local_shell": "run_command",  # OpenAI Responses local_shell_call
+    "shell_call": "run_command",  # OpenAI Responses shell_call
+    "run_command": "run_command",  # Cascade
+    "run_shell_command": "run_command",  # Gemini CLI
+    "execute_command": "run_command",  # Cline, Roo Code
+    "bash": "run_command",  # opencode, Crush
+    "terminal": "run_command",  # Zed
+    "execute_bash": "run_command",  # OpenHands
+    "developer__shell": "run_command",  # goose (MCP developer extension)
+    "run_terminal_command": "run_command",  # Continue
+    "run_terminal_cmd": "run_command",  # Cursor
+    "run_commands": "run_command",  # Cline v4 (one command per call only)
+    # find
+    "Glob": "find",  # Claude Code
+    "glob": "find",  # Gemini CLI, opencode, Crush
+    "find": "find",  # Cascade
+    "find_path": "find",  # Zed
+    "file_glob_search": "find",  # Continue
+    # grep_search_v2
+    "Grep": "grep_search_v2",  # Claude Code
+    "grep": "grep_search_v2",  # opencode, Crush, Zed
+    "grep_search": "grep_search_v2",  # Cascade, Gemini CLI, Continue
+    "grep_search_v2": "grep_search_v2",  # Cascade
+    "search_file_content": "grep_search_v2",  # Gemini CLI (before 2026-02)
+    "search_files": "grep_search_v2",  # Cline, Roo Code
+    "grep_files": "grep_search_v2",  # Codex
+    # write_to_file
+    "Write": "write_to_file",  # Claude Code
+    "write_to_file": "write_to_file",  # Cascade, Cline, Roo Code
+    "write_file": "write_to_file",  # Gemini CLI
+    "write": "write_to_file",  # opencode, Crush, goose
+    "create_new_file": "write_to_file",  # Continue
+    # list_directory
+    "LS": "list_directory",  # Claude Code (older builds)
+    "list_dir": "list_directory",  # Cascade
+    "list_directory": "list_directory",  # Gemini CLI, Zed
+    "list": "list_directory",  # opencode
+    "ls": "list_directory",  # Crush, Continue
+    "list_files": "list_directory",  # Cline, Roo Code
+    # propose_code
+    "Edit": "propose_code",  # Claude Code
+    "MultiEdit": "propose_code",  # Claude Code (older builds)
+    "edit": "propose_code",  # opencode, Crush, goose
+    "multiedit": "propose_code",  # Crush, opencode
+    "replace": "propose_code",  # Gemini CLI
+    "single_find_and_replace": "propose_code",  # Continue
+    "multi_edit": "propose_code",  # Continue
+    # search_web
+    "WebSearch": "search_web",  # Claude Code
+    "web_search": "search_web",  # Cline, Crush
+    "google_web_search": "search_web",  # Gemini CLI
+    "search_web": "search_web",  # Continue
+    "websearch": "search_web",  # opencode
+    # read_url_content
+    "WebFetch": "read_url_content",  # Claude Code
+    "webfetch": "read_url_content",  # opencode
+    "fetch": "read_url_content",  # Crush, Zed
+    "fetch_url_content": "read_url_content",  # Continue
+    "web_fetch": "read_url_content",  # Cline (Gemini CLI's has no url: refused)
+    "read_url_content": "read_url_content",  # Cascade
 }
 
 # Arguments that only steer how the client ran the tool (a label, a time limit,
-# a sandbox request) and do not change what the step states.
+# a sandbox or approval request, output paging for the model) and do not change
+# what the step states.
 _IGNORABLE = frozenset(
     {
         "description",
+        "display_description",
         "explanation",
         "justification",
         "timeout",
         "timeout_ms",
+        "timeout_secs",
+        "delay_ms",
         "dangerouslyDisableSandbox",
         "with_escalated_permissions",
         "sandbox_permissions",
+        "additional_permissions",
+        "prefix_rule",
+        "requires_approval",
+        "security_risk",
+        "auto_background_after",
         "SafeToAutoRun",
         "WaitMsBeforeAsync",
         "yield_time_ms",
         "max_output_tokens",
         "max_output_length",
+        "login",
+        "tty",
+        "shell",
+        "environment_id",
         "prompt",
+        "format",
         "toolSummary",
+        "task_progress",
+        "respect_git_ignore",
+        "respect_gemini_ignore",
     }
 )
 _EMPTY: tuple[Any, ...] = (None, False, "", [], {})
+
+# Argument names by meaning, across clients.
+_FILE = ("file_path", "absolute_path", "path", "filePath", "filepath", "target_file", "AbsolutePath", "absolutePath")
+_DIR = ("path", "dir_path", "DirectoryPath", "directory_path", "dirPath", "dirpath", "target_directory", "directory")
+_CWD = ("workdir", "cwd", "Cwd", "working_directory", "working_dir", "dir_path", "directory", "cd")
 
 
 class _Args:
@@ -150,12 +221,26 @@ def _result_text(result: ToolResult, kind: str) -> str:
     return result.text
 
 
+# How clients word a tool's failure at the start of its result (README "Exit status formats").
+_TOOL_FAILED = re.compile(
+    r"(?is)\A(?:The tool execution failed with the following error"  # Cline
+    r"|\S+ failed with the message:"  # Continue
+    r"|The tool call returned the following error"  # goose
+    r"|An error occurred while running the tool"  # OpenAI Agents SDK
+    r"|failed to read file:"  # Codex read_file
+    r"|(?:Error: )?File does not exist\."  # Claude Code Read
+    r"|Error executing "  # Cline, Roo Code
+    r"|\{\s*\"(?:error|status\"\s*:\s*\"error)\""  # JSON error objects (Cline v4, Roo Code)
+    r")"
+)
+
+
 def signals_failure(result: ToolResult) -> bool:
-    """True when the client marked this result as a failure."""
+    """True when the client marked this result as a failure, or it says the tool did not run."""
     if result.is_error:
         return True
-    text = result.text or ""
-    return has_error_prefix(text) or text.lstrip().startswith("<tool_use_error>")
+    text, flagged = unframe(result.text or "")
+    return flagged or bool(NOT_RUN.match(text) or _TOOL_FAILED.match(text))
 
 
 def _succeeded_text(result: ToolResult, kind: str) -> str:
@@ -170,7 +255,9 @@ def _succeeded_text(result: ToolResult, kind: str) -> str:
 
 
 def _view_file_in(a: _Args) -> dict[str, Any]:
-    path = a.str("file_path", "absolute_path", "path", "filePath", "target_file", "AbsolutePath", required=True)
+    path = a.str(*_FILE, required=True)
+    if a.str("mode") not in (None, "slice"):  # Codex / Roo Code indentation mode reads a block, not a range
+        raise Refusal("view_file: a read mode other than slice has no field in the step")
     return a.done({"absolute_path_uri": path_uri(path), "offset": a.uint("offset"), "limit": a.uint("limit")})
 
 
@@ -179,8 +266,6 @@ def _view_file_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- run_command -------------------------------------------------------------
-
-_STILL_RUNNING = re.compile(r"(?im)^(?:Process running with session ID|Command running in background)")
 
 
 def _shell_join(argv: list[Any]) -> str:
@@ -200,10 +285,12 @@ def _run_command_in(a: _Args) -> dict[str, Any]:
         command = _shell_join(command)
     if not isinstance(command, str) or not command:
         raise Refusal("run_command: no command line")
-    if a.bool("run_in_background"):
+    if a.bool("run_in_background", "is_background") or a.bool("waitForCompletion") is False:
         raise Refusal("run_command: ran in the background, its outcome is not in the result")
+    if a.raw("is_input") in (True, "true"):  # OpenHands: keys sent to a running process
+        raise Refusal("run_command: input to a running process is not a command")
     blocking = a.bool("Blocking", "blocking")
-    cwd = a.str("workdir", "cwd", "Cwd", "working_directory")
+    cwd = a.str(*_CWD)
     return a.done({"command_line": command, "cwd": cwd, "blocking": True if blocking is None else blocking})
 
 
@@ -221,9 +308,12 @@ def _command_output(text: str) -> str:
 
 def _run_command_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
     text = _result_text(r, "run_command")
-    if _STILL_RUNNING.search(text[:2000]):
-        raise Refusal("run_command: the command was still running, no outcome yet")
-    code = r.exit_code if r.exit_code is not None else parse_exit_status(text, r.is_error).code
+    status = parse_exit_status(text, r.is_error)
+    if status.verdict == "not_run":
+        raise Refusal("run_command: the command did not run (rejected, denied or invalid)")
+    if status.verdict == "running":
+        raise Refusal(f"run_command: the command was still running, no outcome yet ({status.source})")
+    code = r.exit_code if r.exit_code is not None else status.code
     out: dict[str, Any] = {"combined_output": {"full": _command_output(text)}}
     if code is not None:
         out["exit_code"] = code
@@ -236,8 +326,8 @@ def _run_command_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
 def _find_in(a: _Args) -> dict[str, Any]:
     return a.done(
         {
-            "pattern": a.str("pattern", "Pattern", required=True),
-            "search_directory": a.str("path", "search_directory", "SearchDirectory"),
+            "pattern": a.str("pattern", "Pattern", "glob", required=True),
+            "search_directory": a.str("path", "search_directory", "SearchDirectory", "dir_path"),
         }
     )
 
@@ -247,25 +337,29 @@ def _find_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _grep_in(a: _Args) -> dict[str, Any]:
-    if a.bool("IsRegex") is False:
+    if a.bool("IsRegex") is False or a.bool("literal_text", "fixed_strings"):
         raise Refusal("grep_search_v2: a fixed-string search has no field in the step")
     a.bool("MatchPerLine", "-n")  # display only: the raw output shows it
     includes = a.raw("Includes")
-    glob = a.str("glob")
+    glob = a.str("glob", "include", "include_pattern", "file_pattern")
     if includes is not None:
         if not (isinstance(includes, list) and len(includes) <= 1 and all(isinstance(x, str) for x in includes)):
             raise Refusal("grep_search_v2: several include globs have one field")
         glob = glob or (includes[0] if includes else None)
+    case_insensitive = a.bool("-i", "case_insensitive", "CaseInsensitive")
+    case_sensitive = a.bool("case_sensitive")
+    if case_insensitive is None and case_sensitive is not None:
+        case_insensitive = not case_sensitive
     return a.done(
         {
-            "pattern": a.str("pattern", "query", "Query", required=True),
-            "path": a.str("path", "SearchPath", "search_path"),
+            "pattern": a.str("pattern", "query", "Query", "regex", required=True),
+            "path": a.str("path", "SearchPath", "search_path", "dir_path"),
             "glob": glob,
             "output_mode": a.str("output_mode"),
-            "lines_after": a.uint("-A", "lines_after"),
-            "lines_before": a.uint("-B", "lines_before"),
+            "lines_after": a.uint("-A", "lines_after", "after"),
+            "lines_before": a.uint("-B", "lines_before", "before"),
             "lines_both": a.uint("-C", "context", "lines_both"),
-            "case_insensitive": a.bool("-i", "case_insensitive", "CaseInsensitive"),
+            "case_insensitive": case_insensitive,
             "type": a.str("type"),
             "head_limit": a.uint("head_limit"),
             "multiline": a.bool("multiline"),
@@ -281,7 +375,7 @@ def _grep_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _list_in(a: _Args) -> dict[str, Any]:
-    path = a.str("path", "DirectoryPath", "directory_path", "dir_path", "target_directory", required=True)
+    path = a.str(*_DIR, required=True)
     return a.done({"directory_path_uri": path_uri(path)})
 
 
@@ -300,8 +394,8 @@ def _list_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_in(a: _Args) -> dict[str, Any]:
-    path = a.str("file_path", "TargetFile", "target_file", "path", "filePath", required=True)
-    content = a.str("content", "CodeContent", "code_content")
+    path = a.str(*_FILE, "TargetFile", required=True)
+    content = a.str("content", "CodeContent", "code_content", "contents", "file_text")
     if content is None:
         raise Refusal("write_to_file: no content")
     a.bool("EmptyFile")
@@ -316,39 +410,36 @@ def _write_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
 # ---- propose_code ------------------------------------------------------------
 
 
-def _chunk(edit: Any) -> dict[str, Any]:
-    if not isinstance(edit, dict):
-        raise Refusal("propose_code: an edit is not an object")
-    e = _Args("propose_code", edit)
-    return e.done(
-        {
-            "target_content": e.str("old_string", required=True),
-            "replacement_content": e.str("new_string", required=True),
-            "allow_multiple": e.bool("replace_all"),
-        }
-    )
+def _replacement(e: _Args) -> dict[str, Any]:
+    """One replacement chunk, from the argument names clients use for an edit."""
+    allow_multiple = e.bool("replace_all", "replaceAll", "allow_multiple")
+    expected = e.uint("expected_replacements")  # Gemini CLI (older): an exact count
+    if expected is not None and expected != 1:
+        raise Refusal("propose_code: an exact replacement count has no field in the step")
+    chunk = {
+        "target_content": e.str("old_string", "oldString", "old_str", "old_text", "before", required=True),
+        "replacement_content": e.str("new_string", "newString", "new_str", "new_text", "after", required=True),
+        "allow_multiple": allow_multiple,
+    }
+    return {k: v for k, v in chunk.items() if v is not None}
 
 
 def _propose_in(a: _Args) -> dict[str, Any]:
-    path = a.str("file_path", "filePath", "path", required=True)
+    path = a.str(*_FILE, required=True)
     edits = a.raw("edits")
     if edits is not None:
-        if not isinstance(edits, list) or not edits:
+        if not isinstance(edits, list) or not edits or not all(isinstance(e, dict) for e in edits):
             raise Refusal("propose_code: edits is not a list of edits")
-        chunks = [_chunk(e) for e in edits]
+        chunks = []
+        for edit in edits:
+            e = _Args("propose_code", edit)
+            chunks.append(e.done(_replacement(e)))
     else:
-        chunks = [
-            {
-                k: v
-                for k, v in {
-                    "target_content": a.str("old_string", required=True),
-                    "replacement_content": a.str("new_string", required=True),
-                    "allow_multiple": a.bool("replace_all"),
-                }.items()
-                if v is not None
-            }
-        ]
-    command = {"is_edit": True, "file": {"absolute_uri": path_uri(path)}, "replacement_chunks": chunks}
+        chunks = [_replacement(a)]
+    command: dict[str, Any] = {"is_edit": True, "file": {"absolute_uri": path_uri(path)}, "replacement_chunks": chunks}
+    instruction = a.str("instruction")  # Gemini CLI replace states what the edit is for
+    if instruction:
+        command["instruction"] = instruction
     return a.done({"action_spec": {"command": command}})
 
 

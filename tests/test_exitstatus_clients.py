@@ -1,0 +1,202 @@
+"""Every client format in exitstatus.RULES, with its realistic example, through the
+real path: a shell result in a request body → rewrite() → the step's exit code.
+
+One test per rule example (README "Exit status formats" lists the same table).
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from native_bridge.exitstatus import RULES, Rule, parse_exit_status
+from native_bridge.rewrite import rewrite
+
+CASES = [(rule, example) for rule in RULES for example in rule.examples]
+
+
+def _chat(result: str) -> bytes:
+    call = {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "make test"}'}}
+    return orjson.dumps(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": result},
+            ],
+        }
+    )
+
+
+def _anthropic(result: str, is_error: bool) -> bytes:
+    return orjson.dumps(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test"}}],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "content": result, "is_error": is_error}],
+                },
+            ],
+        }
+    )
+
+
+def _expected(rule: Rule, example: str) -> int | None:
+    """What the example's own frame states, read by hand from the example text."""
+    if rule.verdict in ("running", "not_run"):
+        return None
+    if rule.verdict == "success":
+        return 0
+    if rule.verdict == "failed":
+        return 1
+    for line in example.splitlines():
+        found = rule.pattern.fullmatch(line.strip())
+        if found:
+            return int(found.group("code"))
+    raise AssertionError(f"{rule.name}: example has no line of its own format")
+
+
+@pytest.mark.parametrize(("rule", "example"), CASES, ids=[f"{r.name}-{i}" for i, (r, _) in enumerate(CASES)])
+def test_rule_decides_its_example(rule: Rule, example: str) -> None:
+    status = parse_exit_status(example, True if rule.name.startswith("claude-code") else None)
+    assert status.source == rule.name
+    assert status.verdict == rule.verdict
+
+
+@pytest.mark.parametrize(("rule", "example"), CASES, ids=[f"{r.name}-{i}" for i, (r, _) in enumerate(CASES)])
+def test_rule_example_through_rewrite(rule: Rule, example: str) -> None:
+    is_error = rule.name.startswith("claude-code")
+    raw = _anthropic(example, is_error) if is_error else _chat(example)
+    result = rewrite(raw)
+    if rule.verdict in ("running", "not_run"):
+        # No outcome to state: the pair stays a message, never a DONE step.
+        assert result.status == "unchanged"
+        assert result.plan is not None
+        assert [p.code for p in result.plan.kept] == ["untranslatable", "untranslatable"]
+        return
+    assert result.status == "rewritten", result.reason
+    (step,) = result.steps
+    run = step["runCommand"]
+    assert run.get("exitCode") == _expected(rule, example)
+    assert "stdout" not in run and "stderr" not in run
+    assert run["combinedOutput"]["full"] == example or rule.name == "json-exit-code"
+
+
+@pytest.mark.parametrize(
+    ("text", "is_error", "code"),
+    [
+        # The client's wrapper wins over a test log that prints "exit code 3".
+        ("Exit code: 0\nWall time: 1.2 seconds\nOutput:\nrunning suite\nexit code 3\n", None, 0),
+        ("make\nexit code 3\n[The command completed with exit code 0.]\n[Command finished with exit code 0]", None, 0),
+        ("<untrusted_context>\nOutput: FAIL: exit code 3\nProcess Group PGID: 42\n</untrusted_context>", None, 0),
+        ("Exit code: 3\nall good\n[Command finished with exit code 0]", None, 0),  # OpenHands trailer over line 1
+        # Words inside the output never count.
+        ("compiling\nthe process exited with code 9 earlier\ndone", None, None),
+        # No signal and no number: absent, not 0.
+        ("src/a.ts\nsrc/b.ts", None, None),
+        ("src/a.ts\nsrc/b.ts", False, None),
+        # Error flags without a number: 1.
+        ("boom", True, 1),
+        ("[tool error] boom", None, 1),
+        ("[tool error] Exit code: 4", None, 4),
+        # Signals, timeouts: failures without a number.
+        ("execution error: Sandbox(Signal(9))", None, 1),
+        # JSON forms.
+        ('{"output": "1 failed\\n", "metadata": {"exit_code": 1, "duration_seconds": 2.3}}', None, 1),
+        ('{"exit_code": 0}', None, 0),
+        ('{"exit_code": true}', None, None),
+        (
+            '[{"query":"npm test","result":"[Command exited with code 1]\\nFAIL","error":"Command exited with code 1",'
+            '"success":false}]',
+            None,
+            1,
+        ),
+        ('[{"query":"ls","result":"a\\nb","success":true}]', None, 0),
+        # Gemini CLI: no Exit Code line in its own frame is a success; an Error line is a failure.
+        ("<untrusted_context>\nOutput: hello\nProcess Group PGID: 48211\n</untrusted_context>", None, 0),
+        ("Output: (empty)\nError: spawn ENOENT\nProcess Group PGID: 1", None, 1),
+        (
+            "Command: npm test\nDirectory: (root)\nOutput: ok\nError: (none)\nExit Code: 0\nSignal: (none)\n"
+            "Background PIDs: (none)\nProcess Group PGID: 1234",
+            None,
+            0,
+        ),
+        # Cline prefixes its results with the tool description.
+        ("[execute_command for 'npm test'] Result:\nCommand failed with exit code 2.\nOutput:\nFAIL", None, 2),
+    ],
+)
+def test_precedence_and_forms(text: str, is_error: bool | None, code: int | None) -> None:
+    assert parse_exit_status(text, is_error).code == code
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+        "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how "
+        "to proceed.",
+        "<tool_use_error>InputValidationError: Bash failed: missing command</tool_use_error>",
+        "exec command rejected by user",
+        "[Operation Cancelled] Reason: User denied execution.",
+        "The user denied this operation.",
+        '{"status":"denied","message":"The user denied this operation."}',
+        "User denied permission",
+        "Permission to run tool denied by user",
+        "The user rejected permission to use this specific tool call.",
+        "Tool execution was not approved.",
+        "OBSERVATION:\nAction has been rejected by the user! Waiting for further user input.",
+    ],
+)
+def test_rejections_never_become_steps(text: str) -> None:
+    assert parse_exit_status(text, True).verdict == "not_run"
+    result = rewrite(_anthropic(text, True))
+    assert result.status == "unchanged"
+    assert result.plan is not None and not result.plan.steps
+
+
+def test_responses_shell_call_output_structured_code_wins() -> None:
+    body = {
+        "model": "m",
+        "input": [
+            {"type": "shell_call", "call_id": "s1", "action": {"commands": ["pytest -q"], "timeout_ms": 60000}},
+            {
+                "type": "shell_call_output",
+                "call_id": "s1",
+                "output": [
+                    {
+                        "stdout": "exit code 0 printed by a test\n",
+                        "stderr": "1 failed\n",
+                        "outcome": {"type": "exit", "exit_code": 1},
+                    }
+                ],
+            },
+        ],
+    }
+    (step,) = rewrite(orjson.dumps(body), path="/v1/responses").steps
+    assert step["runCommand"]["exitCode"] == 1
+    assert step["runCommand"]["combinedOutput"]["full"] == "exit code 0 printed by a test\n1 failed\n"
+
+
+def test_responses_shell_call_timeout_is_a_failure_and_rejection_is_not_a_step() -> None:
+    def body(output: list) -> bytes:
+        return orjson.dumps(
+            {
+                "input": [
+                    {"type": "shell_call", "call_id": "s1", "action": {"commands": ["sleep 99"]}},
+                    {"type": "shell_call_output", "call_id": "s1", "output": output},
+                ]
+            }
+        )
+
+    (step,) = rewrite(body([{"stdout": "partial", "stderr": "", "outcome": {"type": "timeout"}}])).steps
+    assert step["runCommand"]["exitCode"] == 1
+    rejected = [
+        {"stdout": "", "stderr": "Tool execution was not approved.", "outcome": {"type": "exit", "exit_code": 1}}
+    ]
+    assert rewrite(body(rejected)).status == "unchanged"  # the synthetic 1 of a command that never ran
