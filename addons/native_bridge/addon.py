@@ -56,6 +56,7 @@ class NativeBridge:
         self.config = Config()
         self.filter: flowfilter.TFilter | None = None
         self.recorder: Recorder | None = None
+        self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
 
     def load(self, loader) -> None:
         loader.add_option("bridge", bool, True, "Rewrite planner-bound tool history into additional_steps.")
@@ -88,6 +89,12 @@ class NativeBridge:
             str,
             "auto",
             "Request dialect: auto (by path, then body shape), or one of: " + ", ".join(DIALECTS) + ".",
+        )
+        loader.add_option(
+            "bridge_stream_replies",
+            bool,
+            True,
+            "Pass the planner's text/event-stream replies to the client as they arrive, keeping a copy for the UI.",
         )
         loader.add_option(
             "bridge_max_body",
@@ -134,6 +141,33 @@ class NativeBridge:
         if self.filter is None or not self.filter(flow):
             return
         self.run(flow)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        # mitmproxy buffers a reply unless told to stream it: an agent waiting on SSE
+        # would see nothing until the planner finished.
+        resp = flow.response
+        if META not in flow.metadata or not ctx.options.bridge_stream_replies or resp is None or resp.stream:
+            return
+        if not resp.headers.get("content-type", "").startswith("text/event-stream"):
+            return
+        if ctx.options.store_streamed_bodies:
+            resp.stream = True  # mitmproxy keeps the copy itself
+            return
+        copy = self._tees[flow.id] = bytearray()
+
+        def tee(chunk: bytes) -> bytes:
+            copy.extend(chunk)
+            return chunk
+
+        resp.stream = tee
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        copy = self._tees.pop(flow.id, None)
+        if copy is not None and flow.response is not None:
+            flow.response.raw_content = bytes(copy)  # the reply as streamed, for mitmweb and -w files
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._tees.pop(flow.id, None)
 
     def run(self, flow: http.HTTPFlow) -> None:
         req = flow.request

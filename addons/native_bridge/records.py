@@ -8,6 +8,7 @@ rename), readable by the owner only. Failures are logged, counted and survived.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import queue
@@ -89,7 +90,9 @@ def to_record(job: RecordJob) -> dict[str, Any]:
 def record_name(job: RecordJob) -> str:
     """A file name from nothing a client controls unsanitised."""
     stamp = datetime.fromtimestamp(job.timestamp, UTC).strftime("%Y%m%dT%H%M%S.%f")
-    safe_id = re.sub(r"[^A-Za-z0-9-]", "_", job.flow_id)[:64] or "flow"
+    safe_id = re.sub(r"[^A-Za-z0-9-]", "_", job.flow_id)[:48] or "flow"
+    if safe_id != job.flow_id:  # altered: a digest of the real id keeps distinct ids apart
+        safe_id += "-" + hashlib.sha256(job.flow_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{stamp}-{safe_id}.json"
 
 

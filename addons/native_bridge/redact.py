@@ -22,15 +22,36 @@ _SECRET_HEADERS = frozenset(
         "x-access-token",
     }
 )
-# A name that says it holds a credential (header, query key or body field).
-_SECRET_NAME = re.compile(
-    r"(?i)(?:^|[-_.])(?:api[-_]?key|apikey|token|access[-_]?token|secret|password|passwd|auth|authorization|"
-    r"credentials?|session[-_]?key|private[-_]?key|signature|sig|cookie)$"
+# A name whose last word says it holds a credential (header, query key or body field):
+# api_key, apiKey, clientSecret, aws_secret_access_key, x-auth-token, key, ...
+_SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "passphrase",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "cookie",
+        "signature",
+        "sig",
+    }
 )
+# Names that end like a secret but are not one.
+_NOT_SECRET = frozenset({"prompt_cache_key", "cache_key", "idempotency_key", "partition_key", "sort_key"})
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
 def is_secret_name(name: str) -> bool:
-    return name.lower() in _SECRET_HEADERS or bool(_SECRET_NAME.search(name))
+    if name.lower() in _SECRET_HEADERS:
+        return True
+    words = [w.lower() for w in _WORD.findall(name)]
+    return bool(words) and words[-1] in _SECRET_WORDS and "_".join(words) not in _NOT_SECRET
 
 
 def headers(fields: list[tuple[str, str]]) -> list[list[str]]:
@@ -45,27 +66,27 @@ def url(value: str) -> str:
         [(k, REDACTED if is_secret_name(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
         safe="<>",
     )
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc = f"{netloc}:{parts.port}"
-    if parts.username or parts.password:
+    _, at, netloc = parts.netloc.rpartition("@")
+    if at:
         netloc = f"{REDACTED}@{netloc}"
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def body(doc: Any) -> Any:
-    """A copy of a JSON document with every secret-named field's value redacted."""
+    """A copy of a JSON document: secret-named fields redacted, secret-looking strings masked."""
     if isinstance(doc, dict):
         return {k: (REDACTED if isinstance(k, str) and is_secret_name(k) and v else body(v)) for k, v in doc.items()}
     if isinstance(doc, list):
         return [body(v) for v in doc]
+    if isinstance(doc, str):
+        return text(doc)
     return doc
 
 
 _TEXT_SECRETS = re.compile(
-    r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"
+    r"(?i)((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}"
     r"|(\"(?:api[-_]?key|apikey|token|access_token|secret|password|authorization)\"\s*:\s*\")[^\"]*"
-    r"|\b(sk-[A-Za-z0-9_-]{8,})"
+    r"|\b((?:sk-|sk-ant-|AIza)[A-Za-z0-9_-]{8,})"
 )
 
 

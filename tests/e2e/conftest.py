@@ -1,0 +1,134 @@
+"""Fixtures for the end-to-end layer: a real mitmdump with the bridge, a reference planner.
+
+client (httpx) -> mitmdump --mode reverse -s addons/bridge.py -> ReferencePlanner (in process)
+
+Everything listens on 127.0.0.1 with ephemeral ports. One mitmdump serves a whole
+test module; every request carries a unique tag header so a test finds its own
+request at the planner and its own record on disk.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from demo import Mitmdump, find_records  # noqa: E402
+from reference_planner import Received, ReferencePlanner  # noqa: E402
+
+SESSION = ROOT / "scripts" / "sessions" / "chat_session.json"
+TAG = "x-e2e-tag"
+CHAT = "/v1/chat/completions"
+
+_running: list[Mitmdump] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing e2e test shows what mitmdump logged (the addon's warnings, tracebacks)."""
+    report = yield
+    if report.failed:
+        for proxy in _running:
+            report.sections.append(("mitmdump output", proxy.output[-20000:] or "(nothing)"))
+    return report
+
+
+@dataclass(slots=True)
+class Exchange:
+    tag: str
+    body: bytes  # exactly what the client sent
+    response: httpx.Response
+
+
+class Bridge:
+    """The running pair, and the ways a test looks at both sides of it."""
+
+    def __init__(self, proxy: Mitmdump, planner: ReferencePlanner, records: Path) -> None:
+        self.proxy = proxy
+        self.planner = planner
+        self.records = records
+        self.client = httpx.Client(base_url=proxy.url, timeout=15)
+
+    def fail(self, message: str) -> NoReturn:
+        pytest.fail(f"{message}\n--- mitmdump output ---\n{self.proxy.output[-20000:]}")
+
+    def send(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> Exchange:
+        tag = uuid.uuid4().hex
+        all_headers = {"content-type": "application/json", TAG: tag, **(headers or {})}
+        try:
+            response = self.client.request(method, path, content=body or None, headers=all_headers)
+        except httpx.HTTPError as e:
+            self.fail(f"{method} {path} through mitmdump failed: {type(e).__name__}: {e}")
+        return Exchange(tag, body, response)
+
+    def upstream(self, ex: Exchange) -> Received:
+        """The one request the planner received for this exchange."""
+        got = self.planner.find(TAG, ex.tag)
+        if len(got) != 1:
+            self.fail(f"the planner received {len(got)} requests tagged {ex.tag}, expected 1")
+        return got[0]
+
+    def records_of(self, ex: Exchange, timeout: float = 10.0) -> list[tuple[Path, dict[str, Any]]]:
+        """This exchange's records, waiting for the first one (they are written off the request path)."""
+        deadline = time.monotonic() + timeout
+        while not (found := find_records(self.records, TAG, ex.tag)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return found
+
+    def record(self, ex: Exchange) -> tuple[Path, dict[str, Any]]:
+        """The single record of this exchange, after a barrier so a duplicate would have shown."""
+        self.barrier()
+        found = find_records(self.records, TAG, ex.tag)
+        if len(found) != 1:
+            self.fail(f"{len(found)} records for request {ex.tag}, expected exactly 1")
+        return found[0]
+
+    def barrier(self) -> None:
+        """Send a selected request and wait for its record: one writer thread writes records
+        in submission order, so every record of an earlier request is on disk afterwards."""
+        body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "barrier"}]})
+        ex = self.send("POST", CHAT, body)
+        if not self.records_of(ex):
+            self.fail("the barrier request was not recorded")
+
+
+@pytest.fixture(scope="session")
+def session_raw() -> bytes:
+    return SESSION.read_bytes()
+
+
+@pytest.fixture(scope="session")
+def session_doc(session_raw: bytes) -> dict[str, Any]:
+    return orjson.loads(session_raw)
+
+
+@pytest.fixture(scope="session")
+def planner() -> Iterator[ReferencePlanner]:
+    with ReferencePlanner() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def bridge(planner: ReferencePlanner, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bridge]:
+    records = tmp_path_factory.mktemp("records")
+    proxy = Mitmdump(planner.url, records, tmp_path_factory.mktemp("mitmproxy-conf"))
+    proxy.start()  # raises with mitmdump's output when it does not come up
+    _running.append(proxy)
+    b = Bridge(proxy, planner, records)
+    try:
+        yield b
+    finally:
+        b.client.close()
+        _running.remove(proxy)
+        proxy.stop()

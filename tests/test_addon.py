@@ -1,0 +1,697 @@
+"""The mitmproxy shell: options, flow selection, rewrite in place, annotations, fail-open, records."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from mitmproxy import exceptions, hooks, http, io
+from mitmproxy.net import encoding
+from mitmproxy.test import taddons, tflow
+from native_bridge import addon as addon_module
+from native_bridge.addon import DEFAULT_FILTER, MARKER, META, NativeBridge, parse_tool_map
+from native_bridge.kinds import DEFAULT_TOOL_KINDS, KINDS
+from native_bridge.redact import REDACTED
+
+BRIDGE_SCRIPT = Path(__file__).resolve().parent.parent / "addons" / "bridge.py"
+ADDON_LOGGER = "native_bridge.addon"
+
+
+# ---- building requests -------------------------------------------------------
+
+
+def call(call_id: str, name: str, **arguments) -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def result(call_id: str, content: str) -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def chat(*messages: dict) -> bytes:
+    return json.dumps(
+        {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "fix the build"}, *messages]}
+    ).encode()
+
+
+def calls(*tool_calls: dict) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": list(tool_calls)}
+
+
+# One successful command: a step, nothing kept.
+OK_BODY = chat(calls(call("c1", "Bash", command="ls")), result("c1", "a.txt\nb.txt"))
+# A failed command (exit 2), a successful one, a tool no table maps (kept with its result) and
+# an unobserved call (kept).
+MIXED_BODY = chat(
+    calls(
+        call("c1", "Bash", command="make"),
+        call("c2", "Bash", command="ls"),
+        call("c3", "acme_todo", todos=[]),
+        call("c4", "Bash", command="sleep 100"),
+    ),
+    result("c1", "Exit code: 2\nmake: *** [all] Error 2"),
+    result("c2", "a.txt"),
+    result("c3", "ok"),
+)
+FAILED_BODY = chat(calls(call("c1", "Bash", command="make")), result("c1", "Exit code: 2\nboom"))
+UNOBSERVED_BODY = chat(
+    calls(call("c1", "Bash", command="ls"), call("c2", "Bash", command="pwd")),
+    result("c1", "a.txt"),
+)
+
+
+def chat_flow(
+    content: bytes = OK_BODY,
+    *,
+    method: str = "POST",
+    path: str = "/v1/chat/completions",
+    headers: dict[str, str] | None = None,
+) -> http.HTTPFlow:
+    f = tflow.tflow()
+    f.request.method = method
+    f.request.path = path
+    f.request.headers["content-type"] = "application/json"
+    for k, v in (headers or {}).items():
+        f.request.headers[k] = v
+    f.request.content = content
+    return f
+
+
+def body_of(f: http.HTTPFlow) -> dict:
+    return json.loads(f.request.get_content())
+
+
+def error_lines(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == ADDON_LOGGER and r.levelno >= logging.ERROR]
+
+
+# ---- the addon under mitmproxy's test context --------------------------------
+
+
+@pytest.fixture
+def bridge():
+    """The addon, configured the way mitmdump configures a script: every option at once."""
+    nb = NativeBridge()
+    with taddons.context(nb) as tctx:
+        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        yield nb, tctx
+        nb.done()
+
+
+# ---- options -----------------------------------------------------------------
+
+
+def test_options_are_declared_with_defaults(bridge):
+    nb, tctx = bridge
+    opts = tctx.options
+    assert opts.bridge is True
+    assert opts.bridge_filter == DEFAULT_FILTER
+    assert opts.bridge_records is None
+    assert list(opts.bridge_kinds) == list(KINDS)
+    assert list(opts.bridge_tools) == []
+    assert opts.bridge_max_body == 32 * 1024 * 1024
+    assert opts.bridge_dialect == "auto"
+    assert nb.filter is not None
+    assert nb.recorder is None
+    assert nb.config.kinds == frozenset(KINDS)
+    assert dict(nb.config.tool_kinds) == dict(DEFAULT_TOOL_KINDS)
+
+
+def test_bad_filter_is_refused(bridge):
+    nb, tctx = bridge
+    with pytest.raises(exceptions.OptionsError, match="bridge_filter"):
+        tctx.configure(nb, bridge_filter="~m POST & ~nonsense(")
+    assert tctx.options.bridge_filter == DEFAULT_FILTER  # rolled back
+    tctx.configure(nb, bridge_filter="~u /v1/messages")
+    assert nb.filter(chat_flow(path="/v1/messages"))
+    assert not nb.filter(chat_flow())
+
+
+@pytest.mark.parametrize("kinds", [["run_command", "teleport"], ["RUN_COMMAND"], ["Bash"]])
+def test_unknown_kinds_are_refused(bridge, kinds):
+    nb, tctx = bridge
+    with pytest.raises(exceptions.OptionsError, match="bridge_kinds: unknown"):
+        tctx.configure(nb, bridge_kinds=kinds)
+    assert nb.config.kinds == frozenset(KINDS)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ("run_terminal_cmd", "is not name=kind"),
+        ("=run_command", "is not name=kind"),
+        ("  =view_file", "is not name=kind"),
+        ("run_terminal_cmd=teleport", "unknown kind 'teleport'"),
+        ("x=Bash", "unknown kind 'Bash'"),
+    ],
+)
+def test_bad_tool_entries_are_refused(bridge, entry, message):
+    nb, tctx = bridge
+    with pytest.raises(exceptions.OptionsError, match=message):
+        tctx.configure(nb, bridge_tools=[entry])
+    assert dict(nb.config.tool_kinds) == dict(DEFAULT_TOOL_KINDS)
+
+
+@pytest.mark.parametrize("value", ["", "openai", "Chat", "gemini"])
+def test_unknown_dialect_is_refused(bridge, value):
+    nb, tctx = bridge
+    with pytest.raises(exceptions.OptionsError, match="bridge_dialect"):
+        tctx.configure(nb, bridge_dialect=value)
+    assert nb.config.dialect == "auto"
+
+
+@pytest.mark.parametrize("value", [0, -1])
+def test_non_positive_max_body_is_refused(bridge, value):
+    nb, tctx = bridge
+    with pytest.raises(exceptions.OptionsError, match="bridge_max_body"):
+        tctx.configure(nb, bridge_max_body=value)
+    assert tctx.options.bridge_max_body == 32 * 1024 * 1024
+    tctx.configure(nb, bridge_max_body=1)
+
+
+def test_parse_tool_map_adds_overrides_and_removes():
+    table = parse_tool_map(["acme_exec=run_command", " Bash = ", "Read=find", "never_mapped="])
+    assert table["acme_exec"] == "run_command"
+    assert "Bash" not in table
+    assert table["Read"] == "find"
+    assert "never_mapped" not in table
+    assert DEFAULT_TOOL_KINDS["Bash"] == "run_command"  # the default table is not mutated
+
+
+def test_entry_script_loads_the_addon_with_its_options():
+    with taddons.context() as tctx:
+        module = tctx.script(str(BRIDGE_SCRIPT))
+        [nb] = module.addons
+        try:
+            assert isinstance(nb, NativeBridge)
+            assert tctx.options.bridge_filter == DEFAULT_FILTER
+            f = chat_flow()
+            nb.request(f)
+            assert "additional_steps" in body_of(f)
+        finally:
+            nb.done()
+
+
+# ---- the rewrite -------------------------------------------------------------
+
+
+def test_selected_request_is_rewritten_in_place(bridge):
+    nb, _ = bridge
+    f = chat_flow(MIXED_BODY)
+    nb.request(f)
+    body = body_of(f)
+    steps = body["additional_steps"]
+    assert [s["runCommand"]["commandLine"] for s in steps] == ["make", "ls"]
+    assert steps[0]["runCommand"]["exitCode"] == 2
+    assert "exitCode" not in steps[1]["runCommand"]
+    assert all(s["status"] == "CORTEX_STEP_STATUS_DONE" for s in steps)
+    # What did not become a step is still in the messages, in the client's dialect.
+    kept_calls = [tc["id"] for m in body["messages"] for tc in m.get("tool_calls", [])]
+    kept_results = [m["tool_call_id"] for m in body["messages"] if m.get("role") == "tool"]
+    assert kept_calls == ["c3", "c4"]
+    assert kept_results == ["c3"]
+    assert body["model"] == "gpt-4o" and body["stream"] is True
+    assert f.request.headers["content-length"] == str(len(f.request.raw_content))
+
+
+def test_rewrite_is_backed_up_and_revertible(bridge):
+    nb, _ = bridge
+    f = chat_flow(MIXED_BODY)
+    assert not f.modified()
+    nb.request(f)
+    assert f.modified()
+    assert f.request.content != MIXED_BODY
+    f.revert()
+    assert f.request.content == MIXED_BODY
+    assert f.request.headers["content-length"] == str(len(MIXED_BODY))
+    assert not f.modified()
+
+
+def test_comment_marker_and_metadata_for_a_failure_and_an_unobserved_call(bridge):
+    nb, _ = bridge
+    f = chat_flow(MIXED_BODY)
+    nb.request(f)
+    assert f.comment == "bridge: 2 steps (1 failed: exit 2), 3 kept as messages, 1 unobserved"
+    assert f.marked == MARKER
+    meta = f.metadata[META]
+    assert meta["status"] == "rewritten"
+    assert meta["steps"] == 2
+    assert meta["failed"] == 1
+    assert meta["failed_exit_codes"] == [2]
+    assert meta["kept"] == 3
+    assert meta["unobserved"] == 1
+    assert meta["kept_by_code"] == {"unmapped": 2, "unobserved": 1}
+    json.dumps(meta)  # plain data only
+
+
+def test_failure_alone_marks_the_flow(bridge):
+    nb, _ = bridge
+    f = chat_flow(FAILED_BODY)
+    nb.request(f)
+    assert f.comment == "bridge: 1 steps (1 failed: exit 2), 0 kept as messages"
+    assert f.marked == MARKER
+
+
+def test_unobserved_call_alone_marks_the_flow(bridge):
+    nb, _ = bridge
+    f = chat_flow(UNOBSERVED_BODY)
+    nb.request(f)
+    assert f.comment == "bridge: 1 steps, 1 kept as messages, 1 unobserved"
+    assert f.marked == MARKER
+
+
+def test_clean_rewrite_is_not_marked(bridge):
+    nb, _ = bridge
+    f = chat_flow(OK_BODY)
+    nb.request(f)
+    assert f.comment == "bridge: 1 steps, 0 kept as messages"
+    assert not f.marked
+    assert f.metadata[META]["failed"] == 0
+
+
+def test_rewritten_flow_round_trips_through_a_flow_file(bridge, tmp_path):
+    nb, _ = bridge
+    f = chat_flow(MIXED_BODY)
+    nb.request(f)
+    path = tmp_path / "flows.mitm"
+    with path.open("wb") as fo:
+        io.FlowWriter(fo).add(f)
+    with path.open("rb") as fi:
+        [g] = list(io.FlowReader(fi).stream())
+    assert g.id == f.id
+    assert g.metadata[META] == f.metadata[META]
+    assert g.comment == f.comment
+    assert g.marked == MARKER
+    assert g.request.content == f.request.content
+
+
+def test_replayed_flow_is_not_rewritten_twice(bridge, tmp_path):
+    nb, _ = bridge
+    f = chat_flow(MIXED_BODY)
+    nb.request(f)
+    path = tmp_path / "flows.mitm"
+    with path.open("wb") as fo:
+        io.FlowWriter(fo).add(f)
+    with path.open("rb") as fi:
+        [g] = list(io.FlowReader(fi).stream())
+    rewritten, comment, meta = g.request.content, g.comment, dict(g.metadata[META])
+    nb.request(g)  # mitmdump -nr re-runs the hook on the loaded flow
+    assert g.request.content == rewritten
+    assert g.comment == comment
+    assert g.metadata[META] == meta
+    # The same object seen a second time (client replay of a live flow) is not touched either.
+    before = f.request.content
+    nb.request(f)
+    assert f.request.content == before
+
+
+def test_body_already_carrying_steps_passes_untouched(bridge):
+    nb, _ = bridge
+    first = chat_flow(MIXED_BODY)
+    nb.request(first)
+    already = first.request.content
+    f = chat_flow(already)
+    nb.request(f)
+    assert f.request.content == already
+    assert not f.modified()
+    assert f.metadata[META]["status"] == "skipped"
+    assert "already carries additional_steps" in f.comment
+    assert not f.marked
+
+
+def test_request_without_tool_history_is_unchanged(bridge):
+    nb, _ = bridge
+    content = chat({"role": "assistant", "content": "hello"})
+    f = chat_flow(content)
+    nb.request(f)
+    assert f.request.content == content
+    assert not f.modified()
+    assert f.comment == "bridge: unchanged (no tool history)"
+    assert f.metadata[META] == {"status": "unchanged", "reason": "no tool history", "steps": 0}
+    assert not f.marked
+
+
+def test_non_json_body_passes_untouched(bridge):
+    nb, _ = bridge
+    content = b'{"messages": [{"tool_calls": ' + b"x" * 10
+    f = chat_flow(content)
+    nb.request(f)
+    assert f.request.content == content
+    assert f.metadata[META]["status"] == "skipped"
+    assert f.comment.startswith("bridge: skipped (body is not JSON")
+
+
+# ---- selection ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flow",
+    [
+        pytest.param(lambda: chat_flow(method="GET"), id="GET"),
+        pytest.param(lambda: chat_flow(path="/v1/embeddings"), id="other-path"),
+        pytest.param(lambda: chat_flow(path="/v1/models"), id="models"),
+        pytest.param(lambda: chat_flow(path="/v1/messages/count_tokens"), id="count-tokens"),
+    ],
+)
+def test_non_selected_flows_are_untouched(bridge, flow):
+    nb, _ = bridge
+    f = flow()
+    state = f.get_state()
+    nb.request(f)
+    assert f.request.content == OK_BODY
+    assert f.comment == ""
+    assert META not in f.metadata
+    assert not f.modified()
+    assert f.get_state() == state
+
+
+def test_filter_not_matching_leaves_the_flow_alone(bridge):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_filter="~d planner.example.com")
+    f = chat_flow()
+    nb.request(f)
+    assert f.request.content == OK_BODY
+    assert f.comment == "" and META not in f.metadata
+    f2 = chat_flow()
+    f2.request.host = "planner.example.com"
+    nb.request(f2)
+    assert "additional_steps" in body_of(f2)
+
+
+def test_bridge_false_disables(bridge):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge=False)
+    f = chat_flow(MIXED_BODY)
+    nb.request(f)
+    assert f.request.content == MIXED_BODY
+    assert f.comment == "" and META not in f.metadata and not f.marked
+    tctx.configure(nb, bridge=True)
+    nb.request(f)
+    assert "additional_steps" in body_of(f)
+
+
+def test_flow_that_already_has_a_response_is_left_alone(bridge):
+    nb, _ = bridge
+    f = chat_flow()
+    f.response = tflow.tresp()
+    nb.request(f)
+    assert f.request.content == OK_BODY
+    assert META not in f.metadata
+
+
+# ---- encodings ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("enc", ["gzip", "zstd", "br", "deflate"])
+def test_encoded_body_is_rewritten_and_stays_encoded(bridge, enc):
+    nb, _ = bridge
+    f = chat_flow(headers={"content-encoding": enc})
+    f.request.raw_content = encoding.encode(MIXED_BODY, enc)
+    original_raw = f.request.raw_content
+    nb.request(f)
+    assert f.request.headers["content-encoding"] == enc
+    assert f.request.raw_content != original_raw
+    decoded = encoding.decode(f.request.raw_content, enc)
+    assert "additional_steps" in json.loads(decoded)
+    assert f.request.headers["content-length"] == str(len(f.request.raw_content))
+    f.revert()
+    assert f.request.raw_content == original_raw
+
+
+def test_gzip_body_decodes_with_the_standard_library(bridge):
+    nb, _ = bridge
+    f = chat_flow(headers={"content-encoding": "gzip"})
+    f.request.raw_content = gzip.compress(OK_BODY)
+    nb.request(f)
+    assert "additional_steps" in json.loads(gzip.decompress(f.request.raw_content))
+
+
+def test_body_that_does_not_decode_passes_untouched(bridge):
+    nb, _ = bridge
+    f = chat_flow(headers={"content-encoding": "gzip"})
+    f.request.raw_content = b"this is not gzip"
+    nb.request(f)
+    assert f.request.raw_content == b"this is not gzip"
+    assert f.metadata[META]["status"] == "skipped"
+    assert "cannot decode" in f.comment
+
+
+# ---- bodies that cannot be rewritten -----------------------------------------
+
+
+def test_streamed_body_passes_with_a_visible_skip(bridge, caplog):
+    nb, _ = bridge
+    caplog.set_level(logging.WARNING, logger=ADDON_LOGGER)
+    f = chat_flow(MIXED_BODY)
+    f.request.stream = True
+    nb.request(f)
+    assert f.request.content == MIXED_BODY
+    assert not f.modified()
+    assert f.metadata[META]["status"] == "skipped"
+    assert f.comment.startswith("bridge: skipped (body is streamed")
+    assert any(f.id in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_body_already_gone_to_the_stream_is_skipped(bridge):
+    nb, _ = bridge
+    f = chat_flow()
+    f.request.raw_content = None
+    nb.request(f)
+    assert f.request.raw_content is None
+    assert f.metadata[META]["status"] == "skipped"
+    assert "streamed" in f.comment
+
+
+def test_oversized_body_passes_untouched(bridge):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_max_body=len(MIXED_BODY) - 1)
+    f = chat_flow(MIXED_BODY)
+    nb.request(f)
+    assert f.request.content == MIXED_BODY
+    assert not f.modified()
+    assert f.metadata[META]["status"] == "skipped"
+    assert "bridge_max_body" in f.comment
+    tctx.configure(nb, bridge_max_body=len(MIXED_BODY))
+    g = chat_flow(MIXED_BODY)
+    nb.request(g)
+    assert g.metadata[META]["status"] == "rewritten"
+
+
+def test_oversized_encoded_body_is_not_decoded(bridge):
+    """The raw size is checked before decoding, so a huge encoded body is never decompressed."""
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_max_body=100)
+    f = chat_flow(headers={"content-encoding": "gzip"})
+    f.request.raw_content = b"not gzip at all " * 20  # would fail to decode, were it decoded
+    nb.request(f)
+    assert f.request.raw_content == b"not gzip at all " * 20
+    assert "bridge_max_body" in f.comment
+    assert "cannot decode" not in f.comment
+
+
+def test_body_oversized_only_once_decoded_passes_untouched(bridge):
+    nb, tctx = bridge
+    padded = chat(
+        calls(call("c1", "Bash", command="ls")),
+        result("c1", "a" * 4000),
+    )
+    raw = encoding.encode(padded, "gzip")
+    assert len(raw) < 1000 < len(padded)
+    tctx.configure(nb, bridge_max_body=1000)
+    f = chat_flow(headers={"content-encoding": "gzip"})
+    f.request.raw_content = raw
+    nb.request(f)
+    assert f.request.raw_content == raw
+    assert f.metadata[META]["status"] == "skipped"
+    assert "bridge_max_body" in f.comment
+
+
+# ---- fail open ---------------------------------------------------------------
+
+
+def _explode(*args, **kwargs):
+    raise RuntimeError("core exploded")
+
+
+def test_core_exception_fails_open(bridge, monkeypatch, caplog, tmp_path):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    caplog.set_level(logging.DEBUG, logger=ADDON_LOGGER)
+    monkeypatch.setattr(addon_module, "rewrite", _explode)
+    f = chat_flow(MIXED_BODY)
+    raw_before = f.request.raw_content
+    headers_before = f.request.headers.copy()
+    nb.request(f)  # must not raise
+    assert f.request.raw_content == raw_before
+    assert f.request.headers == headers_before
+    assert not f.modified()
+    errors = error_lines(caplog)
+    assert len(errors) == 1
+    assert f.id in errors[0].getMessage()
+    assert f.metadata[META]["status"] == "error"
+    assert "RuntimeError: core exploded" in f.comment
+    assert nb.recorder.flush(timeout=10)
+    [record] = list((tmp_path / "records").glob("*.json"))
+    rec = json.loads(record.read_text())
+    assert rec["status"] == "error"
+    assert rec["flow_id"] == f.id
+    assert rec["reason"] == "RuntimeError: core exploded"
+    assert rec["after"] is None
+    assert rec["before"]["messages"][1]["tool_calls"][0]["id"] == "c1"
+
+
+def test_core_exception_on_an_encoded_body_records_the_decoded_body(bridge, monkeypatch, tmp_path):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    monkeypatch.setattr(addon_module, "rewrite", _explode)
+    f = chat_flow(headers={"content-encoding": "gzip"})
+    f.request.raw_content = gzip.compress(MIXED_BODY)
+    raw_before = f.request.raw_content
+    nb.request(f)
+    assert f.request.raw_content == raw_before  # fail-open holds either way
+    assert nb.recorder.flush(timeout=10)
+    [record] = list((tmp_path / "records").glob("*.json"))
+    assert json.loads(record.read_text())["before"] == json.loads(MIXED_BODY)
+
+
+def test_failure_writing_the_new_body_fails_open(bridge, monkeypatch, caplog):
+    nb, _ = bridge
+    caplog.set_level(logging.DEBUG, logger=ADDON_LOGGER)
+
+    def broken_set_content(self, value):
+        raise ValueError("cannot encode")
+
+    f = chat_flow(headers={"content-encoding": "gzip"})
+    f.request.raw_content = gzip.compress(MIXED_BODY)
+    raw_before = f.request.raw_content
+    monkeypatch.setattr(http.Request, "set_content", broken_set_content)
+    nb.request(f)  # must not raise
+    assert f.request.raw_content == raw_before
+    assert f.request.headers["content-encoding"] == "gzip"
+    assert f.metadata[META]["status"] == "error"
+    assert "ValueError: cannot encode" in f.comment
+    assert not f.marked
+    errors = error_lines(caplog)
+    assert len(errors) == 1 and f.id in errors[0].getMessage()
+
+
+def test_core_exception_without_records_writes_nothing(bridge, monkeypatch, tmp_path, caplog):
+    nb, _ = bridge
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(addon_module, "rewrite", _explode)
+    f = chat_flow(MIXED_BODY)
+    nb.request(f)
+    assert f.request.content == MIXED_BODY
+    assert nb.recorder is None
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- records -----------------------------------------------------------------
+
+
+def test_rewritten_flow_is_recorded_redacted(bridge, tmp_path):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    f = chat_flow(MIXED_BODY, headers={"authorization": "Bearer sk-live-secret-0123456789"})
+    f.request.path = "/v1/chat/completions?api_key=sk-query-0123456789"
+    nb.request(f)
+    assert nb.recorder.flush(timeout=10)
+    [record] = list((tmp_path / "records").glob("*.json"))
+    raw = record.read_text()
+    assert "sk-live-secret-0123456789" not in raw and "sk-query-0123456789" not in raw
+    rec = json.loads(raw)
+    assert rec["flow_id"] == f.id
+    assert rec["status"] == "rewritten"
+    assert rec["dialect"] == "chat"
+    assert rec["comment"] == f.comment
+    assert rec["summary"] == {k: v for k, v in f.metadata[META].items() if k not in ("status", "reason")}
+    assert rec["summary"]["steps"] == 2
+    assert rec["before"] == json.loads(MIXED_BODY)
+    assert rec["after"] == body_of(f)
+    assert rec["steps"] == body_of(f)["additional_steps"]
+    assert ["authorization", REDACTED] in rec["request_headers"]
+    assert len(rec["accounting"]) == 7  # 4 calls + 3 results, each placed once
+
+
+def test_encoded_body_is_recorded_decoded(bridge, tmp_path):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    f = chat_flow(headers={"content-encoding": "zstd"})
+    f.request.raw_content = encoding.encode(OK_BODY, "zstd")
+    nb.request(f)
+    assert nb.recorder.flush(timeout=10)
+    [record] = list((tmp_path / "records").glob("*.json"))
+    rec = json.loads(record.read_text())
+    assert rec["before"] == json.loads(OK_BODY)
+    assert "additional_steps" in rec["after"]
+
+
+def test_non_selected_flows_write_no_record(bridge, tmp_path):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    nb.request(chat_flow(method="GET"))
+    assert nb.recorder.flush(timeout=10)
+    assert not (tmp_path / "records").exists()
+
+
+def test_unsetting_records_closes_the_recorder(bridge, tmp_path):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    rec = nb.recorder
+    assert rec is not None and rec.directory == str(tmp_path / "records")
+    tctx.configure(nb, bridge_records=None)
+    assert nb.recorder is None
+
+
+# ---- tool map and kinds ------------------------------------------------------
+
+
+def test_bridge_tools_adds_a_mapping(bridge):
+    nb, tctx = bridge
+    assert "acme_exec" not in DEFAULT_TOOL_KINDS
+    content = chat(calls(call("c1", "acme_exec", command="ls")), result("c1", "a.txt"))
+    f = chat_flow(content)
+    nb.request(f)
+    assert f.request.content == content
+    assert f.metadata[META]["status"] == "unchanged"
+
+    tctx.configure(nb, bridge_tools=["acme_exec=run_command"])
+    g = chat_flow(content)
+    nb.request(g)
+    [step] = body_of(g)["additional_steps"]
+    assert step["runCommand"]["commandLine"] == "ls"
+
+
+def test_bridge_tools_removes_a_mapping(bridge):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_tools=["Bash="])
+    f = chat_flow(OK_BODY)
+    nb.request(f)
+    assert f.request.content == OK_BODY
+    assert f.metadata[META]["status"] == "unchanged"
+    assert f.metadata[META]["kept_by_code"] == {"unmapped": 2}
+
+
+def test_bridge_kinds_restricts_kinds(bridge):
+    nb, tctx = bridge
+    content = chat(
+        calls(call("c1", "Bash", command="ls"), call("c2", "Read", file_path="/repo/a.txt")),
+        result("c1", "a.txt"),
+        result("c2", "hello"),
+    )
+    tctx.configure(nb, bridge_kinds=["view_file"])
+    f = chat_flow(content)
+    nb.request(f)
+    body = body_of(f)
+    assert [s["type"] for s in body["additional_steps"]] == ["CORTEX_STEP_TYPE_VIEW_FILE"]
+    assert [tc["id"] for m in body["messages"] for tc in m.get("tool_calls", [])] == ["c1"]
+    assert f.metadata[META]["kept_by_code"] == {"kind_off": 2}
+
+    tctx.configure(nb, bridge_kinds=[])
+    g = chat_flow(content)
+    nb.request(g)
+    assert g.request.content == content
+    assert g.metadata[META]["status"] == "unchanged"

@@ -1,0 +1,440 @@
+"""The recorder: one redacted JSON record per job, written atomically off the request path."""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import shutil
+import stat
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from native_bridge import records
+from native_bridge.records import RECORD_VERSION, Recorder, RecordJob, record_name, to_record
+from native_bridge.redact import REDACTED
+
+FIELDS = {
+    "record_version",
+    "flow_id",
+    "time",
+    "method",
+    "url",
+    "request_headers",
+    "dialect",
+    "status",
+    "reason",
+    "comment",
+    "summary",
+    "before",
+    "after",
+    "steps",
+    "accounting",
+    "notes",
+}
+TS = 1_700_000_000.5  # 2023-11-14T22:13:20.5Z
+LOGGER = "native_bridge.records"
+
+
+def job(flow_id: str = "0b8e6c0e-1111-4222-8333-944445555666", **kw) -> RecordJob:
+    fields = {
+        "flow_id": flow_id,
+        "timestamp": TS,
+        "method": "POST",
+        "url": "https://api.example.com/v1/chat/completions?api_key=sk-query-secret-123&model=m",
+        "headers": [
+            ("Host", "api.example.com"),
+            ("Authorization", "Bearer sk-header-secret-1234567890"),
+            ("Content-Type", "application/json"),
+        ],
+        "status": "rewritten",
+        "reason": "",
+        "dialect": "chat",
+        "before": orjson.dumps({"model": "m", "api_key": "sk-body-secret-123", "messages": []}),
+        "after": orjson.dumps({"model": "m", "messages": [], "additional_steps": [{"type": "T"}]}),
+        "steps": [{"type": "T", "status": "CORTEX_STEP_STATUS_DONE"}],
+        "accounting": [{"item": "call", "id": "c1", "name": "Bash", "turn": 1, "step": 0}],
+        "summary": {"steps": 1, "failed": 0},
+        "comment": "bridge: 1 steps, 0 kept as messages",
+    }
+    fields.update(kw)
+    return RecordJob(**fields)
+
+
+def files(directory: Path) -> list[str]:
+    return sorted(os.listdir(directory)) if directory.exists() else []
+
+
+def error_lines(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == LOGGER and r.levelno >= logging.ERROR]
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    rec = Recorder(str(tmp_path / "records"))
+    yield rec
+    rec.close(timeout=5)
+
+
+# ---- content -----------------------------------------------------------------
+
+
+def test_write_produces_one_valid_json_record_with_the_documented_fields(recorder, tmp_path):
+    path = recorder.write(job())
+    assert path is not None
+    directory = tmp_path / "records"
+    assert files(directory) == [os.path.basename(path)]
+    raw = Path(path).read_bytes()
+    assert raw.endswith(b"\n")
+    rec = json.loads(raw)
+    assert set(rec) >= FIELDS
+    assert rec["record_version"] == RECORD_VERSION == 1
+    assert rec["flow_id"] == "0b8e6c0e-1111-4222-8333-944445555666"
+    assert rec["time"] == "2023-11-14T22:13:20.500000Z"
+    assert rec["method"] == "POST"
+    assert rec["dialect"] == "chat"
+    assert rec["status"] == "rewritten"
+    assert rec["reason"] == ""
+    assert rec["comment"] == "bridge: 1 steps, 0 kept as messages"
+    assert rec["summary"] == {"steps": 1, "failed": 0}
+    assert rec["steps"] == [{"type": "T", "status": "CORTEX_STEP_STATUS_DONE"}]
+    assert rec["accounting"] == [{"item": "call", "id": "c1", "name": "Bash", "turn": 1, "step": 0}]
+    assert rec["after"] == {"model": "m", "messages": [], "additional_steps": [{"type": "T"}]}
+    assert rec["notes"] == []
+    assert "before_text" not in rec and "after_text" not in rec
+    assert recorder.written == 1 and recorder.failed == 0
+
+
+def test_record_is_redacted_on_write(recorder):
+    raw = Path(recorder.write(job())).read_text()
+    for secret in ("sk-query-secret-123", "sk-header-secret-1234567890", "sk-body-secret-123"):
+        assert secret not in raw
+    rec = json.loads(raw)
+    assert rec["request_headers"] == [
+        ["Host", "api.example.com"],
+        ["Authorization", REDACTED],
+        ["Content-Type", "application/json"],
+    ]
+    assert rec["url"] == f"https://api.example.com/v1/chat/completions?api_key={REDACTED}&model=m"
+    assert rec["before"] == {"model": "m", "api_key": REDACTED, "messages": []}
+
+
+def test_non_json_body_is_kept_as_redacted_text():
+    rec = to_record(job(before=b"not json; Authorization: Bearer abcdefghijklmnop", after=None))
+    assert rec["before"] is None
+    assert rec["before_text"] == f"not json; Authorization: Bearer {REDACTED}"
+    assert rec["after"] is None
+    assert "after_text" not in rec
+
+
+def test_undecodable_bytes_do_not_break_the_record():
+    rec = to_record(job(before=b"\xff\xfe\x00 garbage", after=None))
+    assert rec["before"] is None
+    assert isinstance(rec["before_text"], str)
+    orjson.dumps(rec)  # still serialisable
+
+
+def test_error_record_without_bodies(recorder):
+    path = recorder.write(job(status="error", reason="RuntimeError: boom", before=None, after=None, steps=[]))
+    rec = json.loads(Path(path).read_text())
+    assert rec["status"] == "error"
+    assert rec["reason"] == "RuntimeError: boom"
+    assert rec["before"] is None and rec["after"] is None
+
+
+# ---- one file per job, permissions, atomicity --------------------------------
+
+
+def test_one_file_per_submitted_job(recorder, tmp_path):
+    ids = [f"flow-{i}" for i in range(5)]
+    for flow_id in ids:
+        recorder.submit(job(flow_id))
+    assert recorder.flush(timeout=10)
+    names = files(tmp_path / "records")
+    assert len(names) == 5
+    assert all(n.endswith(".json") for n in names)
+    seen = sorted(json.loads((tmp_path / "records" / n).read_text())["flow_id"] for n in names)
+    assert seen == ids
+    assert recorder.written == 5
+
+
+def test_file_mode_0600_and_directory_created_0700(tmp_path):
+    directory = tmp_path / "deep" / "records"
+    rec = Recorder(str(directory))
+    old = os.umask(0)  # the modes must not depend on a permissive umask
+    try:
+        path = rec.write(job())
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+
+
+def test_no_temp_file_and_no_record_when_fsync_fails(recorder, tmp_path, monkeypatch, caplog):
+    directory = tmp_path / "records"
+    seen_during_write: list[list[str]] = []
+
+    def failing_fsync(fd):
+        seen_during_write.append(files(directory))
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(records.os, "fsync", failing_fsync)
+    assert recorder.write(job()) is None
+    # While the data was being written, only a hidden temp file existed, never a *.json.
+    assert len(seen_during_write) == 1
+    [during] = seen_during_write
+    assert len(during) == 1 and during[0].startswith(".") and during[0].endswith(".tmp")
+    assert files(directory) == []  # the temp file is gone too
+    assert recorder.failed == 1 and recorder.written == 0
+
+
+def test_no_temp_file_and_no_record_when_rename_fails(recorder, tmp_path, monkeypatch):
+    def no_space(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(records.os, "replace", no_space)
+    assert recorder.write(job()) is None
+    assert files(tmp_path / "records") == []
+    assert recorder.failed == 1
+
+
+def test_final_name_appears_only_complete(recorder, tmp_path, monkeypatch):
+    """At the moment the final name appears it already holds the whole record."""
+    directory = tmp_path / "records"
+    real_replace = os.replace
+    observed = {}
+
+    def checking_replace(src, dst):
+        observed["dst_existed"] = os.path.exists(dst)
+        observed["src_complete"] = json.loads(Path(src).read_text())["flow_id"]
+        real_replace(src, dst)
+
+    monkeypatch.setattr(records.os, "replace", checking_replace)
+    path = recorder.write(job("complete"))
+    assert observed == {"dst_existed": False, "src_complete": "complete"}
+    assert files(directory) == [os.path.basename(path)]
+
+
+# ---- background writing ------------------------------------------------------
+
+
+def gated_writes(rec: Recorder, monkeypatch) -> tuple[threading.Event, list[str]]:
+    """Make rec's writes wait for a gate; returns the gate and an event log."""
+    gate = threading.Event()
+    events: list[str] = []
+    real_write = rec.write
+
+    def slow_write(j):
+        events.append(f"start {j.flow_id}")
+        assert gate.wait(10), "the test never opened the gate"
+        path = real_write(j)
+        events.append(f"end {j.flow_id}")
+        return path
+
+    monkeypatch.setattr(rec, "write", slow_write)
+    return gate, events
+
+
+def test_submit_returns_before_a_slow_write_finishes(recorder, tmp_path, monkeypatch):
+    gate, events = gated_writes(recorder, monkeypatch)
+    recorder.submit(job("a"))
+    recorder.submit(job("b"))
+    events.append("submitted")
+    assert "end a" not in events and "end b" not in events
+    assert files(tmp_path / "records") == []
+    gate.set()
+    assert recorder.flush(timeout=10)
+    assert events.index("submitted") < events.index("end a") < events.index("end b")
+    assert len(files(tmp_path / "records")) == 2
+
+
+def test_flush_waits_for_pending_writes_and_reports_a_timeout(recorder, tmp_path, monkeypatch):
+    gate, _ = gated_writes(recorder, monkeypatch)
+    for i in range(3):
+        recorder.submit(job(f"f{i}"))
+    assert recorder.flush(timeout=0.05) is False  # still blocked
+    gate.set()
+    assert recorder.flush(timeout=10) is True
+    assert len(files(tmp_path / "records")) == 3
+    assert recorder.written == 3
+
+
+def test_flush_without_jobs_returns_at_once(recorder):
+    assert recorder.flush(timeout=0) is True
+
+
+def test_close_writes_what_was_submitted(tmp_path):
+    rec = Recorder(str(tmp_path / "r"))
+    for i in range(3):
+        rec.submit(job(f"c{i}"))
+    rec.close(timeout=10)
+    assert len(files(tmp_path / "r")) == 3
+    # A recorder used again after close starts a new writer.
+    rec.submit(job("again"))
+    assert rec.flush(timeout=10)
+    assert len(files(tmp_path / "r")) == 4
+    rec.close(timeout=10)
+
+
+# ---- faults are survived -----------------------------------------------------
+
+
+def test_directory_under_a_regular_file_is_survived(tmp_path, caplog):
+    caplog.set_level(logging.ERROR, logger=LOGGER)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    rec = Recorder(str(blocker / "records"))
+    for i in range(3):
+        rec.submit(job(f"f{i}"))  # must not raise
+    assert rec.flush(timeout=10)
+    rec.close(timeout=5)
+    assert rec.failed == 3 and rec.written == 0
+    lines = error_lines(caplog)
+    assert len(lines) == 1, [r.getMessage() for r in lines]
+    assert "f0" in lines[0].getMessage()
+    assert blocker.read_text() == "not a directory"
+
+
+def test_repeated_identical_fault_is_logged_once_and_logged_again_after_recovery(
+    recorder, tmp_path, monkeypatch, caplog
+):
+    caplog.set_level(logging.ERROR, logger=LOGGER)
+    real_replace = os.replace
+
+    def no_space(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(records.os, "replace", no_space)
+    for i in range(4):
+        assert recorder.write(job(f"x{i}")) is None
+    assert recorder.failed == 4
+    assert len(error_lines(caplog)) == 1
+    assert "No space left on device" in error_lines(caplog)[0].getMessage()
+
+    monkeypatch.setattr(records.os, "replace", real_replace)
+    assert recorder.write(job("ok")) is not None
+    monkeypatch.setattr(records.os, "replace", no_space)
+    assert recorder.write(job("y")) is None
+    assert len(error_lines(caplog)) == 2
+    names = files(tmp_path / "records")
+    assert len(names) == 1 and names[0].endswith("-ok.json")
+    assert recorder.written == 1 and recorder.failed == 5
+
+
+def test_distinct_faults_are_each_logged(recorder, monkeypatch, caplog):
+    caplog.set_level(logging.ERROR, logger=LOGGER)
+    faults = iter([OSError(errno.ENOSPC, "No space left on device"), OSError(errno.EIO, "Input/output error")])
+
+    def failing_replace(src, dst):
+        raise next(faults)
+
+    monkeypatch.setattr(records.os, "replace", failing_replace)
+    recorder.write(job("a"))
+    recorder.write(job("b"))
+    assert len(error_lines(caplog)) == 2
+
+
+def test_fault_in_the_writer_thread_does_not_stop_it(recorder, tmp_path, monkeypatch):
+    calls = {"n": 0}
+    real_replace = os.replace
+
+    def first_fails(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(records.os, "replace", first_fails)
+    recorder.submit(job("lost"))
+    recorder.submit(job("kept"))
+    assert recorder.flush(timeout=10)
+    names = files(tmp_path / "records")
+    assert len(names) == 1 and names[0].endswith("-kept.json")
+    assert recorder.failed == 1 and recorder.written == 1
+
+
+def test_directory_removed_while_running_is_recreated(recorder, tmp_path):
+    directory = tmp_path / "records"
+    assert recorder.write(job("first"))
+    shutil.rmtree(directory)
+    recorder.submit(job("second"))
+    assert recorder.flush(timeout=10)
+    names = files(directory)
+    assert len(names) == 1 and names[0].endswith("-second.json")
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+    assert recorder.failed == 0
+
+
+def test_relative_directory_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rec = Recorder("rel/records")
+    monkeypatch.chdir("/")
+    path = rec.write(job())
+    assert Path(path).parent == tmp_path / "rel" / "records"
+
+
+# ---- file names --------------------------------------------------------------
+
+HOSTILE_IDS = [
+    "../../etc/passwd",
+    "/abs",
+    "/etc/cron.d/x",
+    "a/b",
+    "a\\b",
+    "..",
+    ".",
+    "",
+    ".hidden",
+    "x\x00y",
+    "name with spaces",
+    "ünïcödé/../x",
+    "a" * 5000,
+    "../" * 200,
+]
+
+
+@pytest.mark.parametrize("flow_id", HOSTILE_IDS, ids=lambda s: repr(s[:20]))
+def test_record_name_cannot_escape_the_directory(flow_id, recorder, tmp_path):
+    name = record_name(job(flow_id))
+    assert name == os.path.basename(name)
+    assert "/" not in name and "\\" not in name and "\x00" not in name
+    assert ".." not in name
+    assert not name.startswith(".")
+    assert name.endswith(".json")
+    assert len(name.encode()) < 255  # a valid single path component everywhere
+    path = recorder.write(job(flow_id))
+    assert path is not None
+    assert Path(path).parent == tmp_path / "records"
+    # Nothing was created anywhere else.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["records"]
+
+
+def test_record_name_keeps_an_ordinary_flow_id_readable():
+    flow_id = "0b8e6c0e-1111-4222-8333-944445555666"
+    assert record_name(job(flow_id)) == f"20231114T221320.500000-{flow_id}.json"
+
+
+def test_record_names_sort_by_time():
+    early = record_name(RecordJob("z", 1_000.0, "POST", "u", [], "unchanged", "", None, None))
+    late = record_name(RecordJob("a", 2_000.0, "POST", "u", [], "unchanged", "", None, None))
+    assert early < late
+
+
+@given(st.text())
+def test_record_name_is_always_one_safe_component(flow_id):
+    name = record_name(job(flow_id))
+    assert os.sep not in name and "/" not in name and "\\" not in name and "\x00" not in name
+    assert not name.startswith(".")
+    assert name.endswith(".json")
+    assert len(name) <= 100
+
+
+def test_distinct_jobs_never_share_a_file(recorder, tmp_path):
+    recorder.write(job("a/b"))
+    recorder.write(job("a_b"))
+    assert len(files(tmp_path / "records")) == 2
