@@ -481,14 +481,19 @@ def _match(rules: tuple[Rule, ...], line: str) -> ExitStatus | None:
     return None
 
 
-def _header(lines: list[str]) -> ExitStatus | None:
+def _header_end(lines: list[str]) -> int | None:
+    """Where a client's header ends: the index of its bare ``Output:`` line, if any."""
     for i, line in enumerate(lines[:_HEADER_LIMIT]):
         if _OUTPUT_MARKER.fullmatch(line.strip()):
-            for head in lines[:i]:
-                found = _match(_BY_WHERE["header"], head)
-                if found:
-                    return found
-            return None
+            return i
+    return None
+
+
+def _header(head: list[str]) -> ExitStatus | None:
+    for line in head:
+        found = _match(_BY_WHERE["header"], line)
+        if found:
+            return found
     return None
 
 
@@ -583,12 +588,23 @@ def parse_exit_status(text: str, is_error: bool | None = None) -> ExitStatus:
     lines = body.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     last = next((ln for ln in reversed(lines) if ln.strip()), "")
-    order = (
-        (lambda: _match(_BY_WHERE["first"], first), lambda: _trailer(lines))
-        if is_error
-        else (lambda: _trailer(lines), lambda: _match(_BY_WHERE["first"], first))
-    )
-    for probe in (lambda: _header(lines), *order, lambda: _match(_BY_WHERE["last"], last)):
+    end = _header_end(lines)
+    if end is not None:
+        # The client framed the output below its header: only the header speaks.
+        probes = (lambda: _header(lines[:end]), lambda: _match(_BY_WHERE["first"], first) if end else None)
+    elif is_error:
+        probes = (
+            lambda: _match(_BY_WHERE["first"], first),
+            lambda: _trailer(lines),
+            lambda: _match(_BY_WHERE["last"], last),
+        )
+    else:
+        probes = (
+            lambda: _trailer(lines),
+            lambda: _match(_BY_WHERE["first"], first),
+            lambda: _match(_BY_WHERE["last"], last),
+        )
+    for probe in probes:
         found = probe()
         if found:
             return found

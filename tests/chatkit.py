@@ -1,0 +1,128 @@
+"""Tiny builders of Chat Completions bodies, shared by the core tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from native_bridge.builder import Plan, build
+from native_bridge.dialects import chat
+from native_bridge.history import History
+
+
+def call(id: str | None, name: str, args: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """One assistant tool call; ``args`` is a dict (JSON-encoded here) or a raw string."""
+    if args is None:
+        args = kwargs
+    arguments = args if isinstance(args, str) else orjson.dumps(args).decode()
+    tc: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    if id is not None:
+        tc["id"] = id
+    return tc
+
+
+def assistant(*calls: dict[str, Any], content: Any = None, **extra: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        m["tool_calls"] = list(calls)
+    m.update(extra)
+    return m
+
+
+def tool(id: str | None, content: Any, **extra: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {"role": "tool", "content": content}
+    if id is not None:
+        m["tool_call_id"] = id
+    m.update(extra)
+    return m
+
+
+def user(text: str = "go on") -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def system(text: str = "You are a coding agent.") -> dict[str, Any]:
+    return {"role": "system", "content": text}
+
+
+def body(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"model": "gpt-test", "messages": list(messages), **extra}
+
+
+def raw(doc: Any) -> bytes:
+    return orjson.dumps(doc)
+
+
+def history(*messages: dict[str, Any]) -> History:
+    return chat.read(body(*messages))
+
+
+def plan(*messages: dict[str, Any], **kwargs: Any) -> Plan:
+    return build(history(*messages), **kwargs)
+
+
+def bash(id: str, command: str, **extra: Any) -> dict[str, Any]:
+    return call(id, "Bash", {"command": command, **extra})
+
+
+def _key(m: Any) -> bytes:
+    return orjson.dumps(m, option=orjson.OPT_SORT_KEYS)
+
+
+def _call_ids(m: Any) -> list[Any]:
+    calls = m.get("tool_calls") if isinstance(m, dict) and m.get("role") == "assistant" else None
+    return [tc.get("id") for tc in calls or [] if isinstance(tc, dict)]
+
+
+def _answered_tool_messages(messages: list[Any]) -> set[bytes]:
+    """Tool messages that some earlier assistant message carries the call of."""
+    seen: set[Any] = set()
+    out = set()
+    for m in messages:
+        seen.update(_call_ids(m))
+        if m.get("role") == "tool" and m.get("tool_call_id") in seen:
+            out.add(_key(m))
+    return out
+
+
+def _answered_calls(messages: list[Any]) -> set[bytes]:
+    """Tool calls that some later tool message answers."""
+    out = set()
+    for i, m in enumerate(messages):
+        for tc in (m.get("tool_calls") or []) if m.get("role") == "assistant" else []:
+            if any(r.get("role") == "tool" and r.get("tool_call_id") == tc.get("id") for r in messages[i + 1 :]):
+                out.add(_key(tc))
+    return out
+
+
+def _is_trimmed(out: dict[str, Any], orig: dict[str, Any]) -> bool:
+    """``out`` is ``orig``, or ``orig`` with some of its tool calls taken out (in order)."""
+    if out == orig:
+        return True
+    if orig.get("role") != "assistant" or not orig.get("tool_calls"):
+        return False
+    rest_o = {k: v for k, v in out.items() if k != "tool_calls"}
+    rest_i = {k: v for k, v in orig.items() if k != "tool_calls"}
+    if rest_o != rest_i:
+        return False
+    it = iter(orig["tool_calls"])
+    return all(any(tc == x for x in it) for tc in out.get("tool_calls", []))
+
+
+def assert_valid_rewrite(out: list[Any], original: list[Any]) -> None:
+    """The rewritten messages are still a valid Chat Completions history, as far as the input was one."""
+    # Order and content: each output message is an input message (assistant ones maybe with fewer calls), in order.
+    it = iter(original)
+    for m in out:
+        assert any(_is_trimmed(m, o) for o in it), f"message not from the input, or out of order: {m}"
+    for m in out:
+        assert isinstance(m, dict)
+        if m.get("role") == "assistant":
+            assert m.get("tool_calls") != [], "empty tool_calls list"
+            assert m.get("content") not in (None, "", []) or m.get("tool_calls"), f"empty assistant message: {m}"
+    # Pairing: what was a proper call -> result pairing in the input still is one.
+    lost_call = _answered_tool_messages(original) & {_key(m) for m in out} - _answered_tool_messages(out)
+    assert not lost_call, f"tool message lost its call: {lost_call}"
+    kept_calls = {_key(tc) for m in out if m.get("role") == "assistant" for tc in m.get("tool_calls") or []}
+    lost_result = _answered_calls(original) & kept_calls - _answered_calls(out)
+    assert not lost_result, f"kept call lost its tool message: {lost_result}"
