@@ -36,6 +36,7 @@ SESSION = SCRIPTS / "sessions" / "chat_session.json"
 sys.path.insert(0, str(SCRIPTS))
 
 import known_gateway  # noqa: E402
+from native_bridge import redact  # noqa: E402
 from reference_planner import STEPS_KEY, Received, ReferencePlanner, validate_steps  # noqa: E402
 
 DELTA_KEY = "additional_steps_delta_start"
@@ -239,7 +240,7 @@ def before_after(session: dict[str, Any], after: dict[str, Any], record: dict[st
     ]
     out = [table(("", "before", "after"), rows)]
     failed = [
-        (i, _short(s["runCommand"].get("commandLine", ""), 56), s["runCommand"]["exitCode"])
+        (i, _short(redact.text(s["runCommand"].get("commandLine", "")), 56), s["runCommand"]["exitCode"])
         for i, s in enumerate(steps)
         if s.get("runCommand", {}).get("exitCode") not in (None, 0)
     ]

@@ -122,7 +122,7 @@ def _message_errors(i: int, m: Any) -> list[str]:
     if not isinstance(m, dict):
         return [f"messages[{i}] is not an object"]
     role = m.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         return [f"messages[{i}]: unknown role {role!r}"]
     content, calls = m.get("content"), m.get("tool_calls")
     errors = []

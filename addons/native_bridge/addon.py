@@ -148,6 +148,8 @@ class NativeBridge:
         resp = flow.response
         if META not in flow.metadata or not ctx.options.bridge_stream_replies or resp is None or resp.stream:
             return
+        if resp.raw_content is not None:  # already whole (server replay, -nr, an addon's reply): nothing streams
+            return
         if not resp.headers.get("content-type", "").startswith("text/event-stream"):
             return
         if ctx.options.store_streamed_bodies:

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Literal
 
 from ._proto import cortex_pb2
-from .encoder import encode_step
+from .encoder import encode_step, step_doc
 from .history import History, ToolCall, ToolResult
-from .kinds import DEFAULT_TOOL_KINDS, KINDS, Refusal
+from .kinds import DEFAULT_TOOL_KINDS, KINDS, Kind, Refusal
 
 # Why an item stayed in the messages, machine-readable (the record's "code").
 KeepCode = Literal[
@@ -66,11 +67,21 @@ class _Decision:
 
 @dataclass(slots=True)
 class Plan:
-    steps: list[cortex_pb2.CortexTrajectoryStep]
+    docs: list[dict[str, Any]]  # each step in proto3 JSON (what goes on the wire); treat as read-only
     step_calls: list[ToolCall]  # the call behind each step, same order
     accounting: list[Placement]  # one per call and result, in history order
     delta_start: int
     stepped: frozenset[int] = field(default_factory=frozenset)  # pos of calls and results now in steps
+    # What each step was built from: the protobuf messages are made only when asked for.
+    sources: list[tuple[Kind, dict[str, Any], dict[str, Any]]] = field(default_factory=list, repr=False)
+    _steps: list[cortex_pb2.CortexTrajectoryStep] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def steps(self) -> list[cortex_pb2.CortexTrajectoryStep]:
+        """The steps as protobuf messages (built on first use; the wire form is ``docs``)."""
+        if self._steps is None:
+            self._steps = [encode_step(kind, inputs, observed) for kind, inputs, observed in self.sources]
+        return self._steps
 
     @property
     def kept(self) -> list[Placement]:
@@ -88,6 +99,43 @@ def _pending_turn(history: History) -> int | None:
     if any(r.turn > last and r.call_id not in ids for r in history.results):
         return None
     return last
+
+
+def _pending_turn_ordered(history: History) -> int | None:
+    """:func:`_pending_turn` for a history a dialect reader made (calls and results in
+    history order, so turns never go back): it looks only at the tail, not the whole."""
+    turns = history.turns
+    last = len(turns) - 1
+    while last >= 0 and turns[last] != "calls":
+        last -= 1
+    if last < 0:
+        return None
+    if any(role != "results" for role in turns[last + 1 :]):
+        return None
+    ids = set()
+    for c in reversed(history.calls):
+        if c.turn != last:
+            break
+        ids.add(c.id)
+    for r in reversed(history.results):
+        if r.turn <= last:
+            break
+        if r.call_id not in ids:
+            return None
+    return last
+
+
+def delta_start(history: History, step_calls: list[ToolCall], ordered: bool = False) -> int:
+    """Where the newest pending round's steps begin (truth rule 7); len(steps) when none is pending."""
+    pending = (_pending_turn_ordered if ordered else _pending_turn)(history)
+    if pending is None:
+        return len(step_calls)
+    if ordered:  # step calls are in history order: count back from the end
+        i = len(step_calls)
+        while i and step_calls[i - 1].turn >= pending:
+            i -= 1
+        return i
+    return next((i for i, c in enumerate(step_calls) if c.turn >= pending), len(step_calls))
 
 
 def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str]) -> list[_Decision]:
@@ -147,17 +195,30 @@ def _result_placement(result: ToolResult, by_id: dict[str, _Decision], step_of: 
     return Placement("result", result.pos, result.turn, result.call_id, name, code=code, reason=reason)
 
 
-def build(
-    history: History,
-    kinds: Collection[str] = frozenset(KINDS),
-    tool_kinds: Mapping[str, str] = DEFAULT_TOOL_KINDS,
-) -> Plan:
+_POS = attrgetter("pos")
+
+
+@dataclass(slots=True)
+class Part:
+    """The steps and placements of a history, or of a stretch of one (see memo.py)."""
+
+    docs: list[dict[str, Any]]
+    sources: list[tuple[Kind, dict[str, Any], dict[str, Any]]]
+    step_calls: list[ToolCall]
+    placements: list[Placement]  # sorted by pos
+    stepped: list[int]  # sorted positions of the calls and results now in steps
+
+
+def assemble(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str], step_base: int = 0) -> Part:
+    """Decide every pair and lay out steps and placements; step indices start at ``step_base``."""
     decisions = _decide(history, kinds, tool_kinds)
-    steps, step_calls, step_of = [], [], {}
+    docs, sources, step_calls, step_of = [], [], [], {}
     for d in decisions:
         if d.kind is not None:
-            step_of[d.call.pos] = len(steps)
-            steps.append(encode_step(KINDS[d.kind], d.inputs or {}, d.observed))
+            step_of[d.call.pos] = step_base + len(docs)
+            source = (KINDS[d.kind], d.inputs or {}, d.observed)
+            docs.append(step_doc(*source))
+            sources.append(source)
             step_calls.append(d.call)
     by_id: dict[str, _Decision] = {}
     for d in decisions:
@@ -177,14 +238,21 @@ def build(
         for d in decisions
     ]
     placements += [_result_placement(r, by_id, step_of) for r in history.results]
-    placements.sort(key=lambda p: p.pos)
-    stepped = frozenset(p.pos for p in placements if p.step is not None)
+    placements.sort(key=_POS)
+    stepped = [p.pos for p in placements if p.step is not None]
+    return Part(docs, sources, step_calls, placements, stepped)
 
-    pending = _pending_turn(history)
-    delta_start = len(steps)
-    if pending is not None:
-        delta_start = next((i for i, c in enumerate(step_calls) if c.turn >= pending), len(steps))
-    return Plan(steps, step_calls, placements, delta_start, stepped)
+
+def build(
+    history: History,
+    kinds: Collection[str] = frozenset(KINDS),
+    tool_kinds: Mapping[str, str] = DEFAULT_TOOL_KINDS,
+    *,
+    ordered: bool = False,  # the history comes from a dialect reader (history order)
+) -> Plan:
+    part = assemble(history, kinds, tool_kinds)
+    delta = delta_start(history, part.step_calls, ordered)
+    return Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
 
 
 def build_pending(

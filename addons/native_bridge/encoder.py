@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from ._proto import cortex_pb2
 from .kinds import Kind
@@ -37,3 +38,122 @@ def step_json(step: cortex_pb2.CortexTrajectoryStep) -> dict[str, Any]:
 def parse_step_json(doc: dict[str, Any]) -> cortex_pb2.CortexTrajectoryStep:
     """Strict decode of one step's proto3 JSON (unknown fields are errors)."""
     return json_format.ParseDict(doc, cortex_pb2.CortexTrajectoryStep())
+
+
+# ---- the same JSON without protobuf ---------------------------------------------------
+#
+# Building each step as a protobuf message and converting it with MessageToDict was the
+# largest single cost of a rewrite (two passes through upb per step, every string copied
+# twice). step_doc() writes the proto3 JSON mapping directly, driven by the descriptors
+# of proto/cortex.proto: fields in field-number order (as ListFields, hence MessageToDict,
+# emits them), json_name keys, implicit-presence scalars only when not default, message
+# and `optional` fields whenever set. It accepts only what it can prove protobuf would
+# accept (exact types, ranges, UTF-8-encodable strings) and hands anything else to the
+# protobuf path, so a value protobuf would refuse still raises the same error there.
+# tests/test_bench_smoke.py checks step_doc against step_json(encode_step(...)).
+
+
+class _Unsure(Exception):
+    """A value the direct encoder will not vouch for: use the protobuf path."""
+
+
+def _string(v: Any) -> str:
+    # bytes would be accepted (decoded) by protobuf; lone surrogates refused: let it decide.
+    if type(v) is not str:
+        raise _Unsure
+    if not v.isascii():
+        try:
+            v.encode()
+        except UnicodeEncodeError:
+            raise _Unsure from None
+    return v
+
+
+def _int_range(lo: int, hi: int):
+    def check(v: Any) -> int:
+        if type(v) is not int or not lo <= v < hi:
+            raise _Unsure
+        return v
+
+    return check
+
+
+def _bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise _Unsure
+    return v
+
+
+_SCALARS = {
+    FieldDescriptor.TYPE_STRING: _string,
+    FieldDescriptor.TYPE_UINT32: _int_range(0, 2**32),
+    FieldDescriptor.TYPE_INT32: _int_range(-(2**31), 2**31),
+    FieldDescriptor.TYPE_BOOL: _bool,
+}
+
+
+def _plan(desc: Descriptor, done: dict[str, Any]) -> tuple[frozenset[str], tuple[Any, ...]]:
+    """(field names, fields in number order as (name, json_name, repeated, presence, check, sub))."""
+    if desc.full_name in done:
+        return done[desc.full_name]
+    fields = []
+    for f in sorted(desc.fields, key=lambda f: f.number):
+        repeated = f.is_repeated
+        if f.type == FieldDescriptor.TYPE_MESSAGE:
+            fields.append((f.name, f.json_name, repeated, True, None, _plan(f.message_type, done)))
+        elif f.type in _SCALARS:
+            fields.append((f.name, f.json_name, repeated, f.has_presence, _SCALARS[f.type], None))
+        else:  # a type the bodies do not use (yet): never vouch for it
+            fields.append((f.name, f.json_name, repeated, f.has_presence, None, None))
+    done[desc.full_name] = plan = (frozenset(f.name for f in desc.fields), tuple(fields))
+    return plan
+
+
+def _doc(plan: tuple[frozenset[str], tuple[Any, ...]], values: Any) -> dict[str, Any]:
+    names, fields = plan
+    if type(values) is not dict or not names.issuperset(values):
+        raise _Unsure
+    out: dict[str, Any] = {}
+    for name, json_name, repeated, presence, check, sub in fields:
+        v = values.get(name)
+        if v is None:  # protobuf constructors treat None as "not set"
+            continue
+        if check is None and sub is None:
+            raise _Unsure
+        if repeated:
+            if type(v) is not list:
+                raise _Unsure
+            if v:
+                out[json_name] = [_doc(sub, x) for x in v] if sub else [check(x) for x in v]
+        elif sub is not None:
+            out[json_name] = _doc(sub, v)
+        elif presence or v:
+            out[json_name] = check(v)
+        else:
+            check(v)  # a default value is omitted, but must still be valid
+    return out
+
+
+_STEP = cortex_pb2.CortexTrajectoryStep.DESCRIPTOR
+_PLANS: dict[str, Any] = {}
+_BODIES = {
+    f.name: (f.message_type.name, f.json_name, _plan(f.message_type, _PLANS))
+    for f in _STEP.oneofs_by_name["step"].fields
+}
+_STEP_TYPES = frozenset(v.name for v in cortex_pb2.CortexStepType.DESCRIPTOR.values if v.number)
+
+
+def step_doc(kind: Kind, inputs: dict[str, Any], observed: dict[str, Any] | None) -> dict[str, Any]:
+    """``step_json(encode_step(kind, inputs, observed))``, without building the message."""
+    if observed is None:
+        raise UnobservedCallError(f"{kind.name}: no result, so no completed step")
+    try:
+        body_name, json_name, plan = _BODIES[kind.name]
+        if body_name != kind.body or kind.step_type not in _STEP_TYPES:
+            raise _Unsure
+        if type(inputs) is not dict or type(observed) is not dict or not inputs.keys().isdisjoint(observed):
+            raise _Unsure
+        body = _doc(plan, inputs | observed) if observed else _doc(plan, inputs)
+        return {"type": kind.step_type, "status": DONE, json_name: body}
+    except (_Unsure, KeyError):
+        return step_json(encode_step(kind, inputs, observed))

@@ -457,6 +457,21 @@ _BY_WHERE: dict[str, tuple[Rule, ...]] = {
 }
 
 
+def _any_of(rules: tuple[Rule, ...]) -> re.Pattern[str]:
+    """One pattern that fullmatches a line exactly when one of ``rules`` does: most lines a
+    rule is tried on are the program's own output, and one regex turns them down faster than
+    every rule in turn. (Each rule's global flags become scoped; its named group a plain one.)"""
+    parts = []
+    for rule in rules:
+        p = rule.pattern.pattern.replace("(?P<code>", "(?:")
+        flags = re.match(r"\(\?([a-zA-Z]+)\)", p)
+        parts.append(f"(?{flags.group(1)}:{p[flags.end() :]})" if flags else f"(?:{p})")
+    return re.compile("|".join(parts))
+
+
+_ANY_BY_WHERE = {w: _any_of(rules) for w, rules in _BY_WHERE.items()}
+
+
 def _int32(n: int) -> int | None:
     return n if -(2**31) <= n < 2**31 else None
 
@@ -472,9 +487,12 @@ def _status(rule: Rule, m: re.Match[str]) -> ExitStatus | None:
     return ExitStatus(None, rule.name, rule.verdict)
 
 
-def _match(rules: tuple[Rule, ...], line: str) -> ExitStatus | None:
+def _match(where: str, line: str) -> ExitStatus | None:
+    """The status the first of the ``where`` rules that fullmatches ``line`` says."""
     line = line.strip()
-    for rule in rules:
+    if not _ANY_BY_WHERE[where].fullmatch(line):
+        return None
+    for rule in _BY_WHERE[where]:
         m = rule.pattern.fullmatch(line)
         if m:
             return _status(rule, m)
@@ -483,6 +501,8 @@ def _match(rules: tuple[Rule, ...], line: str) -> ExitStatus | None:
 
 def _header_end(lines: list[str]) -> int | None:
     """Where a client's header ends: the index of its bare ``Output:`` line, if any."""
+    if not any("Output:" in line for line in lines[:_HEADER_LIMIT]):  # most results have no header
+        return None
     for i, line in enumerate(lines[:_HEADER_LIMIT]):
         if _OUTPUT_MARKER.fullmatch(line.strip()):
             return i
@@ -491,7 +511,7 @@ def _header_end(lines: list[str]) -> int | None:
 
 def _header(head: list[str]) -> ExitStatus | None:
     for line in head:
-        found = _match(_BY_WHERE["header"], line)
+        found = _match("header", line)
         if found:
             return found
     return None
@@ -507,7 +527,7 @@ def _trailer(lines: list[str]) -> ExitStatus | None:
         if seen == _TRAILER_LIMIT:
             break
         seen += 1
-        status = _match(_BY_WHERE["trailer"], line)
+        status = _match("trailer", line)
         if status:
             found.append(status)
         elif not _FRAME_LINES.fullmatch(line.strip()):
@@ -558,9 +578,10 @@ def unframe(text: str) -> tuple[str, bool]:
     m = _UNTRUSTED.match(text)  # Gemini CLI wraps results since 2026-06
     if m:
         text = m.group(1).strip()
-    first, _, rest = text.partition("\n")
+    nl = text.find("\n")  # the first line only: no copy of the rest unless it is kept
+    first = text if nl < 0 else text[:nl]
     if _CLINE_PREFIX.fullmatch(first.strip()):  # Cline: "[execute_command for '...'] Result:"
-        text = rest.strip()
+        text = "" if nl < 0 else text[nl + 1 :].strip()
     return text, flagged
 
 
@@ -591,18 +612,18 @@ def parse_exit_status(text: str, is_error: bool | None = None) -> ExitStatus:
     end = _header_end(lines)
     if end is not None:
         # The client framed the output below its header: only the header speaks.
-        probes = (lambda: _header(lines[:end]), lambda: _match(_BY_WHERE["first"], first) if end else None)
+        probes = (lambda: _header(lines[:end]), lambda: _match("first", first) if end else None)
     elif is_error:
         probes = (
-            lambda: _match(_BY_WHERE["first"], first),
+            lambda: _match("first", first),
             lambda: _trailer(lines),
-            lambda: _match(_BY_WHERE["last"], last),
+            lambda: _match("last", last),
         )
     else:
         probes = (
             lambda: _trailer(lines),
-            lambda: _match(_BY_WHERE["first"], first),
-            lambda: _match(_BY_WHERE["last"], last),
+            lambda: _match("first", first),
+            lambda: _match("last", last),
         )
     for probe in probes:
         found = probe()

@@ -9,6 +9,7 @@ pair stays in the message history.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable, Mapping
@@ -208,11 +209,19 @@ def path_uri(path: str) -> str:
     """An absolute path as a file URI; a relative path cannot be stated as one."""
     if path.startswith("file://"):
         return path
+    uri = _absolute_uri(path)
+    if uri is None:
+        raise Refusal(f"path {path!r} is not absolute")
+    return uri
+
+
+@functools.lru_cache(maxsize=4096)  # an agent reads and edits the same files again and again
+def _absolute_uri(path: str) -> str | None:
     if re.match(r"^[A-Za-z]:[\\/]", path):
         return PureWindowsPath(path).as_uri()
     if path.startswith("/"):
         return PurePosixPath(path).as_uri()
-    raise Refusal(f"path {path!r} is not absolute")
+    return None
 
 
 def _result_text(result: ToolResult, kind: str) -> str:

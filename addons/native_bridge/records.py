@@ -23,11 +23,18 @@ from typing import Any
 import orjson
 
 from . import redact
+from .conversation import conversation_key
 
 logger = logging.getLogger(__name__)
 
 RECORD_VERSION = 1
 _STOP = object()
+# orjson writes at most 254 nested levels and the record holds a body one level down: a deeper
+# body is kept as (redacted) text, so even a hostile nesting leaves a complete record.
+_MAX_BODY_DEPTH = 200
+# Bodies waiting for the writer, at most (the addon's request bodies are capped by bridge_max_body).
+MAX_PENDING_BYTES = 256 * 1024 * 1024
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
 
 
 @dataclass(slots=True)
@@ -49,14 +56,34 @@ class RecordJob:
     notes: list[str] = field(default_factory=list)
 
 
+def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return False
+
+
 def _body_doc(raw: bytes | None) -> tuple[Any, str | None]:
     """The body as redacted JSON when it is JSON, else as (redacted) text."""
     if raw is None:
         return None, None
     try:
-        return redact.body(orjson.loads(raw)), None
+        doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return None, redact.text(raw.decode("utf-8", "replace"))
+        doc = None
+    else:
+        if not _too_deep(doc):
+            return redact.body(doc), None
+    return None, redact.text(raw.decode("utf-8", "replace"))
+
+
+def _str(value: str) -> str:
+    """Text JSON can carry: mitmproxy keeps undecodable header and URL bytes as lone surrogates."""
+    return _SURROGATES.sub("\ufffd", value)
 
 
 def to_record(job: RecordJob) -> dict[str, Any]:
@@ -64,21 +91,23 @@ def to_record(job: RecordJob) -> dict[str, Any]:
     after, after_text = _body_doc(job.after)
     rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
-        "flow_id": job.flow_id,
-        "time": datetime.fromtimestamp(job.timestamp, UTC).isoformat().replace("+00:00", "Z"),
-        "method": job.method,
-        "url": redact.url(job.url),
-        "request_headers": redact.headers(job.headers),
+        "flow_id": _str(job.flow_id),
+        "time": when.isoformat().replace("+00:00", "Z") if (when := _time(job.timestamp)) else None,
+        "method": _str(job.method),
+        "url": redact.url(_str(job.url)),
+        "request_headers": redact.headers([(_str(k), _str(v)) for k, v in job.headers]),
         "dialect": job.dialect,
+        "conversation": conversation_key(job.headers, job.before),  # a digest, never the raw id
         "status": job.status,
-        "reason": job.reason,
-        "comment": job.comment,
-        "notes": job.notes,
+        "reason": redact.text(_str(job.reason)),
+        "comment": redact.text(_str(job.comment)),
+        "notes": [redact.text(_str(n)) for n in job.notes],
         "summary": job.summary,
         "before": before,
         "after": after,
-        "steps": job.steps,
-        "accounting": job.accounting,
+        # Steps carry tool output (a token a command printed) and accounting reasons quote arguments.
+        "steps": redact.body(job.steps),
+        "accounting": redact.body(job.accounting),
     }
     if before_text is not None:
         rec["before_text"] = before_text
@@ -87,9 +116,18 @@ def to_record(job: RecordJob) -> dict[str, Any]:
     return rec
 
 
+def _time(timestamp: float) -> datetime | None:
+    """The request time; None for one no clock could show (a doctored flow file)."""
+    try:
+        return datetime.fromtimestamp(timestamp, UTC)
+    except (OverflowError, OSError, ValueError, TypeError):
+        return None
+
+
 def record_name(job: RecordJob) -> str:
     """A file name from nothing a client controls unsanitised."""
-    stamp = datetime.fromtimestamp(job.timestamp, UTC).strftime("%Y%m%dT%H%M%S.%f")
+    when = _time(job.timestamp)
+    stamp = when.strftime("%Y%m%dT%H%M%S.%f") if when else "00000000T000000.000000"
     safe_id = re.sub(r"[^A-Za-z0-9-]", "_", job.flow_id)[:48] or "flow"
     if safe_id != job.flow_id:  # altered: a digest of the real id keeps distinct ids apart
         safe_id += "-" + hashlib.sha256(job.flow_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
@@ -97,10 +135,15 @@ def record_name(job: RecordJob) -> str:
 
 
 class Recorder:
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
         self.directory = os.path.abspath(directory)
+        self.max_pending_bytes = max_pending_bytes
         self.written = 0
         self.failed = 0
+        self.dropped = 0  # refused at submit: the writer was too far behind (memory bound)
+        self._pending_bytes = 0
+        self._dropping = False
+        self._had_directory = False
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._last_error: str | None = None
@@ -109,12 +152,26 @@ class Recorder:
         self._idle = threading.Condition(self._lock)
 
     def submit(self, job: RecordJob) -> None:
+        size = _size(job)
         with self._lock:
-            self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="bridge-records", daemon=True)
-                self._thread.start()
-        self._queue.put(job)
+            if self._pending and self._pending_bytes + size > self.max_pending_bytes:
+                # A stalled disk must not grow memory without bound: drop, count, say so once.
+                self.dropped += 1
+                dropping, self._dropping = self._dropping, True
+            else:
+                dropping = None
+                self._pending += 1
+                self._pending_bytes += size
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="bridge-records", daemon=True)
+                    self._thread.start()
+        if dropping is None:
+            self._queue.put(job)
+        elif not dropping:
+            logger.error(
+                f"bridge: records for {self.directory} are written slower than requests arrive "
+                f"(over {self.max_pending_bytes} bytes pending); dropping records until the writer catches up"
+            )
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every submitted record is written (or failed)."""
@@ -128,7 +185,12 @@ class Recorder:
         return True
 
     def close(self, timeout: float = 10.0) -> None:
-        self.flush(timeout)
+        with self._lock:
+            pending = self._pending
+        if pending:
+            logger.info(f"bridge: writing {pending} pending records to {self.directory} before closing")
+        if not self.flush(timeout):
+            logger.error(f"bridge: {self._pending} records not written to {self.directory}: gave up after {timeout}s")
         with self._lock:
             thread, self._thread = self._thread, None
         if thread is not None:
@@ -142,13 +204,17 @@ class Recorder:
             finally:
                 with self._idle:
                     self._pending -= 1
+                    self._pending_bytes -= _size(job)
+                    if self._dropping and not self._pending:
+                        self._dropping = False
+                        logger.warning(f"bridge: record writer caught up; {self.dropped} records dropped so far")
                     self._idle.notify_all()
 
     def write(self, job: RecordJob) -> str | None:
         """Write one record now; returns its path, or None when it could not be written."""
         try:
-            data = orjson.dumps(to_record(job), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            data = _render(job)
+            self._directory()
             path = os.path.join(self.directory, record_name(job))
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
             try:
@@ -163,14 +229,52 @@ class Recorder:
                 raise
         except Exception as e:  # a disk fault must never reach the traffic
             self.failed += 1
-            msg = f"{type(e).__name__}: {e}"
-            if msg != self._last_error:  # one line per distinct fault, not one per flow
-                logger.error(f"bridge: cannot write record for flow {job.flow_id} to {self.directory}: {msg}")
-                self._last_error = msg
+            fault = _fault(e)
+            if fault != self._last_error:  # one line per distinct fault, not one per flow
+                logger.error(f"bridge: cannot write record for flow {_str(job.flow_id)} to {self.directory}: {fault}")
+                self._last_error = fault
             return None
         self.written += 1
-        self._last_error = None
+        if self._last_error is not None:
+            logger.info(f"bridge: records are written to {self.directory} again ({self.failed} failed in all)")
+            self._last_error = None
         return path
+
+    def _directory(self) -> None:
+        if os.path.isdir(self.directory):
+            self._had_directory = True
+            return
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        if self._had_directory:
+            logger.warning(f"bridge: records directory {self.directory} was removed; created it again")
+        self._had_directory = True
+
+
+def _size(job: RecordJob) -> int:
+    return len(job.before or b"") + len(job.after or b"")
+
+
+def _fault(e: Exception) -> str:
+    """A fault as one line, without the random temp-file name an OSError carries (so it repeats exactly)."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{type(e).__name__}: [Errno {e.errno}] {e.strerror}"
+    return f"{type(e).__name__}: {e}"
+
+
+def _render(job: RecordJob) -> bytes:
+    option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+    try:
+        return orjson.dumps(to_record(job), option=option)
+    except Exception as e:  # still one record per flow: what is known, and why the rest is missing
+        logger.warning(f"bridge: record for flow {_str(job.flow_id)} kept short: {type(e).__name__}: {e}")
+        stub = {
+            "record_version": RECORD_VERSION,
+            "flow_id": _str(job.flow_id),
+            "status": job.status,
+            "reason": redact.text(_str(job.reason)),
+            "record_error": f"{type(e).__name__}: {e}",
+        }
+        return orjson.dumps(stub, option=option)
 
 
 def _unlink(path: str) -> None:

@@ -47,6 +47,12 @@ _NOT_SECRET = frozenset({"prompt_cache_key", "cache_key", "idempotency_key", "pa
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
+# In a URL a signature is a credential (a presigned URL's X-Amz-Signature, an Azure SAS "sig"); in a
+# request body it is an integrity check the API verifies (Anthropic thinking blocks' "signature",
+# Gemini's "thoughtSignature"), and a record that drops it no longer replays.
+_BODY_INTEGRITY = frozenset({"signature", "sig"})
+
+
 def is_secret_name(name: str) -> bool:
     if name.lower() in _SECRET_HEADERS:
         return True
@@ -72,10 +78,17 @@ def url(value: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def _body_secret(name: Any) -> bool:
+    if not isinstance(name, str) or not is_secret_name(name):
+        return False
+    words = _WORD.findall(name)
+    return not words or words[-1].lower() not in _BODY_INTEGRITY
+
+
 def body(doc: Any) -> Any:
     """A copy of a JSON document: secret-named fields redacted, secret-looking strings masked."""
     if isinstance(doc, dict):
-        return {k: (REDACTED if isinstance(k, str) and is_secret_name(k) and v else body(v)) for k, v in doc.items()}
+        return {k: (REDACTED if v and _body_secret(k) else body(v)) for k, v in doc.items()}
     if isinstance(doc, list):
         return [body(v) for v in doc]
     if isinstance(doc, str):
@@ -85,15 +98,42 @@ def body(doc: Any) -> Any:
 
 _TEXT_SECRETS = re.compile(
     r"(?i)((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}"
-    r"|(\"(?:api[-_]?key|apikey|token|access_token|secret|password|authorization)\"\s*:\s*\")[^\"]*"
     r"|\b((?:sk-|sk-ant-|AIza)[A-Za-z0-9_-]{8,})"
+    # A credential header quoted in text: curl -H 'x-api-key: ...', a logged request.
+    r"|(\b(?:proxy-authorization|authorization|x-api-key|api-key|x-goog-api-key|x-auth-token|x-access-token"
+    r"|cookie)[ \t]*:[ \t]*(?:(?:bearer|basic)[ \t]+)?)[^\r\n'\"]+"
 )
+# "name": "value" in text, also JSON-escaped inside a JSON string (tool arguments in a body that is not
+# JSON as a whole), redacted when the name says credential (is_secret_name).
+_JSON_PAIR = re.compile(
+    r'("([A-Za-z][\w.-]*)"\s*:\s*")((?:[^"\\]|\\.)*)'  # "name": "value"
+    r'|(\\"([A-Za-z][\w.-]*)\\"\s*:\s*\\")((?:[^"\\]|\\[^"])*)'  # \"name\": \"value\" (inside a string)
+)
+# name=value in text (a query string in a command line, an environment variable, --api-key=...),
+# redacted when the name says credential: TOKEN=..., api_key=..., OPENAI_API_KEY=...
+_ASSIGNMENT = re.compile(r"\b([A-Za-z][A-Za-z0-9_.-]*)=([\"']?)([^\s&'\"<>;,]+)")
 
 
 def text(value: str) -> str:
-    """Best-effort redaction of a body that is not JSON."""
+    """Best-effort redaction of free text: a body that is not JSON, a tool's output, a reason."""
 
     def sub(m: re.Match[str]) -> str:
-        return (m.group(1) or m.group(2) or "") + REDACTED
+        return (m.group(1) or m.group(3) or "") + REDACTED
 
-    return _TEXT_SECRETS.sub(sub, value)
+    def pair(m: re.Match[str]) -> str:
+        prefix, name, secret = m.groups()[:3] if m.group(1) else m.groups()[3:]
+        if secret and _body_secret(name):
+            return prefix + REDACTED
+        # Not a secret itself, but its value may hold escaped pairs (tool arguments as a JSON string).
+        return prefix + _JSON_PAIR.sub(pair, secret) if "\\" in secret else m.group(0)
+
+    def assignment(m: re.Match[str]) -> str:
+        name, quote, secret = m.groups()
+        if secret == REDACTED or not is_secret_name(name):
+            return m.group(0)
+        return f"{name}={quote}{REDACTED}"
+
+    value = _TEXT_SECRETS.sub(sub, value)
+    if '"' in value:
+        value = _JSON_PAIR.sub(pair, value)
+    return _ASSIGNMENT.sub(assignment, value) if "=" in value else value

@@ -13,15 +13,20 @@ from typing import Any, Literal
 
 import orjson
 
-from .builder import Plan, build
-from .dialects import DialectError, anthropic, chat, responses
-from .encoder import step_json
+from . import memo as _memo
+from .builder import Part, Plan, assemble, delta_start
+from .dialects import Cursor, DialectError, Output, anthropic, chat, responses
+from .history import History
 from .kinds import DEFAULT_TOOL_KINDS, KINDS
 
 STEPS_KEY = "additional_steps"
 DELTA_KEY = "additional_steps_delta_start"
 
 DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, responses)}
+
+# The conversations this process has rewritten (memo.py): a resumed one is rewritten
+# from where it was last cut. rewrite(..., memo=None) does without.
+MEMO = _memo.Memo()
 
 # rewritten: new body; unchanged: nothing to do; skipped: not rewritable (reason says why);
 # error: the bridge itself failed. Only "rewritten" changes the request.
@@ -44,8 +49,22 @@ class Rewrite:
     plan: Plan | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)  # proto3 JSON
     notes: list[str] = field(default_factory=list)  # facts worth a line in the record
+    _summary: tuple[Any, dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict[str, Any]:
+        # The addon asks for it several times per flow (comment, metadata, record); it walks
+        # every step and placement, so it is worked out once (for these steps and this delta).
+        key = (len(self.steps), self.plan.delta_start if self.plan is not None else None)
+        if self._summary is None or self._summary[0] != key:
+            self._summary = key, self._summarize()
+        s = self._summary[1]
+        return (
+            {**s, "failed_exit_codes": list(s["failed_exit_codes"]), "kept_by_code": dict(s["kept_by_code"])}
+            if (self.plan is not None)
+            else dict(s)
+        )
+
+    def _summarize(self) -> dict[str, Any]:
         if self.plan is None:
             return {"steps": 0}
         exit_codes = [s.get("runCommand", {}).get("exitCode") for s in self.steps]
@@ -60,6 +79,23 @@ class Rewrite:
             "kept_by_code": dict(sorted(Counter(p.code for p in kept).items())),
             "unobserved": sum(1 for p in kept if p.item == "call" and p.code == "unobserved"),
         }
+
+
+def _may_hold(raw: bytes, markers: tuple[bytes, ...]) -> bool:
+    """Whether ``raw`` may hold tool history: it has a marker, or could spell one with escapes.
+
+    Markers are found early in a body that has tool history; proving their absence costs
+    a scan of the body, still far less than parsing it. A marker spelled with escapes needs
+    a ``\\u00XX`` escape of an ASCII letter or "_" (0x40-0x7f); the escapes clients write for
+    other characters (non-ASCII text, controls, Go's <>&) cannot spell one."""
+    if any(m in raw for m in markers):
+        return True
+    i = raw.find(b"\\u00")
+    while i != -1:
+        if raw[i + 4 : i + 5] in (b"4", b"5", b"6", b"7"):
+            return True
+        i = raw.find(b"\\u00", i + 4)
+    return False
 
 
 def _parse(raw: bytes) -> dict[str, Any]:
@@ -104,13 +140,22 @@ def dialect_for_body(body: dict[str, Any]) -> ModuleType | None:
     return chat if "system" not in body else anthropic
 
 
-def rewrite(raw: bytes, config: Config = Config(), path: str | None = None) -> Rewrite:
-    """Rewrite one request body; never raises for bad input, only reports."""
+def rewrite(raw: bytes, config: Config = Config(), path: str | None = None, memo: _memo.Memo | None = MEMO) -> Rewrite:
+    """Rewrite one request body; never raises for bad input, only reports.
+
+    With a ``memo``, a body that continues a conversation rewritten before reuses that
+    work (same result, byte for byte: memo.py says why)."""
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
     markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS)
-    if b"\\u" not in raw and not any(m in raw for m in markers):
+    if not _may_hold(raw, markers):
         return Rewrite("unchanged", "no tool history", dialect.NAME if dialect else None)
+    if memo is not None and dialect is not None:
+        resumed = _resume(memo, raw, dialect, config)
+        if resumed is not None:
+            result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out)
+            memo.put(resumed.entry, resumed.replaces)
+            return result
     try:
         body = _parse(raw)
         dialect = dialect or dialect_for_body(body)
@@ -118,22 +163,70 @@ def rewrite(raw: bytes, config: Config = Config(), path: str | None = None) -> R
             raise DialectError("body is not a chat request of a known dialect")
         if STEPS_KEY in body:
             return Rewrite("skipped", f"already carries {STEPS_KEY}", dialect.NAME)
-        history = dialect.read(body)
+        items = body.get(dialect.ITEMS)
+        canon = _canonical(body, raw) if memo is not None and isinstance(items, list) else None
+        if canon is not None and canon is not raw:
+            # Not orjson's own bytes (pretty-printed, other escapes): the memo speaks orjson's.
+            resumed = _resume(memo, canon, dialect, config)  # type: ignore[arg-type]
+            if resumed is not None:
+                del body, items  # the memo holds the items before the cut: free these first
+                result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out)
+                memo.put(resumed.entry, resumed.replaces)  # type: ignore[union-attr]
+                return result
+        if canon is not None:  # read the same way, noting where the memo may cut
+            history = History()
+            reads = _memo.read_marked(dialect, items, Cursor(), history)
+        else:
+            history = dialect.read(body)
     except DialectError as e:
         return Rewrite("skipped", str(e), dialect.NAME if dialect else None)
     if not history.calls and not history.results:
         return Rewrite("unchanged", "no tool history", dialect.NAME)
-    plan = build(history, config.kinds, config.tool_kinds)
+    part = assemble(history, config.kinds, config.tool_kinds)
+    if canon is None:
+        return _finish(dialect, body, history, part, None)
+    out = Output([], 0)
+    writes = _memo.write_marked(dialect, items, 0, frozenset(part.stepped), out)
+    result = _finish(dialect, body, history, part, out.items)
+    entry = _memo.remember(canon, body, dialect, config, history, reads, part, out.items, writes)
+    if entry is not None:
+        memo.put(entry)  # type: ignore[union-attr]
+    return result
+
+
+def _resume(memo: _memo.Memo, raw: bytes, dialect: ModuleType, config: Config) -> _memo.Resumed | None:
+    """The memo's head start, or None; a fault in it costs only speed (the full rewrite runs)."""
+    try:
+        return _memo.resume(memo, raw, dialect, config, STEPS_KEY)
+    except Exception:
+        memo.errors += 1  # tests assert there are none
+        return None
+
+
+def _canonical(body: dict[str, Any], raw: bytes) -> bytes | None:
+    """orjson's encoding of ``body``: ``raw`` itself when the client wrote exactly that
+    (then nothing more is kept), None when orjson cannot write it (nested too deep)."""
+    try:
+        canon = orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        return None
+    return raw if canon == raw else canon
+
+
+def _finish(dialect: ModuleType, body: dict[str, Any], history: History, part: Part, out: list[Any] | None) -> Rewrite:
+    """The rewrite's result from its plan; ``out`` is the written history (None: write it now)."""
+    delta = delta_start(history, part.step_calls, ordered=True)
+    plan = Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
     notes = []
     if dialect is responses and body.get("previous_response_id"):
         # The server holds the earlier items; this input is only what is new.
         plan.delta_start = 0
         notes.append("previous_response_id: input holds only new items, all steps are the delta")
-    steps = [step_json(s) for s in plan.steps]
+    steps = list(plan.docs)
     if not steps:
         return Rewrite("unchanged", "no pair became a step", dialect.NAME, plan=plan, notes=notes)
     new = dict(body)
-    new[dialect.ITEMS] = dialect.write(body, plan.stepped)
+    new[dialect.ITEMS] = dialect.write(body, plan.stepped) if out is None else out
     new[STEPS_KEY] = steps
     new[DELTA_KEY] = plan.delta_start
     return Rewrite("rewritten", "", dialect.NAME, orjson.dumps(new), plan, steps, notes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -54,10 +54,11 @@ class Exchange:
 class Bridge:
     """The running pair, and the ways a test looks at both sides of it."""
 
-    def __init__(self, proxy: Mitmdump, planner: ReferencePlanner, records: Path) -> None:
+    def __init__(self, proxy: Mitmdump, planner: ReferencePlanner, records: Path, barrier_path: str = CHAT) -> None:
         self.proxy = proxy
         self.planner = planner
         self.records = records
+        self.barrier_path = barrier_path  # a path this mitmdump's bridge_filter selects
         self.client = httpx.Client(base_url=proxy.url, timeout=15)
 
     def fail(self, message: str) -> NoReturn:
@@ -98,7 +99,7 @@ class Bridge:
         """Send a selected request and wait for its record: one writer thread writes records
         in submission order, so every record of an earlier request is on disk afterwards."""
         body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "barrier"}]})
-        ex = self.send("POST", CHAT, body)
+        ex = self.send("POST", self.barrier_path, body)
         if not self.records_of(ex):
             self.fail("the barrier request was not recorded")
 
@@ -119,16 +120,47 @@ def planner() -> Iterator[ReferencePlanner]:
         yield p
 
 
-@pytest.fixture(scope="module")
-def bridge(planner: ReferencePlanner, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bridge]:
+def _start(
+    planner: ReferencePlanner, tmp_path_factory: pytest.TempPathFactory, options: tuple[str, ...], barrier_path: str
+) -> Bridge:
     records = tmp_path_factory.mktemp("records")
-    proxy = Mitmdump(planner.url, records, tmp_path_factory.mktemp("mitmproxy-conf"))
+    proxy = Mitmdump(planner.url, records, tmp_path_factory.mktemp("mitmproxy-conf"), options)
     proxy.start()  # raises with mitmdump's output when it does not come up
     _running.append(proxy)
-    b = Bridge(proxy, planner, records)
+    return Bridge(proxy, planner, records, barrier_path)
+
+
+def _stop(b: Bridge) -> None:
+    b.client.close()
+    _running.remove(b.proxy)
+    b.proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def bridge(planner: ReferencePlanner, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bridge]:
+    b = _start(planner, tmp_path_factory, (), CHAT)
     try:
         yield b
     finally:
-        b.client.close()
-        _running.remove(proxy)
-        proxy.stop()
+        _stop(b)
+
+
+@pytest.fixture(scope="module")
+def start_bridge(
+    planner: ReferencePlanner, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., Bridge]]:
+    """Start another mitmdump with extra options (``"--set", "name=value"``), stopped with the module.
+
+    ``barrier_path`` must be a path its ``bridge_filter`` selects, so :meth:`Bridge.record` can wait on it.
+    """
+    started: list[Bridge] = []
+
+    def start(*options: str, barrier_path: str = CHAT) -> Bridge:
+        started.append(_start(planner, tmp_path_factory, options, barrier_path))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for b in started:
+            _stop(b)

@@ -258,3 +258,7 @@ class SendUserCascadeMessageRequest(_message.Message):
     images: _containers.RepeatedCompositeFieldContainer[ImageData]
     additional_steps: _containers.RepeatedCompositeFieldContainer[CortexTrajectoryStep]
     def __init__(self, cascade_id: _Optional[str] = ..., items: _Optional[_Iterable[_Union[TextOrScopeItem, _Mapping]]] = ..., metadata: _Optional[_Union[Metadata, _Mapping]] = ..., cascade_config: _Optional[_Union[CascadeConfig, _Mapping]] = ..., images: _Optional[_Iterable[_Union[ImageData, _Mapping]]] = ..., additional_steps: _Optional[_Iterable[_Union[CortexTrajectoryStep, _Mapping]]] = ...) -> None: ...
+
+class SendUserCascadeMessageResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -3,10 +3,16 @@
 Each dialect module has NAME, ITEMS (the body key holding the history), MARKERS
 (bytes without which a raw body cannot hold tool history), ``read(body)`` and
 ``write(body, stepped)`` (the history items with the stepped positions removed).
+
+``read_items`` and ``write_items`` do the same for a stretch of the items, carrying
+a :class:`Cursor` / :class:`Output` across stretches: reading a history in pieces
+gives exactly what reading it whole gives. The per-conversation memo (memo.py) reads
+and writes only the items a resumed conversation added.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -14,6 +20,26 @@ import orjson
 
 class DialectError(ValueError):
     """The body is not a request of the dialect (wrong shape or types)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Where a reader stands: before item ``index``, after ``pos`` calls and results and ``turns`` turns."""
+
+    index: int = 0
+    pos: int = 0
+    turns: int = 0
+    run: str | None = None  # Responses: the kind of run the previous item belongs to
+
+
+@dataclass(slots=True)
+class Output:
+    """A writer's state: the items written so far, the history position reached, and
+    (Anthropic) whether the last message was dropped, so its neighbours may merge."""
+
+    items: list[Any]
+    pos: int
+    dropped: bool = False
 
 
 def opt_str(value: Any) -> str | None:

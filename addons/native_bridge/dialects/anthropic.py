@@ -8,22 +8,25 @@ merged, so user/assistant alternation holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from ..history import History, ToolCall, ToolResult
-from . import DialectError, opt_str, text_parts
+from . import Cursor, DialectError, Output, opt_str, text_parts
 
 NAME = "anthropic"
 ITEMS = "messages"
 MARKERS = (b"tool_use", b"tool_result")
 
 
-def _blocks(messages: Any) -> Iterator[tuple[int, dict[str, Any], list[Any] | None]]:
+def _blocks(
+    messages: Any, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, dict[str, Any], list[Any] | None]]:
     """Each message with its content blocks (None when content is a plain string)."""
     if not isinstance(messages, list):
         raise DialectError("'messages' is not a list")
-    for i, m in enumerate(messages):
+    for i in range(start, len(messages) if stop is None else stop):
+        m = messages[i]
         if not isinstance(m, dict):
             raise DialectError(f"message {i} is not an object")
         content = m.get("content")
@@ -53,8 +56,19 @@ def result_text(content: Any) -> str | None:
 
 def read(body: dict[str, Any]) -> History:
     h = History()
-    pos = 0
-    for i, m, blocks in _blocks(body.get(ITEMS)):
+    read_items(body.get(ITEMS), Cursor(), h)
+    return h
+
+
+def read_items(messages: Any, at: Cursor, h: History, stop: int | None = None) -> Cursor:
+    """Read ``messages[at.index:stop]`` into ``h``, continuing from ``at``; where it stopped.
+
+    ``h.turns`` must hold the turns before ``at``: one message is one turn, so a
+    turn's index is its message's index."""
+    pos = at.pos
+    end = at.index
+    for i, m, blocks in _blocks(messages, at.index, stop):
+        end = i + 1
         role = "other"
         for b in blocks or ():
             if _is_call(m, b):
@@ -71,7 +85,7 @@ def read(body: dict[str, Any]) -> History:
                 h.results.append(ToolResult(pos, i, opt_str(b.get("tool_use_id")), text, is_error is True))
                 pos += 1
         h.turns.append(role)  # type: ignore[arg-type]
-    return h
+    return Cursor(end, pos, end)
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -84,10 +98,16 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
-    out: list[dict[str, Any]] = []
-    pos = 0
-    dropped = False  # merge only neighbours that a removal brought together
-    for _, m, blocks in _blocks(body.get(ITEMS)):
+    out = Output([], 0)
+    write_items(body.get(ITEMS), 0, stepped, out)
+    return out.items
+
+
+def write_items(messages: Any, start: int, stepped: Collection[int], out: Output, stop: int | None = None) -> None:
+    """Write ``messages[start:stop]`` onto ``out``, continuing from its state."""
+    items, pos = out.items, out.pos
+    dropped = out.dropped  # merge only neighbours that a removal brought together
+    for _, m, blocks in _blocks(messages, start, stop):
         if blocks is not None:
             keep = []
             for b in blocks:
@@ -101,9 +121,9 @@ def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
                 continue
             if len(keep) != len(blocks):
                 m = {**m, "content": keep}
-        if dropped and out and out[-1].get("role") == m.get("role"):
-            out[-1] = _merge(out[-1], m)
+        if dropped and items and items[-1].get("role") == m.get("role"):
+            items[-1] = _merge(items[-1], m)
         else:
-            out.append(m)
+            items.append(m)
         dropped = False
-    return out
+    out.pos, out.dropped = pos, dropped

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from ..history import History, ToolCall, ToolResult
-from . import DialectError, json_object, opt_str, text_parts
+from . import Cursor, DialectError, Output, json_object, opt_str, text_parts
 
 NAME = "chat"
 ITEMS = "messages"
@@ -14,11 +14,14 @@ MESSAGES = ITEMS  # old name, kept while tests move over
 MARKERS = (b"tool_calls",)
 
 
-def _walk(messages: Any) -> Iterator[tuple[int, dict[str, Any], list[Any] | None]]:
+def _walk(
+    messages: Any, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, dict[str, Any], list[Any] | None]]:
     """Each message with its tool calls (None when it carries none), checked for shape."""
     if not isinstance(messages, list):
         raise DialectError("'messages' is not a list")
-    for i, m in enumerate(messages):
+    for i in range(start, len(messages) if stop is None else stop):
+        m = messages[i]
         if not isinstance(m, dict):
             raise DialectError(f"message {i} is not an object")
         calls = m.get("tool_calls") if m.get("role") == "assistant" else None
@@ -29,27 +32,39 @@ def _walk(messages: Any) -> Iterator[tuple[int, dict[str, Any], list[Any] | None
 
 def read(body: dict[str, Any]) -> History:
     h = History()
-    pos = 0
-    for i, m, calls in _walk(body.get(ITEMS)):
+    read_items(body.get(ITEMS), Cursor(), h)
+    return h
+
+
+def read_items(messages: Any, at: Cursor, h: History, stop: int | None = None) -> Cursor:
+    """Read ``messages[at.index:stop]`` into ``h``, continuing from ``at``; where it stopped.
+
+    ``h.turns`` must hold the turns before ``at``: one message is one turn, so a
+    turn's index is its message's index."""
+    pos = at.pos
+    calls_out, results_out, turns = h.calls, h.results, h.turns
+    end = at.index
+    for i, m, calls in _walk(messages, at.index, stop):
+        end = i + 1
         if calls:
-            h.turns.append("calls")
+            turns.append("calls")
             for j, tc in enumerate(calls):
                 if not isinstance(tc, dict):
                     raise DialectError(f"message {i}: tool call {j} is not an object")
                 fn = tc.get("function")
                 fn = fn if isinstance(fn, dict) else {}
                 name = opt_str(fn.get("name")) or ""
-                h.calls.append(ToolCall(pos, i, opt_str(tc.get("id")), name, json_object(fn.get("arguments"))))
+                calls_out.append(ToolCall(pos, i, opt_str(tc.get("id")), name, json_object(fn.get("arguments"))))
                 pos += 1
         elif m.get("role") == "tool":
-            h.turns.append("results")
-            h.results.append(
+            turns.append("results")
+            results_out.append(
                 ToolResult(pos, i, opt_str(m.get("tool_call_id")), text_parts(m.get("content"), ("text",)))
             )
             pos += 1
         else:
-            h.turns.append("other")
-    return h
+            turns.append("other")
+    return Cursor(end, pos, end)
 
 
 def _is_empty(message: dict[str, Any]) -> bool:
@@ -58,25 +73,31 @@ def _is_empty(message: dict[str, Any]) -> bool:
 
 def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
     """The messages with every item in ``stepped`` (by history position) taken out."""
-    out: list[Any] = []
-    pos = 0
-    for _, m, calls in _walk(body.get(ITEMS)):
+    out = Output([], 0)
+    write_items(body.get(ITEMS), 0, stepped, out)
+    return out.items
+
+
+def write_items(messages: Any, start: int, stepped: Collection[int], out: Output, stop: int | None = None) -> None:
+    """Write ``messages[start:stop]`` onto ``out``, continuing from its state."""
+    items, pos = out.items, out.pos
+    for _, m, calls in _walk(messages, start, stop):
         if calls:
             keep = [tc for j, tc in enumerate(calls) if pos + j not in stepped]
             pos += len(calls)
             if len(keep) == len(calls):
-                out.append(m)
+                items.append(m)
                 continue
             m = {k: v for k, v in m.items() if k != "tool_calls"}
             if keep:
                 m["tool_calls"] = keep
             elif _is_empty(m):
                 continue
-            out.append(m)
+            items.append(m)
         elif m.get("role") == "tool":
             pos += 1
             if pos - 1 not in stepped:
-                out.append(m)
+                items.append(m)
         else:
-            out.append(m)
-    return out
+            items.append(m)
+    out.pos = pos

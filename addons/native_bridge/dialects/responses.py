@@ -8,11 +8,11 @@ builds from it is already the delta.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from ..history import History, ToolCall, ToolResult
-from . import DialectError, json_object, opt_str, text_parts
+from . import Cursor, DialectError, Output, json_object, opt_str, text_parts
 
 NAME = "responses"
 ITEMS = "input"
@@ -25,13 +25,13 @@ LOCAL_SHELL = "local_shell"
 SHELL_CALL = "shell_call"
 
 
-def _items(body: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any], str | None]]:
-    items = body.get(ITEMS)
+def _items(items: Any, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, dict[str, Any], str | None]]:
     if isinstance(items, str):
         return
     if not isinstance(items, list):
         raise DialectError("'input' is neither a string nor a list")
-    for i, it in enumerate(items):
+    for i in range(start, len(items) if stop is None else stop):
+        it = items[i]
         if not isinstance(it, dict):
             raise DialectError(f"input item {i} is not an object")
         t = it.get("type")
@@ -89,9 +89,20 @@ def _is_model_output(it: dict[str, Any]) -> bool:
 
 def read(body: dict[str, Any]) -> History:
     h = History()
-    pos = 0
-    previous: str | None = None
-    for _, it, t in _items(body):
+    read_items(body.get(ITEMS), Cursor(), h)
+    return h
+
+
+def read_items(items: Any, at: Cursor, h: History, stop: int | None = None) -> Cursor:
+    """Read ``items[at.index:stop]`` into ``h``, continuing from ``at``; where it stopped.
+
+    ``h.turns`` must hold the turns before ``at`` (a run of model output may go on
+    across the cut, and a call in it makes that turn a "calls" turn)."""
+    pos = at.pos
+    previous = at.run
+    end = at.index
+    for i, it, t in _items(items, at.index, stop):
+        end = i + 1
         # One turn per run of model output (calls, reasoning, assistant text) and per run of results.
         cls = "model" if t in CALLS or _is_model_output(it) else "results" if t in RESULTS else "input"
         if cls != previous or cls == "input":
@@ -106,16 +117,22 @@ def read(body: dict[str, Any]) -> History:
         elif t in RESULTS:
             h.results.append(_result(it, t, pos, turn))
             pos += 1
-    return h
+    return Cursor(end, pos, len(h.turns), previous)
 
 
 def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
-    out = []
-    pos = 0
-    for _, it, t in _items(body):
+    out = Output([], 0)
+    write_items(body.get(ITEMS), 0, stepped, out)
+    return out.items
+
+
+def write_items(items: Any, start: int, stepped: Collection[int], out: Output, stop: int | None = None) -> None:
+    """Write ``items[start:stop]`` onto ``out``, continuing from its state."""
+    kept, pos = out.items, out.pos
+    for _, it, t in _items(items, start, stop):
         if t is not None:
             pos += 1
             if pos - 1 in stepped:
                 continue
-        out.append(it)
-    return out
+        kept.append(it)
+    out.pos = pos

@@ -1,0 +1,160 @@
+"""Commands for chosen flows (``@marked``, ``@all``, a filter): diff, export, stats.
+
+Run them from mitmweb's command bar or mitmproxy's console, e.g.
+``bridge.stats @all``, ``bridge.diff @focus``, ``bridge.export @marked ~/bridge-records``.
+They read what the bridge left on each flow (``flow.metadata["bridge"]`` and the
+backup of the original request) and re-derive the rest with the same core.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Sequence
+
+import mitmproxy.types
+from mitmproxy import command, exceptions, flow, http
+
+from . import explain, redact
+from .records import Recorder, RecordJob
+from .rewrite import rewrite
+from .view import META, bridge_config, explain_flow, original_body, verdict
+
+logger = logging.getLogger(__name__)
+
+
+def _bridged(flows: Sequence[flow.Flow]) -> list[http.HTTPFlow]:
+    return [f for f in flows if isinstance(f, http.HTTPFlow) and isinstance(f.metadata.get(META), dict)]
+
+
+def _title(f: http.HTTPFlow) -> str:
+    return f"== flow {f.id}: {f.request.method} {redact.url(f.request.pretty_url)}"
+
+
+def diff_flow(f: http.HTTPFlow) -> str:
+    """Before/after of one flow the bridge saw: the steps in one line each, then the history diff.
+
+    Redacted like a record: the text goes to the event log, and command lines or tool output may hold
+    credentials."""
+    return redact.text(_diff_flow(f))
+
+
+def _diff_flow(f: http.HTTPFlow) -> str:
+    if (text := verdict(f)) is not None:  # not rewritten: nothing changed
+        return f"{_title(f)}\n{text}\n"
+    ex = explain_flow(f)
+    lines = [_title(f), explain.headline(ex.summary)]
+    lines += [f"note: {n}" for n in ex.notes]
+    lines.append("steps:")
+    lines += ["  " + explain.step_brief(i, s) for i, s in enumerate(ex.steps)]
+    lines += explain.diff_lines(ex)
+    return "\n".join(lines) + "\n"
+
+
+def record_job(f: http.HTTPFlow) -> RecordJob:
+    """The record the recorder would have written for this flow, rebuilt from the flow."""
+    meta = f.metadata[META]
+    req = f.request
+    current = req.get_content(strict=False)
+    status = str(meta.get("status"))
+    summary = {k: v for k, v in meta.items() if k not in ("status", "reason")}
+    job = RecordJob(
+        flow_id=f.id,
+        timestamp=req.timestamp_start,
+        method=req.method,
+        url=req.pretty_url,
+        headers=list(req.headers.items(multi=True)),
+        status=status,
+        reason=str(meta.get("reason", "")),
+        dialect=None,
+        before=current,
+        summary=summary,
+        comment=f.comment,
+    )
+    if status == "rewritten":
+        ex = explain_flow(f)
+        job.before = original_body(f)
+        job.after = current
+        job.dialect = ex.dialect
+        job.steps = ex.steps
+        job.accounting = ex.accounting or []
+        job.notes = ["exported from a flow by bridge.export", *ex.notes]
+    elif current is not None:
+        job.dialect = rewrite(current, bridge_config(), req.path).dialect  # what the addon saw: same core
+    return job
+
+
+def stats_text(flows: Sequence[flow.Flow]) -> str:
+    bridged = _bridged(flows)
+    by_status = Counter(str(f.metadata[META].get("status")) for f in bridged)
+    steps = failed = unobserved = 0
+    exit_codes: Counter[int] = Counter()
+    kept: Counter[str] = Counter()
+    for f in bridged:
+        s = f.metadata[META]
+        if s.get("status") != "rewritten":
+            continue
+        steps += int(s.get("steps", 0))
+        failed += int(s.get("failed", 0))
+        unobserved += int(s.get("unobserved", 0))
+        exit_codes.update(s.get("failed_exit_codes", []))
+        kept.update({str(k): int(v) for k, v in (s.get("kept_by_code") or {}).items()})
+    rows = [
+        ("flows chosen", len(flows)),
+        ("seen by the bridge", len(bridged)),
+        *((f"  {status}", n) for status, n in sorted(by_status.items())),
+        ("steps sent", steps),
+        ("failures found (commands with exit != 0)", failed),
+        *((f"  exit {code}", n) for code, n in sorted(exit_codes.items())),
+        ("calls never observed (unobserved)", unobserved),
+        ("items kept as messages", sum(kept.values())),
+        *((f"  {code}", n) for code, n in sorted(kept.items())),
+    ]
+    width = max(len(label) for label, _ in rows)
+    return "\n".join(f"{label.ljust(width)}  {n}" for label, n in rows) + "\n"
+
+
+class BridgeCommands:
+    @command.command("bridge.diff")
+    def diff(self, flows: Sequence[flow.Flow]) -> str:
+        """Before/after of the chosen flows: each step (kind, exit code, command or file) and the
+        message history item by item ('-' removed into steps, '+' added, ' ' unchanged)."""
+        bridged = _bridged(flows)
+        if not bridged:
+            text = f"bridge.diff: none of the {len(flows)} chosen flows was seen by the bridge\n"
+        else:
+            text = "\n".join(diff_flow(f) for f in bridged)
+        logger.info(text.rstrip("\n"))
+        return text
+
+    @command.command("bridge.export")
+    def export(self, flows: Sequence[flow.Flow], path: mitmproxy.types.Path) -> str:
+        """Write one JSON record per chosen flow the bridge saw into the directory at path, redacted
+        like the recorder's (bridge_records): before/after, steps, accounting, conversation key."""
+        bridged = _bridged(flows)
+        recorder = Recorder(os.path.expanduser(path))
+        written = 0
+        for f in bridged:
+            try:
+                job = record_job(f)
+            except Exception as e:  # one damaged flow must not stop the export
+                logger.warning(f"bridge.export: flow {f.id}: {type(e).__name__}: {e}")
+                continue
+            if recorder.write(job) is not None:
+                written += 1
+        if bridged and not written:
+            raise exceptions.CommandError(f"bridge.export: no record could be written to {recorder.directory}")
+        text = f"bridge.export: wrote {written} records to {recorder.directory}"
+        if len(flows) != len(bridged):
+            text += f" ({len(flows) - len(bridged)} chosen flows were not seen by the bridge)"
+        logger.info(text)
+        return text
+
+    @command.command("bridge.stats")
+    def stats(self, flows: Sequence[flow.Flow]) -> str:
+        """Summary of the chosen flows: how many the bridge saw and rewrote, steps sent, failures
+        found (exit codes), and the tool calls and results kept as messages, by code."""
+        text = stats_text(flows)
+        logger.info(text.rstrip("\n"))
+        return text

@@ -1,0 +1,414 @@
+"""The per-conversation memo: a resumed conversation is rewritten from where it was last cut.
+
+An agent resends its whole history on every turn, a round or two longer than the last
+time. Reading, deciding and re-encoding all of it again costs far more than parsing it
+(README, "Performance"). The memo keeps, per conversation, the last request body and
+everything the rewrite derived from it, with *marks*: cuts between two history items
+where the derivation can be split. A later body that starts with exactly the same bytes
+up to a mark reuses everything before the mark and reads, decides and writes only the
+items after it.
+
+Why this gives exactly the bytes a full rewrite gives:
+
+* Same bytes, same values. A mark's offset is where its item ends in a body whose bytes
+  are orjson's own encoding of it (*canonical*, checked when the memo is filled); a new
+  body equal up to that offset holds the same items before the mark, with the same types
+  and key order. Only the rest of the new body is parsed (head + rest), and it must be
+  canonical too, so the whole new body is canonical and has one items array.
+* Same decisions. A mark is *safe*: no call or result id before it appears after it. The
+  new items must not reuse an id from before the mark either. Decisions depend on other
+  items only through ids (truth rule 1), so each side decides as if alone.
+* Same layout. Steps are in call order and placements in history order, so the new
+  lists are the old prefix plus the new part; the reader, the writer (Anthropic merges
+  neighbours across the cut) and delta_start carry their state across the cut.
+
+Anything that does not fit (no entry, another config, a non-canonical body, an id
+reused across the cut, bad JSON or shape after the cut) falls back to the full rewrite,
+which then refills the memo. tests/test_memo.py checks memo and full rewrite agree on
+generated sessions with edited, truncated and forked histories.
+
+Entries and marks are never changed once made: a rewrite builds a new entry and swaps
+it in, so a result may share (read-only) objects with earlier results.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left
+from collections import OrderedDict
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from .builder import Part, Placement, assemble
+from .dialects import Cursor, DialectError, Output
+from .history import History, ToolCall, ToolResult
+
+MAX_ENTRIES = 64  # conversations remembered
+MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost about twice as much again
+MAX_MARKS = 16  # cuts kept per conversation: the last items, where a client edits (cache_control)
+_NONE = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A safe cut before item ``index``, and the state of every piece of the rewrite there."""
+
+    index: int
+    end: int  # raw offset just past item index-1: raw[end] is "," or "]"
+    cursor: Cursor  # the reader's (cursor.pos: calls and results before the cut)
+    last_turn: Any  # the last turn's role at the cut (a call just after it may still change it)
+    n_calls: int
+    n_results: int
+    n_steps: int
+    out_len: int  # the writer's: items written ...
+    pending: Any  # ... the last of them as it was at the cut (a later message may merge into it)
+    dropped: bool
+
+
+@dataclass(slots=True)
+class Entry:
+    dialect: ModuleType
+    config: Any
+    raw: bytes
+    head: int  # raw[:head] is everything up to and including the items array's "["
+    marks: tuple[Mark, ...]  # ascending
+    items: list[Any]
+    calls: list[ToolCall]
+    results: list[ToolResult]
+    turns: list[Any]
+    docs: list[dict[str, Any]]
+    sources: list[Any]
+    step_calls: list[ToolCall]
+    accounting: list[Placement]
+    stepped: list[int]  # sorted positions
+    out: list[Any]
+    first_pos: dict[str, int]  # each id: the position of the first call or result carrying it
+
+
+@dataclass(slots=True)
+class Resumed:
+    """A rewrite continued from a mark: what rewrite() needs to finish it, and the new entry."""
+
+    doc: dict[str, Any]  # the new body without the items before the mark
+    history: History
+    part: Part
+    out: list[Any]
+    entry: Entry
+    replaces: Entry | None
+
+
+class Memo:
+    """The remembered conversations, most recently used last; safe to share across threads."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[int, Entry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.errors = 0  # resumes that raised (the full rewrite ran instead)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def copy(self) -> Memo:
+        """Another memo holding the same entries (they never change): to measure a resume twice."""
+        other = Memo(self.max_entries, self.max_bytes)  # counters start at 0
+        with self._lock:
+            other._entries = OrderedDict(self._entries)
+            other._bytes = self._bytes
+        return other
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def find(self, raw: bytes, dialect: ModuleType, config: Any) -> tuple[Entry, Mark] | None:
+        """The entry this body continues furthest, and its latest mark the body keeps."""
+        with self._lock:
+            entries = list(reversed(self._entries.values()))
+        best: tuple[Entry, Mark] | None = None
+        for entry in entries:
+            if entry.dialect is not dialect or (entry.config is not config and entry.config != config):
+                continue
+            mark = _longest_kept(entry, raw, best[1].end if best else 0)
+            if mark is not None:
+                best = entry, mark
+        return best
+
+    def put(self, entry: Entry, replaces: Entry | None = None) -> None:
+        with self._lock:
+            if replaces is not None and self._entries.pop(id(replaces), None) is not None:
+                self._bytes -= len(replaces.raw)
+            if len(entry.raw) > self.max_bytes:
+                return
+            self._entries[id(entry)] = entry
+            self._bytes += len(entry.raw)
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                _, old = self._entries.popitem(last=False)
+                self._bytes -= len(old.raw)
+
+
+def _longest_kept(entry: Entry, raw: bytes, beyond: int = 0) -> Mark | None:
+    """The latest mark (past offset ``beyond``) up to which ``raw`` has the entry's bytes."""
+    old = memoryview(entry.raw)
+    marks = entry.marks
+    if marks[-1].end <= beyond or not raw.startswith(old[: entry.head]):
+        return None
+
+    def kept(mark: Mark) -> bool:
+        end = mark.end
+        near = max(0, end - 64)
+        return (
+            end < len(raw)
+            and raw[end] in b",]"
+            and old[near:end] == raw[near:end]  # a cheap no before the long compare
+            and raw.startswith(old[:end])  # memoryview slices: compared in place, not copied
+        )
+
+    # The common cases: the body goes on from where the last one ended, or from where the
+    # one before ended (the client edited its last message: Claude Code moves cache_control).
+    for mark in marks[-1:-3:-1]:
+        if kept(mark):
+            return mark if mark.end > beyond else None
+    # Marks ascend; if the bytes agree up to one mark they agree up to every earlier one.
+    lo, hi, best = 0, len(marks) - 2, None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if kept(marks[mid]):
+            best, lo = marks[mid], mid + 1
+        else:
+            hi = mid
+    return best if best is not None and best.end > beyond else None
+
+
+# ---- filling the memo after a full rewrite -----------------------------------------------
+
+
+def read_marked(
+    dialect: ModuleType, items: Any, at: Cursor, h: History, calls: int = 0, results: int = 0, tail: int = MAX_MARKS
+) -> list[tuple[Any, ...]]:
+    """Read ``items[at.index:]`` into ``h`` (as ``dialect.read_items`` does), noting the
+    reader's state at the end and at the cuts before each of the last ``tail`` items:
+    (index, cursor, calls, results, last turn); ``calls`` and ``results`` count those
+    before ``at`` that ``h`` does not hold."""
+    n = len(items)
+    split = max(at.index, n - tail)
+    at = dialect.read_items(items, at, h, stop=split)
+    states = [(split, at, calls + len(h.calls), results + len(h.results), h.turns[-1] if h.turns else _NONE)]
+    for i in range(split, n):
+        at = dialect.read_items(items, at, h, stop=i + 1)
+        states.append((i + 1, at, calls + len(h.calls), results + len(h.results), h.turns[-1] if h.turns else _NONE))
+    return states
+
+
+def write_marked(
+    dialect: ModuleType, items: Any, start: int, stepped: Any, out: Output, tail: int = MAX_MARKS
+) -> dict[int, tuple[Any, ...]]:
+    """Write ``items[start:]`` onto ``out``, noting the writer's state at the same cuts."""
+    n = len(items)
+    split = max(start, n - tail)
+    dialect.write_items(items, start, stepped, out, stop=split)
+    states = {split: (len(out.items), out.items[-1] if out.items else _NONE, out.dropped)}
+    for i in range(split, n):
+        dialect.write_items(items, i, stepped, out, stop=i + 1)
+        states[i + 1] = (len(out.items), out.items[-1] if out.items else _NONE, out.dropped)
+    return states
+
+
+def _ids(calls: list[ToolCall], results: list[ToolResult]) -> list[tuple[int, str]]:
+    """(pos, id) of every call and result that carries an id (calls first: not in pos order)."""
+    return [(c.pos, c.id) for c in calls if c.id] + [(r.pos, r.call_id) for r in results if r.call_id]
+
+
+def _marks(
+    items: list[Any],
+    end: int,
+    reads: list[tuple[Any, ...]],
+    writes: dict[int, tuple[Any, ...]],
+    step_calls: list[ToolCall],
+    first_pos: dict[str, int],
+    tail_ids: list[tuple[int, str]],
+) -> list[Mark]:
+    """Marks at the safe cuts among ``reads``; ``end`` is the raw offset just past the last item."""
+    last_pos: dict[str, int] = {}
+    for pos, x in tail_ids:
+        last_pos[x] = max(pos, last_pos.get(x, pos))
+    # A cut is unsafe when an id is carried on both sides of it.
+    spans = [(first_pos[x], last) for x, last in last_pos.items()]
+    step_pos = [c.pos for c in step_calls]
+    offsets = {len(items): end}
+    for i in range(len(items) - 1, reads[0][0] - 1, -1):  # each item's length, from the end
+        offsets[i] = offsets[i + 1] - len(orjson.dumps(items[i])) - 1
+    marks = []
+    for index, cursor, n_calls, n_results, last_turn in reads:
+        if index == 0 or any(first < cursor.pos <= last for first, last in spans):
+            continue
+        out_len, pending, dropped = writes[index]
+        n_steps = bisect_left(step_pos, cursor.pos)
+        marks.append(
+            Mark(index, offsets[index], cursor, last_turn, n_calls, n_results, n_steps, out_len, pending, dropped)
+        )
+    return marks
+
+
+def _tail(doc: dict[str, Any], key: str) -> tuple[bytes, bytes]:
+    """The canonical bytes before the items (through "[") and after them (from "]")."""
+    keys = list(doc)
+    at = keys.index(key)
+    before = orjson.dumps({k: doc[k] for k in keys[:at]})
+    after = orjson.dumps({k: doc[k] for k in keys[at + 1 :]})
+    head = before[:-1] + (b"," if at else b"") + orjson.dumps(key) + b":["
+    tail = b"]" + (b"," + after[1:] if len(after) > 2 else b"}")
+    return head, tail
+
+
+def remember(
+    raw: bytes,
+    doc: dict[str, Any],
+    dialect: ModuleType,
+    config: Any,
+    history: History,
+    reads: list[tuple[Any, ...]],
+    part: Part,
+    out: list[Any],
+    writes: dict[int, tuple[Any, ...]],
+) -> Entry | None:
+    """An entry for a body rewritten in full; ``raw`` must be orjson's encoding of ``doc``."""
+    items = doc.get(dialect.ITEMS)
+    if not isinstance(items, list) or not items:
+        return None
+    head, tail = _tail(doc, dialect.ITEMS)
+    if not (raw.startswith(head) and raw.endswith(tail)):
+        return None
+    first_pos: dict[str, int] = {}
+    for pos, x in _ids(history.calls, history.results):
+        if pos < first_pos.get(x, pos + 1):
+            first_pos[x] = pos
+    split = reads[0][1].pos
+    tail_ids = _ids([c for c in history.calls if c.pos >= split], [r for r in history.results if r.pos >= split])
+    marks = _marks(items, len(raw) - len(tail), reads, writes, part.step_calls, first_pos, tail_ids)
+    if not marks:
+        return None
+    return _entry(dialect, config, raw, len(head), marks, items, history, part, out, first_pos)
+
+
+def _entry(
+    dialect: ModuleType,
+    config: Any,
+    raw: bytes,
+    head: int,
+    marks: list[Mark],
+    items: list[Any],
+    history: History,
+    part: Part,
+    out: list[Any],
+    first_pos: dict[str, int],
+) -> Entry:
+    return Entry(
+        dialect=dialect,
+        config=config,
+        raw=raw,
+        head=head,
+        marks=tuple(marks),
+        items=items,
+        calls=history.calls,
+        results=history.results,
+        turns=history.turns,
+        docs=part.docs,
+        sources=part.sources,
+        step_calls=part.step_calls,
+        accounting=part.placements,
+        stepped=part.stepped,
+        out=out,
+        first_pos=first_pos,
+    )
+
+
+def _thin(marks: list[Mark]) -> list[Mark]:
+    """The last MAX_MARKS marks, and ever sparser older ones (a client may rewind a few turns)."""
+    if len(marks) <= 2 * MAX_MARKS:
+        return marks
+    older = marks[:-MAX_MARKS][::2][-MAX_MARKS:]
+    return older + marks[-MAX_MARKS:]
+
+
+# ---- continuing from a mark ---------------------------------------------------------------
+
+
+def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: str) -> Resumed | None:
+    """Everything a rewrite of ``raw`` needs, from a remembered cut; None: do a full rewrite."""
+    found = memo.find(raw, dialect, config)
+    if found is None:
+        memo.misses += 1
+        return None
+    entry, mark = found
+    # Parse only the head and what follows the cut: the items before it are the entry's.
+    rest = raw[mark.end + 1 :] if raw[mark.end] == 44 else raw[mark.end :]  # 44: ","
+    small = raw[: entry.head] + rest
+    try:
+        doc = orjson.loads(small)
+        if type(doc) is not dict or steps_key in doc or orjson.dumps(doc) != small:
+            return None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    new = doc.get(dialect.ITEMS)
+    if type(new) is not list:
+        return None
+    b = mark.index
+    items = entry.items[:b] + new
+    cur = mark.cursor
+    turns = entry.turns[: cur.turns]
+    if turns:
+        turns[-1] = mark.last_turn
+    h = History([], [], turns)
+    try:
+        # Marks at the end only: with the mark it went on from, they serve the next turn (the
+        # client may edit its last message, Claude Code moves cache_control) and rewinds.
+        reads = read_marked(dialect, items, cur, h, mark.n_calls, mark.n_results, tail=0)
+    except DialectError:
+        return None
+    # No id may be carried on both sides of the cut.
+    if any(entry.first_pos.get(x, cur.pos) < cur.pos for _, x in _ids(h.calls, h.results)):
+        return None
+    part = assemble(h, config.kinds, config.tool_kinds, step_base=mark.n_steps)
+    k = bisect_left(entry.stepped, cur.pos)
+    stepped = entry.stepped[:k] + part.stepped
+    prefix = entry.out[: mark.out_len]
+    if prefix:
+        prefix[-1] = mark.pending
+    out = Output(prefix, cur.pos, mark.dropped)
+    writes = write_marked(dialect, items, b, frozenset(part.stepped), out, tail=0)
+
+    first_pos = (
+        {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
+    )
+    new_ids = _ids(h.calls, h.results)
+    for pos, x in new_ids:
+        if pos < first_pos.get(x, pos + 1):
+            first_pos[x] = pos
+    whole = History(entry.calls[: mark.n_calls] + h.calls, entry.results[: mark.n_results] + h.results, h.turns)
+    step_calls = entry.step_calls[: mark.n_steps] + part.step_calls
+    joined = Part(
+        entry.docs[: mark.n_steps] + part.docs,
+        entry.sources[: mark.n_steps] + part.sources,
+        step_calls,
+        entry.accounting[: cur.pos] + part.placements,
+        stepped,
+    )
+    end = mark.end + len(orjson.dumps(new)) - 1 if new else mark.end  # just past the last item
+    marks = [m for m in entry.marks if m.index <= b]
+    fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids)
+    marks = _thin(marks + [m for m in fresh if m.index > b])
+    successor = _entry(dialect, config, raw, entry.head, marks, items, whole, joined, out.items, first_pos)
+    memo.hits += 1
+    # Going on from near the end of the entry's body, this is the same conversation: it takes
+    # the entry's place. From early on (another conversation with the same system prompt, an
+    # old fork), both are kept.
+    return Resumed(doc, whole, joined, out.items, successor, entry if 2 * b >= len(entry.items) else None)

@@ -1,0 +1,117 @@
+"""mitmweb / mitmproxy content views for bridged requests: thin wrappers over explain.py.
+
+"Bridge steps" (picked automatically for a rewritten request): the verdict, every
+step (kind, status, exit code, command / file / pattern, output excerpt) and where
+every call and result of the original went. "Bridge diff": the message history
+before and after, item by item. Anything the bridge did not rewrite gets a negative
+priority, so mitmproxy's own views keep it.
+
+The original body comes from the flow's backup (``flow.backup()`` before the
+rewrite stores the whole pre-rewrite flow state in ``flow._backup``; it survives
+``-w`` files and is what mitmweb's "revert" restores).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mitmproxy import contentviews, ctx, http
+from mitmproxy.contentviews import Contentview, Metadata
+
+from . import explain
+from .rewrite import Config
+
+logger = logging.getLogger(__name__)
+
+META = "bridge"  # same key as addon.META (not imported: the addon module is not needed here)
+PRIORITY = 10.0  # above every built-in view (JSON is 1) for a rewritten request
+
+
+def original_body(flow: http.HTTPFlow) -> bytes | None:
+    """The request body as the client sent it, decoded, from the flow's backup."""
+    state = getattr(flow, "_backup", None)
+    if not isinstance(state, dict) or not isinstance(state.get("request"), dict):
+        return None
+    try:
+        return http.Request.from_state(dict(state["request"])).get_content(strict=False)
+    except Exception:  # a damaged backup must not break the view
+        logger.debug("bridge view: cannot read the backup of flow %s", flow.id, exc_info=True)
+        return None
+
+
+def bridge_config() -> Config:
+    """The running bridge's config (kinds, tool map, dialect), so re-derivation matches the rewrite."""
+    try:
+        addon = ctx.master.addons.get("nativebridge")
+    except AttributeError:  # no master (a script importing this module)
+        addon = None
+    config = getattr(addon, "config", None)
+    return config if isinstance(config, Config) else Config()
+
+
+def explain_flow(flow: http.HTTPFlow) -> explain.Explained:
+    """What the bridge did to this flow's request; ValueError unless the bridge rewrote it."""
+    meta = flow.metadata.get(META)
+    if not isinstance(meta, dict) or meta.get("status") != "rewritten":
+        raise ValueError("the bridge did not rewrite this request")
+    req = flow.request
+    return explain.explain_bodies(original_body(flow), req.get_content(strict=False), req.path, bridge_config())
+
+
+def verdict(flow: http.HTTPFlow) -> str | None:
+    """One line for a flow the bridge did not rewrite (None: it rewrote it)."""
+    meta = flow.metadata.get(META)
+    if not isinstance(meta, dict):
+        return "bridge: the bridge did not see this request (no bridge metadata on the flow)"
+    if meta.get("status") == "rewritten":
+        return None
+    return f"bridge: {meta.get('status')} ({meta.get('reason')}): the request went upstream as the client sent it"
+
+
+def _not_for(metadata: Metadata) -> str | None:
+    """Why the bridge views have nothing to say about this message (None: they do)."""
+    flow = metadata.flow
+    if not isinstance(flow, http.HTTPFlow) or metadata.http_message is not flow.request:
+        return "bridge: the bridge views show HTTP requests only\n"
+    text = verdict(flow)
+    return text + "\n" if text is not None else None
+
+
+class BridgeStepsContentview(Contentview):
+    name = "Bridge steps"
+
+    def prettify(self, data: bytes, metadata: Metadata) -> str:
+        if (text := _not_for(metadata)) is not None:
+            return text
+        assert isinstance(metadata.flow, http.HTTPFlow)
+        text = explain.steps_text(explain_flow(metadata.flow))
+        return text + "\n(the message history before and after: view 'Bridge diff')\n"
+
+    def render_priority(self, data: bytes, metadata: Metadata) -> float:
+        return -1 if _not_for(metadata) else PRIORITY
+
+
+class BridgeDiffContentview(Contentview):
+    name = "Bridge diff"
+
+    def prettify(self, data: bytes, metadata: Metadata) -> str:
+        if (text := _not_for(metadata)) is not None:
+            return text
+        assert isinstance(metadata.flow, http.HTTPFlow)
+        ex = explain_flow(metadata.flow)
+        notes = "".join(f"note: {n}\n" for n in ex.notes)
+        return notes + explain.diff_text(ex)
+
+    def render_priority(self, data: bytes, metadata: Metadata) -> float:
+        # Offered for rewritten requests, never chosen over "Bridge steps".
+        return -1 if _not_for(metadata) else PRIORITY / 2
+
+
+steps_view = BridgeStepsContentview()
+diff_view = BridgeDiffContentview()
+
+
+def register() -> None:
+    """Add the views to mitmproxy's registry (registering again replaces them: script reloads)."""
+    contentviews.add(steps_view)
+    contentviews.add(diff_view)

@@ -1,0 +1,338 @@
+"""Re-run captured requests through the current bridge core and show what would change.
+
+    .venv/bin/python scripts/replay_check.py RECORDS_DIR_OR_FLOWS_FILE [...] [options]
+
+Sources: a directory of records written by the addon (``bridge_records``) or by
+``bridge.export``, a single record file, or a mitmproxy flow file (``-w``) made
+behind the bridge. For every request the bridge saw, the original body goes
+through today's :func:`native_bridge.rewrite` and the result is compared with
+what was recorded: the status, each step (kind, status, exit code, command /
+file / pattern, and the rest of its body) and where each call and result went.
+
+Exit status: 0 when nothing would change, 1 when anything would (a regression
+check for CI), 2 when a source cannot be read or holds nothing to check.
+
+Records hold redacted bodies, so both sides are compared redacted. Flows the
+bridge never saw (a capture made without it) have no baseline and are listed as
+skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+try:
+    from native_bridge import explain, redact
+except ImportError:  # run from a checkout whose package is not installed
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "addons"))
+    from native_bridge import explain, redact
+from native_bridge.conversation import conversation_key
+from native_bridge.kinds import KINDS
+from native_bridge.rewrite import DIALECTS, Config, rewrite
+
+
+@dataclass(slots=True)
+class Entry:
+    """One request the bridge saw, as recorded: the original and what became of it."""
+
+    source: str  # file (and flow id) it came from
+    flow_id: str
+    time: str
+    method: str
+    url: str
+    status: str
+    reason: str
+    dialect: str | None
+    before: bytes | None  # the original body (redacted when it comes from a record)
+    after: dict[str, Any] | None
+    steps: list[dict[str, Any]]
+    accounting: list[dict[str, Any]] | None  # None: not known (a flow file holds no accounting)
+    conversation: str | None
+    summary: dict[str, Any] = field(default_factory=dict)
+    redacted: bool = True
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.url).path or "/"
+
+
+# ---- reading sources ------------------------------------------------------------------
+
+
+def entry_from_record(rec: dict[str, Any], source: str) -> Entry:
+    before_doc = rec.get("before")
+    if isinstance(before_doc, dict):
+        before: bytes | None = orjson.dumps(before_doc)
+    elif isinstance(rec.get("before_text"), str):
+        before = rec["before_text"].encode()
+    else:
+        before = None
+    headers = [(str(k), str(v)) for k, v in rec.get("request_headers") or []]
+    conversation = rec.get("conversation") or conversation_key(headers, before)
+    ex = explain.explain_record(rec)
+    return Entry(
+        source=source,
+        flow_id=str(rec.get("flow_id")),
+        time=str(rec.get("time", "")),
+        method=str(rec.get("method", "")),
+        url=str(rec.get("url", "")),
+        status=str(rec.get("status")),
+        reason=str(rec.get("reason", "")),
+        dialect=rec.get("dialect"),
+        before=before,
+        after=ex.after,
+        steps=ex.steps,
+        accounting=ex.accounting if rec.get("status") == "rewritten" else [],
+        conversation=conversation,
+        summary=ex.summary,
+    )
+
+
+def read_records(path: Path) -> Iterator[Entry]:
+    files = sorted(p for p in path.glob("*.json") if not p.name.startswith(".")) if path.is_dir() else [path]
+    for p in files:
+        rec = orjson.loads(p.read_bytes())
+        if not isinstance(rec, dict) or "record_version" not in rec:
+            raise ValueError(f"{p}: not a bridge record")
+        yield entry_from_record(rec, str(p))
+
+
+def read_flows(path: Path) -> tuple[list[Entry], list[str]]:
+    """Entries for the flows the bridge saw, and a line for each HTTP flow it did not."""
+    from mitmproxy import http, io  # only flow files need mitmproxy
+    from native_bridge.view import META, original_body
+
+    entries, unseen = [], []
+    with path.open("rb") as fo:
+        for f in io.FlowReader(fo).stream():
+            if not isinstance(f, http.HTTPFlow):
+                continue
+            meta = f.metadata.get(META)
+            req = f.request
+            if not isinstance(meta, dict):
+                unseen.append(f"{req.method} {redact.url(req.pretty_url)}")
+                continue
+            current = req.get_content(strict=False)
+            rewritten = meta.get("status") == "rewritten"
+            before = original_body(f) if rewritten else current
+            after = explain.load_json(current) if rewritten else None
+            steps = explain.explain_record({"after": after}).steps if after else []
+            original_headers = list(req.headers.items(multi=True))
+            if rewritten and isinstance(f._backup, dict):
+                original_headers = list(http.Request.from_state(dict(f._backup["request"])).headers.items(multi=True))
+            entries.append(
+                Entry(
+                    source=f"{path} flow {f.id}",
+                    flow_id=f.id,
+                    time=datetime.fromtimestamp(req.timestamp_start, UTC).isoformat().replace("+00:00", "Z"),
+                    method=req.method,
+                    url=redact.url(req.pretty_url),
+                    status=str(meta.get("status")),
+                    reason=str(meta.get("reason", "")),
+                    dialect=None,
+                    before=before,
+                    after=after,
+                    steps=steps,
+                    accounting=None,
+                    conversation=conversation_key(original_headers, before),
+                    summary={k: v for k, v in meta.items() if k not in ("status", "reason")},
+                    redacted=False,
+                )
+            )
+    return entries, unseen
+
+
+def read_sources(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
+    entries: list[Entry] = []
+    unseen: list[str] = []
+    for s in sources:
+        path = Path(s)
+        if not path.exists():
+            raise FileNotFoundError(f"{s}: no such file or directory")
+        if path.is_file() and path.suffix != ".json":
+            got, skipped = read_flows(path)
+            entries += got
+            unseen += skipped
+        else:
+            entries += list(read_records(path))
+    return entries, unseen
+
+
+# ---- comparing -----------------------------------------------------------------------
+
+
+def _clean(doc: Any, redacted: bool) -> Any:
+    """JSON-normal form; redacted when the recorded side is (records are written redacted)."""
+    doc = orjson.loads(orjson.dumps(doc))
+    return redact.body(doc) if redacted else doc
+
+
+def _placement_key(p: dict[str, Any]) -> tuple[Any, ...]:
+    return (p.get("item"), p.get("id"), p.get("turn"))
+
+
+def _where(p: dict[str, Any] | None) -> str:
+    if p is None:
+        return "(absent)"
+    if "step" in p:
+        return f"step #{p['step']}"
+    return f"kept [{p.get('kept')}]"
+
+
+def _changed_fields(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    out = []
+    for k in sorted({*a, *b}):
+        va, vb = a.get(k), b.get(k)
+        if va == vb:
+            continue
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += [f"{k}.{f}" for f in sorted({*va, *vb}) if va.get(f) != vb.get(f)]
+        else:
+            out.append(k)
+    return out
+
+
+def _accounting_changes(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
+    old_by, new_by = {_placement_key(p): p for p in old}, {_placement_key(p): p for p in new}
+    out = []
+    for key in sorted(old_by.keys() | new_by.keys(), key=lambda k: (k[2] if isinstance(k[2], int) else -1, str(k))):
+        a, b = old_by.get(key), new_by.get(key)
+        if _where(a) != _where(b):
+            item, call_id, turn = key
+            name = (a or b or {}).get("name") or "?"
+            out.append(f"{item:<6} {name}#{call_id} (turn {turn}): {_where(a)} -> {_where(b)}")
+    return out
+
+
+def compare(entry: Entry, config: Config) -> list[str]:
+    """What would change for this entry under the current core; empty when nothing would."""
+    if entry.before is None:
+        return ["the original body is not available: cannot re-run"]
+    now = rewrite(entry.before, config, entry.path)
+    changes: list[str] = []
+    if now.status != entry.status:
+        old = f"{entry.status} ({entry.reason})" if entry.reason else entry.status
+        new = f"{now.status} ({now.reason})" if now.reason else now.status
+        changes.append(f"status: {old} -> {new}")
+    old_steps = _clean(entry.steps, entry.redacted)
+    new_steps = _clean(now.steps, entry.redacted)
+    for i in range(max(len(old_steps), len(new_steps))):
+        a = old_steps[i] if i < len(old_steps) else None
+        b = new_steps[i] if i < len(new_steps) else None
+        if a == b:
+            continue
+        if a is None:
+            assert b is not None
+            changes.append(f"new step   {explain.step_brief(i, b)}")
+        elif b is None:
+            changes.append(f"lost step  {explain.step_brief(i, a)}")
+        elif explain.step_brief(i, a) != explain.step_brief(i, b):
+            changes.append(f"step was   {explain.step_brief(i, a)}")
+            changes.append(f"     now   {explain.step_brief(i, b)}")
+        else:
+            changes.append(f"step body  #{i} {explain.step_kind(a)}: {', '.join(_changed_fields(a, b))} changed")
+    new_acc_json = [p.to_json() for p in now.plan.accounting] if now.plan else []
+    if entry.status != now.status and "rewritten" in (entry.status, now.status):
+        changes.append(f"now: {explain.headline(now.summary())}" if now.status == "rewritten" else "now: no steps")
+    elif entry.accounting is not None and now.status == "rewritten":
+        changes += _accounting_changes(_clean(entry.accounting, entry.redacted), _clean(new_acc_json, entry.redacted))
+    elif entry.accounting is None and now.status == "rewritten" == entry.status:
+        # A flow file keeps only the summary: compare where the kept items went, by code.
+        new_summary = now.summary()
+        for key in ("kept_by_code", "unobserved", "delta_start"):
+            if key in entry.summary and entry.summary[key] != new_summary.get(key):
+                changes.append(f"{key}: {entry.summary[key]} -> {new_summary.get(key)}")
+    if not changes and entry.status == "rewritten" and now.body is not None and entry.after is not None:
+        delta_old = entry.after.get("additional_steps_delta_start")
+        delta_new = orjson.loads(now.body).get("additional_steps_delta_start")
+        if delta_old != delta_new:
+            changes.append(f"additional_steps_delta_start: {delta_old} -> {delta_new}")
+        elif _clean(orjson.loads(now.body), entry.redacted) != _clean(entry.after, entry.redacted):
+            changes.append("the rewritten message history differs (same steps)")
+    return changes
+
+
+def describe(entry: Entry) -> str:
+    s = entry.summary
+    text = f"{entry.status}"
+    if entry.status == "rewritten":
+        codes = s.get("failed_exit_codes") or []
+        text += f", {s.get('steps', len(entry.steps))} steps"
+        text += f", exit codes {codes}" if codes else ""
+        if "kept" in s:
+            text += f", {s['kept']} kept as messages"
+    elif entry.reason:
+        text += f" ({entry.reason})"
+    return text
+
+
+def config_from(args: argparse.Namespace) -> Config:
+    tool_kinds = dict(Config().tool_kinds)
+    for entry in args.tools:
+        name, _, kind = entry.partition("=")
+        if kind and kind not in KINDS:
+            raise SystemExit(f"--tools: unknown kind {kind!r}")
+        if kind:
+            tool_kinds[name] = kind
+        else:
+            tool_kinds.pop(name, None)
+    kinds = frozenset(args.kinds) if args.kinds else frozenset(KINDS)
+    return Config(kinds, tool_kinds, args.dialect)
+
+
+def say(line: str) -> None:
+    """Print redacted: flow files are not redacted, and command lines or tool output may hold credentials."""
+    print(redact.text(line))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("sources", nargs="+", help="record directories, record files, or mitmproxy flow files")
+    p.add_argument("--tools", nargs="*", default=[], metavar="NAME=KIND", help="as the addon option bridge_tools")
+    p.add_argument("--kinds", nargs="*", default=[], metavar="KIND", help="as bridge_kinds (default: all)")
+    p.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS], help="as bridge_dialect")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the flows that would change")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    config = config_from(args)
+    try:
+        entries, unseen = read_sources(args.sources)
+    except (OSError, ValueError) as e:
+        print(f"replay_check: {e}", file=sys.stderr)
+        return 2
+    if not entries:
+        print("replay_check: nothing to check (no records, or no flow the bridge saw)", file=sys.stderr)
+        return 2
+    changed = 0
+    for entry in sorted(entries, key=lambda e: (e.time, e.flow_id)):
+        changes = compare(entry, config)
+        if changes:
+            changed += 1
+        elif args.quiet:
+            continue
+        head = f"{'CHANGED' if changes else 'same   '}  {entry.time}  {entry.flow_id}  {entry.method} {entry.path}"
+        say(head)
+        say(f"         recorded: {describe(entry)}")
+        for line in changes:
+            say(f"         {line}")
+    for line in unseen:
+        if not args.quiet:
+            say(f"skipped  {line}: not seen by the bridge (no baseline)")
+    print(f"\n{len(entries)} checked, {len(entries) - changed} same, {changed} would change, {len(unseen)} skipped")
+    return 1 if changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,700 @@
+"""Property tests of the truth rules over all three dialects.
+
+One neutral random history (calls of mapped and unmapped tools, duplicated and missing
+ids, missing results, orphans, results before their calls, parallel calls, text turns,
+failing and succeeding shell results, error flags, image results) is rendered into a
+Chat Completions, an Anthropic Messages and an OpenAI Responses body, and each goes
+through ``rewrite()``. Every call carries a unique token KK### and every result a unique
+token RR###, so where each item ended (a step, or the rewritten body) is read off the
+actual output bytes, not off the builder's own accounting.
+
+The client's error flag is rendered as each dialect has it: ``is_error`` in Anthropic,
+a ``[tool error]`` prefix elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import orjson
+import pytest
+from chatkit import assert_valid_rewrite
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from native_bridge import rewrite
+from native_bridge.builder import build, build_pending
+from native_bridge.dialects import anthropic, chat, responses
+from native_bridge.encoder import step_json
+
+DIALECTS: dict[str, tuple[ModuleType, str]] = {
+    "chat": (chat, "/v1/chat/completions"),
+    "anthropic": (anthropic, "/v1/messages"),
+    "responses": (responses, "/v1/responses"),
+}
+STEPS, DELTA = "additional_steps", "additional_steps_delta_start"
+CORE = importlib.import_module("native_bridge.rewrite")
+K = re.compile(r"KK\d{3}")
+R = re.compile(r"RR\d{3}")
+REJECT = "The user doesn't want to proceed with this tool use. The tool use was rejected."
+
+# result variants: (template, client error flag, the step can state it, exit code the step must carry)
+Variant = tuple[str, bool, bool, int | None]
+BASH_RESULTS: list[Variant] = [
+    ("{r} ok", False, True, None),
+    ("Exit code 1\n{r} failed", True, True, 1),  # Claude Code
+    ("Exit code 2\n{r}", True, True, 2),
+    ("{r} boom", True, True, 1),  # a failure flag without a number
+    ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}\nexit code 3", False, True, 0),  # the header wins
+    ('{{"output": "{r}", "metadata": {{"exit_code": 2, "duration_seconds": 0.1}}}}', False, True, 2),  # Codex shell
+    ("Process exited with code 127\nOutput:\n{r}: command not found", False, True, 127),
+    ("Process running with session ID 5\nOutput:\n{r}", False, False, None),  # no outcome yet
+    (REJECT + " {r}", True, False, None),  # never ran
+    ("<tool_use_error>{r}</tool_use_error>", True, False, None),
+]
+READ_RESULTS: list[Variant] = [
+    ("     1\t{r} text", False, True, None),
+    ("<tool_use_error>{r} does not exist</tool_use_error>", True, False, None),
+    ("{r} oops", True, False, None),  # a failed read: view_file has no field to say so
+]
+PLAIN_RESULTS: list[Variant] = [("{r} result", False, True, None), ("{r} failed", True, False, None)]
+LS_RESULTS: list[Variant] = [("{r}.txt", False, True, None), ("- /w/\n  - {r}.txt", False, False, None)]
+
+# (tool name, arguments from the call token, the call can be translated, result variants, Responses forms)
+TOOLS: list[tuple[str, Any, bool, list[Variant], tuple[str, ...]]] = [
+    ("Bash", lambda k: {"command": f"echo {k}", "description": "echo"}, True, BASH_RESULTS, ("function",)),
+    ("Bash", lambda k: {"command": f"serve {k}", "run_in_background": True}, False, BASH_RESULTS, ("function",)),
+    (
+        "shell",
+        lambda k: {"command": ["bash", "-lc", f"test {k}"], "workdir": "/w"},
+        True,
+        BASH_RESULTS,
+        ("function", "local_shell"),
+    ),
+    ("Read", lambda k: {"file_path": f"/w/{k}.txt"}, True, READ_RESULTS, ("function",)),
+    ("Read", lambda k: {"file_path": f"w/{k}.txt"}, False, READ_RESULTS, ("function",)),
+    ("Glob", lambda k: {"pattern": f"*{k}*", "path": "/w"}, True, PLAIN_RESULTS, ("function",)),
+    (
+        "WebFetch",
+        lambda k: {"url": f"https://example.com/{k}", "prompt": "summary"},
+        True,
+        PLAIN_RESULTS,
+        ("function",),
+    ),
+    ("LS", lambda k: {"path": f"/w/{k}"}, True, LS_RESULTS, ("function",)),
+    ("TodoWrite", lambda k: {"todos": [{"content": k, "status": "pending"}]}, False, PLAIN_RESULTS, ("function",)),
+    ("apply_patch", lambda k: {"input": f"*** Begin Patch {k}"}, False, PLAIN_RESULTS, ("function", "custom")),
+]
+
+
+# ---- the neutral history --------------------------------------------------------------------------
+
+
+@dataclass
+class Call:
+    token: str
+    id: str | None
+    tool: str
+    args: dict[str, Any]
+    translatable: bool
+    form: str  # how Responses carries it: function_call, local_shell_call or custom_tool_call
+    turn: int = -1
+
+
+@dataclass
+class Result:
+    token: str
+    id: str | None
+    text: str
+    flag: bool
+    statable: bool
+    exit_code: int | None
+    shape: str  # "str", "parts" (text blocks) or "image" (text plus an image: not text)
+    out_type: str  # the Responses item type
+    explicit_false: bool  # Anthropic: is_error: false written out
+    turn: int = -1
+
+
+@dataclass
+class Turn:
+    kind: str  # "user", "assistant" (text), "calls", "results"
+    text: str | None = None
+    calls: list[Call] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+    thinking: bool = False  # Anthropic: a thinking block first; Responses: a reasoning item first
+    interleave: bool = False  # Responses: a reasoning item between the calls
+    reminder: bool = False  # Anthropic: a <system-reminder> text block after the results
+
+
+@dataclass
+class Case:
+    turns: list[Turn]
+
+    @property
+    def calls(self) -> list[Call]:
+        return [c for t in self.turns for c in t.calls]
+
+    @property
+    def results(self) -> list[Result]:
+        return [r for t in self.turns for r in t.results]
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    turns: list[Turn] = [Turn("user", "start")]
+    deferred: list[Result] = []
+    early_ids: list[str] = []
+    used: list[str] = []
+    counter = itertools.count(1)
+
+    def result(id: str | None, variants: list[Variant], out_type: str = "function_call_output") -> Result:
+        token = f"RR{next(counter):03d}"
+        template, flag, statable, code = draw(st.sampled_from(variants))
+        shape = draw(st.sampled_from(["str", "str", "parts", "image"]))
+        return Result(
+            token,
+            id,
+            template.format(r=token),
+            flag,
+            statable and shape != "image",
+            code,
+            shape,
+            out_type,
+            draw(st.booleans()),
+        )
+
+    def results_turn(rs: list[Result]) -> None:
+        if rs:
+            turns.append(Turn("results", results=list(rs), reminder=draw(st.booleans())))
+
+    for _ in range(draw(st.integers(0, 6))):
+        event = draw(st.sampled_from(["round"] * 5 + ["user", "text", "orphan", "early", "early", "flush"]))
+        if event == "user":
+            turns.append(Turn("user", "hello"))
+        elif event == "text":
+            turns.append(Turn("assistant", "thinking aloud", thinking=draw(st.booleans())))
+        elif event == "orphan":
+            results_turn([result(f"orphan_{next(counter)}", PLAIN_RESULTS)])
+        elif event == "early":
+            id = f"early_{next(counter)}"
+            early_ids.append(id)
+            results_turn([result(id, PLAIN_RESULTS[:1])])
+        elif event == "flush":
+            results_turn(deferred)
+            deferred.clear()
+        else:
+            made: list[tuple[Call, list[Variant]]] = []
+            answers_early: set[str] = set()
+            for _ in range(draw(st.integers(1, 3))):
+                # A result sent before its call is answered by the next call that reuses its id, often.
+                how = (
+                    "early"
+                    if early_ids and draw(st.booleans())
+                    else draw(st.sampled_from(["fresh"] * 6 + ["dup", "none"]))
+                )
+                if how == "dup" and used:
+                    id: str | None = draw(st.sampled_from(used))
+                elif how == "early":
+                    id = early_ids.pop(0)
+                    answers_early.add(id)
+                elif how == "none":
+                    id = None
+                else:
+                    id = f"call_{next(counter)}"
+                if id:
+                    used.append(id)
+                name, args, translatable, variants, forms = draw(st.sampled_from(TOOLS))
+                token = f"KK{next(counter):03d}"
+                form = draw(st.sampled_from(forms))
+                made.append((Call(token, id, name, args(token), translatable, form), variants))
+            text = draw(st.sampled_from([None, "", "Running tools."]))
+            turns.append(
+                Turn(
+                    "calls",
+                    text,
+                    [c for c, _ in made],
+                    thinking=draw(st.booleans()),
+                    interleave=draw(st.booleans()),
+                )
+            )
+            answered: list[Result] = []
+            for c, variants in made:
+                out_type = {
+                    "custom": "custom_tool_call_output",
+                    "local_shell": draw(st.sampled_from(["function_call_output", "local_shell_call_output"])),
+                }.get(c.form, "function_call_output")
+                fates = (
+                    ["missing", "missing", "now"]
+                    if c.id in answers_early
+                    else ["now"] * 4 + ["missing", "later", "twice"]
+                )
+                fate = draw(st.sampled_from(fates))
+                for _ in range({"now": 1, "twice": 2}.get(fate, 0)):
+                    answered.append(result(c.id, variants, out_type))
+                if fate == "later":
+                    deferred.append(result(c.id, variants, out_type))
+            results_turn(draw(st.permutations(answered)))
+    if draw(st.booleans()):
+        results_turn(deferred)
+    tail = draw(st.sampled_from(["none", "none", "user", "text"]))
+    if tail == "user":
+        turns.append(Turn("user", "what now?"))
+    elif tail == "text":
+        turns.append(Turn("assistant", "done"))
+    for i, t in enumerate(turns):
+        for item in (*t.calls, *t.results):
+            item.turn = i
+    return Case(turns)
+
+
+# ---- rendering it in each dialect --------------------------------------------------------------------
+
+
+@dataclass
+class Unit:
+    """One turn as the dialect's reader must see it: what the builder's delta_start depends on."""
+
+    kind: str  # "calls", "results", "other"
+    calls: list[Call] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+
+
+def flagged_text(r: Result) -> str:
+    return f"[tool error] {r.text}" if r.flag else r.text
+
+
+def render_chat(case: Case) -> tuple[dict[str, Any], list[Unit]]:
+    messages: list[dict[str, Any]] = []
+    units: list[Unit] = []
+    for t in case.turns:
+        if t.kind in ("user", "assistant"):
+            messages.append({"role": t.kind, "content": t.text})
+            units.append(Unit("other"))
+        elif t.kind == "calls":
+            tool_calls = []
+            for c in t.calls:
+                tc: dict[str, Any] = {
+                    "type": "function",
+                    "function": {"name": c.tool, "arguments": orjson.dumps(c.args).decode()},
+                }
+                if c.id is not None:
+                    tc["id"] = c.id
+                tool_calls.append(tc)
+            messages.append({"role": "assistant", "content": t.text, "tool_calls": tool_calls})
+            units.append(Unit("calls", t.calls))
+        else:
+            for r in t.results:
+                text = flagged_text(r)
+                content: Any = {
+                    "str": text,
+                    "parts": [{"type": "text", "text": text}],
+                    "image": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": "data:,"}}],
+                }[r.shape]
+                m: dict[str, Any] = {"role": "tool", "content": content}
+                if r.id is not None:
+                    m["tool_call_id"] = r.id
+                messages.append(m)
+                units.append(Unit("results", results=[r]))
+    return {"model": "gpt-test", "messages": messages, "temperature": 0}, units
+
+
+THINKING = {"type": "thinking", "thinking": "Let me think.", "signature": "EqQBCkYIBxgCKkB0c2lnbmF0dXJl"}
+REMINDER = {"type": "text", "text": "<system-reminder>\nThis is a reminder.\n</system-reminder>"}
+
+
+def render_anthropic(case: Case) -> tuple[dict[str, Any], list[Unit]]:
+    messages: list[dict[str, Any]] = []
+    units: list[Unit] = []
+    for t in case.turns:
+        blocks: list[dict[str, Any]] = []
+        if t.thinking:
+            blocks.append(THINKING)
+        if t.text:
+            blocks.append({"type": "text", "text": t.text})
+        for c in t.calls:
+            b: dict[str, Any] = {"type": "tool_use", "name": c.tool, "input": c.args}
+            if c.id is not None:
+                b["id"] = c.id
+            blocks.append(b)
+        for r in t.results:
+            content: Any = {
+                "str": r.text,
+                "parts": [{"type": "text", "text": r.text}],
+                "image": [
+                    {"type": "text", "text": r.text},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+                ],
+            }[r.shape]
+            b = {"type": "tool_result", "content": content}
+            if r.id is not None:
+                b["tool_use_id"] = r.id
+            if r.flag or r.explicit_false:
+                b["is_error"] = r.flag
+            blocks.append(b)
+        if t.reminder:
+            blocks.append(REMINDER)
+        role = "user" if t.kind in ("user", "results") else "assistant"
+        if messages and messages[-1]["role"] == role:  # the client keeps user/assistant alternation
+            messages[-1]["content"].extend(blocks)
+            units[-1].calls += t.calls
+            units[-1].results += t.results
+        else:
+            messages.append({"role": role, "content": blocks})
+            units.append(Unit("other", list(t.calls), list(t.results)))
+    for u in units:
+        u.kind = "calls" if u.calls else "results" if u.results else "other"
+    system = [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}]
+    return {"model": "claude-test", "max_tokens": 1024, "system": system, "messages": messages}, units
+
+
+def render_responses(case: Case) -> tuple[dict[str, Any], list[Unit]]:
+    items: list[dict[str, Any]] = []
+    units: list[Unit] = []
+    reasoning = {"type": "reasoning", "summary": [], "encrypted_content": "gAAAAABoZW5j"}
+
+    def unit(cls: str) -> Unit:
+        """The current turn: one per run of model output, one per run of outputs, one per input item."""
+        if cls == "input" or not units or units[-1].kind != cls:
+            units.append(Unit(cls))
+        return units[-1]
+
+    for t in case.turns:
+        if t.kind == "user":
+            items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t.text}]})
+            unit("input")
+        elif t.kind in ("assistant", "calls"):
+            u = unit("model")
+            if t.thinking:
+                items.append(reasoning)
+            if t.text:
+                items.append(
+                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t.text}]}
+                )
+            for i, c in enumerate(t.calls):
+                if i and t.interleave:
+                    items.append(reasoning)
+                if c.form == "local_shell":
+                    it: dict[str, Any] = {
+                        "type": "local_shell_call",
+                        "status": "completed",
+                        "action": {
+                            "type": "exec",
+                            "command": c.args["command"],
+                            "working_directory": c.args["workdir"],
+                        },
+                    }
+                elif c.form == "custom":
+                    it = {"type": "custom_tool_call", "name": c.tool, "input": c.args["input"]}
+                else:
+                    it = {"type": "function_call", "name": c.tool, "arguments": orjson.dumps(c.args).decode()}
+                if c.id is not None:
+                    it["call_id"] = c.id
+                items.append(it)
+                u.calls.append(c)
+        else:
+            u = unit("results")
+            for r in t.results:
+                text = flagged_text(r)
+                output: Any = {
+                    "str": text,
+                    "parts": [{"type": "input_text", "text": text}],
+                    "image": [{"type": "input_text", "text": text}, {"type": "input_image", "image_url": "data:,"}],
+                }[r.shape]
+                it = {"type": r.out_type, "output": output}
+                if r.id is not None:
+                    it["call_id"] = r.id
+                items.append(it)
+                u.results.append(r)
+    for u in units:
+        u.kind = "calls" if u.calls else "results" if u.kind == "results" else "other"
+    return {"model": "gpt-5-codex", "instructions": "You are Codex.", "input": items, "store": False}, units
+
+
+RENDER = {"chat": render_chat, "anthropic": render_anthropic, "responses": render_responses}
+
+
+# ---- the model: what the truth rules say must happen ---------------------------------------------------
+
+
+def expected_steps(case: Case) -> list[tuple[str, str, int | None]]:
+    """(call token, result token, exit code) for each pair that must become a step, in call order."""
+    n_calls = Counter(c.id for c in case.calls)
+    n_results = Counter(r.id for r in case.results)
+    out = []
+    for c in case.calls:
+        if not c.id or n_calls[c.id] != 1 or n_results[c.id] != 1:
+            continue
+        (r,) = [r for r in case.results if r.id == c.id]
+        if r.turn > c.turn and c.translatable and r.statable:
+            out.append((c.token, r.token, r.exit_code))
+    return out
+
+
+def expected_delta(units: list[Unit], steps: list[tuple[str, str, int | None]]) -> int:
+    """The newest tool turn is pending when only results for its own calls follow it."""
+    last = max((i for i, u in enumerate(units) if u.kind == "calls"), default=None)
+    if last is None:
+        return len(steps)
+    ids = {c.id for c in units[last].calls}
+    after = units[last + 1 :]
+    if any(u.kind != "results" for u in after) or any(r.id not in ids for u in after for r in u.results):
+        return len(steps)
+    before = {c.token for u in units[:last] for c in u.calls}
+    return sum(1 for k, _, _ in steps if k in before)
+
+
+# ---- running it -------------------------------------------------------------------------------------------
+
+
+def tokens(doc: Any, pattern: re.Pattern[str]) -> list[str]:
+    return pattern.findall(orjson.dumps(doc).decode())
+
+
+@dataclass
+class Outcome:
+    body: dict[str, Any]  # the input body
+    units: list[Unit]
+    items: list[Any]  # the rewritten history (the input's, when nothing was rewritten)
+    steps: list[dict[str, Any]]
+    delta: int | None
+
+
+def forget() -> None:
+    """Start from a process that has rewritten nothing (rewrite.MEMO remembers earlier conversations):
+    each example stands alone, and a failure replays. test_a_conversation_rewrites_as_if_alone covers the memo."""
+    memo = getattr(CORE, "MEMO", None)
+    if memo is not None:
+        memo.clear()
+
+
+def outcome(dialect: str, case: Case) -> Outcome:
+    forget()
+    module, path = DIALECTS[dialect]
+    doc, units = RENDER[dialect](case)
+    r = rewrite(orjson.dumps(doc), path=path)
+    assert r.status in ("rewritten", "unchanged"), r.reason
+    assert r.dialect == dialect
+    if r.status == "unchanged":
+        assert r.body is None and r.steps == []
+        return Outcome(doc, units, doc[module.ITEMS], [], None)
+    out = orjson.loads(r.body or b"")
+    rest = {k: v for k, v in out.items() if k not in (module.ITEMS, STEPS, DELTA)}
+    assert rest == {k: v for k, v in doc.items() if k != module.ITEMS}, "only the history changes"
+    return Outcome(doc, units, out[module.ITEMS], out[STEPS], out[DELTA])
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+each_dialect = pytest.mark.parametrize("dialect", list(DIALECTS))
+
+
+@each_dialect
+@SETTINGS
+@given(case=cases())
+def test_conservation_every_item_ends_in_exactly_one_place(dialect: str, case: Case) -> None:
+    o = outcome(dialect, case)
+    for pattern, given_ in ((K, [c.token for c in case.calls]), (R, [r.token for r in case.results])):
+        in_steps = [t for s in o.steps for t in set(tokens(s, pattern))]
+        in_body = tokens(o.items, pattern)
+        assert len(in_steps) == len(set(in_steps)), "an item is in two steps"
+        assert len(in_body) == len(set(in_body)), "an item is twice in the body"
+        assert not set(in_steps) & set(in_body), "an item is both a step and in the body"
+        assert sorted(in_steps + in_body) == sorted(given_), "an item was lost or invented"
+
+
+@each_dialect
+@SETTINGS
+@given(case=cases())
+def test_steps_are_exactly_the_correlated_statable_pairs(dialect: str, case: Case) -> None:
+    o = outcome(dialect, case)
+    got = []
+    for s in o.steps:
+        assert s["status"] == "CORTEX_STEP_STATUS_DONE"
+        assert "stdout" not in s.get("runCommand", {}), "the output travels once, in combinedOutput"
+        (k,) = tokens(s, K)
+        (r,) = set(tokens(s, R))
+        got.append((k, r, s.get("runCommand", {}).get("exitCode")))
+    assert got == expected_steps(case)
+
+
+@each_dialect
+@SETTINGS
+@given(case=cases())
+def test_no_step_without_a_correlated_result(dialect: str, case: Case) -> None:
+    o = outcome(dialect, case)
+    calls = {c.token: c for c in case.calls}
+    results = {r.token: r for r in case.results}
+    for s in o.steps:
+        (k,) = tokens(s, K)
+        (r,) = set(tokens(s, R))
+        c, res = calls[k], results[r]
+        assert c.id is not None and res.id == c.id
+        assert [x.id for x in case.calls].count(c.id) == 1
+        assert [x.id for x in case.results].count(c.id) == 1
+        assert res.turn > c.turn
+
+
+@each_dialect
+@SETTINGS
+@given(case=cases())
+def test_deterministic(dialect: str, case: Case) -> None:
+    _, path = DIALECTS[dialect]
+    data = orjson.dumps(RENDER[dialect](case)[0])
+    forget()
+    first = rewrite(data, path=path)
+    again = rewrite(orjson.dumps(orjson.loads(data)), path=path)
+    assert (first.status, first.body, first.steps) == (again.status, again.body, again.steps)
+    assert orjson.dumps(RENDER[dialect](case)[0]) == data
+
+
+@each_dialect
+@SETTINGS
+@given(case=cases())
+def test_idempotent(dialect: str, case: Case) -> None:
+    module, path = DIALECTS[dialect]
+    doc, _ = RENDER[dialect](case)
+    forget()
+    first = rewrite(orjson.dumps(doc), path=path)
+    if first.body is None:
+        return
+    second = rewrite(first.body, path=path)
+    assert second.status in ("skipped", "unchanged") and second.body is None
+    # The rewritten history on its own: nothing left to step, nothing to take out.
+    items = orjson.loads(first.body)[module.ITEMS]
+    alone = doc | {module.ITEMS: items}
+    again = build(module.read(alone))
+    assert again.steps == []
+    assert module.write(alone, again.stepped) == items
+    r = rewrite(orjson.dumps(alone), path=path)
+    assert r.status == "unchanged" and r.body is None
+
+
+@each_dialect
+@SETTINGS
+@given(case=cases())
+def test_delta_slice(dialect: str, case: Case) -> None:
+    module, _ = DIALECTS[dialect]
+    o = outcome(dialect, case)
+    h = module.read(o.body)
+    plan = build(h)
+    assert 0 <= plan.delta_start <= len(plan.steps)
+    tail = [step_json(s) for s in plan.steps[plan.delta_start :]]
+    assert [step_json(s) for s in build_pending(h)] == tail
+    assert plan.delta_start == expected_delta(o.units, expected_steps(case))
+    if o.steps:
+        assert o.delta == plan.delta_start
+        assert o.steps[o.delta :] == tail
+
+
+# ---- the rewritten history stays valid for its dialect --------------------------------------------------
+
+
+def blocks(m: dict[str, Any]) -> list[dict[str, Any]]:
+    c = m["content"]
+    return [{"type": "text", "text": c}] if isinstance(c, str) else c
+
+
+def assert_valid_anthropic(
+    before: list[dict[str, Any]], after: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> None:
+    stepped = {t for s in steps for t in tokens(s, K) + tokens(s, R)}
+
+    def is_stepped(b: dict[str, Any]) -> bool:
+        return b["type"] in ("tool_use", "tool_result") and bool(set(tokens(b, K) + tokens(b, R)) & stepped)
+
+    # No empty turn, and strict user/assistant alternation (the input had it).
+    assert all(m["content"] not in ("", []) for m in after), "empty content"
+    roles = [m["role"] for m in after]
+    assert all(a != b for a, b in itertools.pairwise(roles)), f"roles do not alternate: {roles}"
+    assert not after or roles[0] == "user"
+    # Every block in place: the input's blocks minus the stepped ones, in order, untouched.
+    source = [(i, b) for i, m in enumerate(before) for b in blocks(m) if not is_stepped(b)]
+    assert [b for m in after for b in blocks(m)] == [b for _, b in source]
+    # Turns merged only where a removal brought them together.
+    dropped = {i for i, m in enumerate(before) if all(is_stepped(b) for b in blocks(m))}
+    k = 0
+    for m in after:
+        origins = sorted({source[k + n][0] for n in range(len(blocks(m)))})
+        k += len(blocks(m))
+        assert all(b > a + 1 and set(range(a + 1, b)) <= dropped for a, b in itertools.pairwise(origins)), origins
+
+    # Pairing: what the input answered in the next turn, the output still does.
+    def pairs(messages: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        out = set()
+        for m, nxt in itertools.pairwise(messages):
+            for u in (b for b in blocks(m) if m["role"] == "assistant" and b["type"] == "tool_use"):
+                for r in blocks(nxt):
+                    if nxt["role"] == "user" and r["type"] == "tool_result" and r.get("tool_use_id") == u.get("id"):
+                        out.add((tokens(u, K)[0], tokens(r, R)[0]))
+        return out
+
+    kept = {t for m in after for b in blocks(m) for t in tokens(b, K) + tokens(b, R)}
+    assert {(c, r) for c, r in pairs(before) if c in kept or r in kept} <= pairs(after)
+
+
+@each_dialect
+@SETTINGS
+@given(case=cases())
+def test_rewritten_history_stays_valid_for_its_dialect(dialect: str, case: Case) -> None:
+    o = outcome(dialect, case)
+    module, _ = DIALECTS[dialect]
+    before = o.body[module.ITEMS]
+    if dialect == "chat":
+        assert_valid_rewrite(o.items, before)
+    elif dialect == "anthropic":
+        assert_valid_anthropic(before, o.items, o.steps)
+    else:
+        # Only stepped call/output items go; every other item stays, in order, untouched.
+        stepped = {t for s in o.steps for t in tokens(s, K) + tokens(s, R)}
+        owned = responses.CALLS | responses.RESULTS
+        assert o.items == [
+            it for it in before if it["type"] not in owned or not set(tokens(it, K) + tokens(it, R)) & stepped
+        ]
+
+
+# ---- a process rewrites many conversations ---------------------------------------------------------------
+
+
+def _bash_call(token: str, id: str) -> Call:
+    return Call(token, id, "Bash", {"command": f"echo {token}"}, True, "function")
+
+
+def _ok(token: str, id: str) -> Result:
+    return Result(token, id, f"{token} ok", False, True, None, "str", "function_call_output", False)
+
+
+# A regression example (found by this test against an early memo.py): a result sent before any call with
+# its id ("x"), then a call "x" answered again later. Alone, "x" is ambiguous (two results) and no step;
+# after another conversation that shares the first two messages, the memo cut between them and stepped "x".
+_SHARED = [Turn("user", "start"), Turn("results", results=[_ok("RR001", "x")])]
+MEMO_A = Case([*_SHARED, Turn("calls", calls=[_bash_call("KK002", "x")])])
+MEMO_C = Case(
+    [
+        Turn("user", "start"),
+        Turn("calls", calls=[_bash_call("KK003", "y")]),
+        Turn("results", results=[_ok("RR004", "y")]),
+        Turn("calls", calls=[_bash_call("KK005", "x")]),
+        Turn("results", results=[_ok("RR006", "x")]),
+    ]
+)
+
+
+@each_dialect
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(a=MEMO_A, c=MEMO_C, cut=2)
+@given(a=cases(), c=cases(), cut=st.integers(1, 12))
+def test_a_conversation_rewrites_as_if_alone(dialect: str, a: Case, c: Case, cut: int) -> None:
+    """A body that continues, or forks from, one rewritten before gives what it gives alone."""
+    _, path = DIALECTS[dialect]
+    first = orjson.dumps(RENDER[dialect](a)[0])
+    b = orjson.dumps(RENDER[dialect](Case(a.turns[:cut] + c.turns[1:]))[0])
+    forget()
+    rewrite(first, path=path)
+    after_a = rewrite(b, path=path)
+    forget()
+    alone = rewrite(b, path=path)
+    assert (after_a.status, after_a.body, after_a.steps) == (alone.status, alone.body, alone.steps)

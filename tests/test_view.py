@@ -1,0 +1,415 @@
+"""The "Bridge steps" / "Bridge diff" content views, the pure text behind them, and protobuf_definitions."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mitmproxy import contentviews, hooks, http, io
+from mitmproxy.test import taddons, tflow
+from native_bridge import explain, view
+from native_bridge._proto import cortex_pb2
+from native_bridge.addon import NativeBridge
+from native_bridge.rewrite import rewrite
+
+ROOT = Path(__file__).resolve().parent.parent
+SESSION = (ROOT / "scripts" / "sessions" / "chat_session.json").read_bytes()
+PROTO = ROOT / "proto" / "cortex.proto"
+CHAT = "/v1/chat/completions"
+
+
+def chat_call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def chat_body(*messages: dict[str, Any]) -> bytes:
+    return orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "fix it"}, *messages]})
+
+
+MIXED = chat_body(
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            chat_call("c1", "Bash", command="make"),
+            chat_call("c2", "acme_todo", todos=[]),
+            chat_call("c3", "Bash", command="sleep 100"),
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "Exit code: 2\nmake: *** [all] Error 2"},
+    {"role": "tool", "tool_call_id": "c2", "content": "ok"},
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def registered():
+    view.register()
+
+
+@pytest.fixture
+def bridge():
+    nb = NativeBridge()
+    with taddons.context(nb) as tctx:
+        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        yield nb, tctx
+        nb.done()
+
+
+def flow_of(content: bytes, path: str = CHAT, headers: dict[str, str] | None = None) -> http.HTTPFlow:
+    f = tflow.tflow(resp=True)
+    f.live = False  # as read from a file: the addon rewrites even with a response present
+    f.request.method = "POST"
+    f.request.path = path
+    f.request.headers["content-type"] = "application/json"
+    for k, v in (headers or {}).items():
+        f.request.headers[k] = v
+    f.request.content = content
+    return f
+
+
+def bridged(nb: NativeBridge, content: bytes = SESSION, **kwargs: Any) -> http.HTTPFlow:
+    f = flow_of(content, **kwargs)
+    nb.request(f)
+    return f
+
+
+def pretty(f: http.HTTPFlow, message: http.Message | None = None, view_name: str = "auto"):
+    return contentviews.prettify_message(message or f.request, f, view_name=view_name)
+
+
+def section(text: str, title: str) -> list[str]:
+    """The lines under a section title, up to the next empty line (excerpt lines are indented, never empty)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    out = []
+    for line in lines[start + 1 :]:
+        if line == "":
+            break
+        out.append(line)
+    return out
+
+
+# ---- the steps view ---------------------------------------------------------------
+
+
+def test_steps_view_is_picked_for_a_rewritten_request_and_shows_steps_and_exit_codes(bridge):
+    nb, _ = bridge
+    f = bridged(nb)
+    got = pretty(f)
+    assert got.view_name == "Bridge steps"
+    text = got.text
+    assert text.splitlines()[0] == "bridge: 23 steps (2 failed: exit 1, exit 2), 10 kept as messages, 1 unobserved"
+    steps = [line for line in section(text, "STEPS") if line.startswith("  #")]
+    assert len(steps) == 23
+    # The failed commands, with their true exit codes, next to their command lines.
+    assert any(
+        "run_command" in s and "exit 2" in s and "$ python -m pytest -q tests/test_duration.py -x" in s for s in steps
+    )
+    assert any("run_command" in s and "exit 1" in s and "$ python -m tally report" in s for s in steps)
+    # A passing command whose client printed no status has no exit code, and says so (absent is not 0).
+    assert any("exit ?" in s and "$ python -m pytest -q tests/test_regressions.py" in s for s in steps)
+    assert "exit 0" not in text
+    # Kinds and subjects of other steps, and output excerpts.
+    assert any("view_file" in s and "file:///home/dev/src/tally/README.md" in s for s in steps)
+    assert any("grep_search_v2" in s and "'parse_duration'" in s for s in steps)
+    assert "ERROR collecting tests/test_duration.py" in text
+    assert "additional_steps_delta_start 21" in text
+
+
+def test_steps_view_accounts_for_every_call_and_result_once(bridge):
+    nb, _ = bridge
+    f = bridged(nb)
+    text = pretty(f).text
+    plan = rewrite(SESSION, path=CHAT).plan
+    assert plan is not None
+    rows = section(text, "ACCOUNTING")
+    assert len(rows) == len(plan.accounting)
+    for row, p in zip(rows, plan.accounting, strict=True):
+        assert p.id in row and p.item in row
+        if p.step is not None:
+            assert f"became step #{p.step} (" in row
+        else:
+            assert f"kept as a message [{p.code}]: {p.reason}" in row
+    assert "kept as messages, by code: orphan 1, unmapped 4, unobserved 1, untranslatable 4" in text
+
+
+def test_diff_view_shows_the_history_before_and_after(bridge):
+    nb, _ = bridge
+    f = bridged(nb)
+    got = pretty(f, view_name="Bridge diff")
+    assert got.view_name == "Bridge diff"
+    lines = got.text.splitlines()
+    before = json.loads(SESSION)["messages"]
+    after = json.loads(f.request.content)["messages"]
+    kept = [line for line in lines if line.startswith("  [")]
+    removed = [line for line in lines if line.startswith("- [")]
+    added = [line for line in lines if line.startswith("+ [")]
+    assert len(kept) + len(removed) == len(before)
+    assert len(kept) + len(added) == len(after)
+    # Removed turns say which steps they went to; kept pairs stay (the orphan result, the unmapped TodoWrite).
+    assert any("call Bash#toolu_01le57ocgG0g4kmj77z5LMv5" in line and line.endswith("→ step #13") for line in removed)
+    assert any("result #toolu_01QnYd2wVbK7sLmR4xTzP9aE" in line for line in kept)
+    assert any("call TodoWrite#" in line for line in kept)
+    assert "+ additional_steps: 23 steps" in lines
+    assert "+ additional_steps_delta_start: 21" in lines
+    assert "other fields: unchanged" in lines
+
+
+def test_views_fall_back_for_anything_the_bridge_did_not_rewrite(bridge):
+    nb, _ = bridge
+    plain = flow_of(orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+    nb.request(plain)  # unchanged: no tool history
+    assert plain.metadata["bridge"]["status"] == "unchanged"
+    unseen = flow_of(MIXED, path="/v1/embeddings")
+    nb.request(unseen)
+    assert "bridge" not in unseen.metadata
+    rewritten = bridged(nb, MIXED)
+    for f, message in ((plain, plain.request), (unseen, unseen.request), (rewritten, rewritten.response)):
+        meta = contentviews.Metadata(flow=f, http_message=message, content_type="application/json")
+        assert view.steps_view.render_priority(b"{}", meta) < 0
+        assert view.diff_view.render_priority(b"{}", meta) < 0
+        assert pretty(f, message).view_name != "Bridge steps"
+    assert pretty(plain).view_name == "JSON"
+    # Chosen by hand, they say why they have nothing to show instead of failing.
+    assert pretty(plain, view_name="Bridge steps").text.startswith("bridge: unchanged (no tool history)")
+    assert "did not see this request" in pretty(unseen, view_name="Bridge diff").text
+    assert "requests only" in pretty(rewritten, rewritten.response, view_name="Bridge steps").text
+
+
+def test_failed_read_and_error_flag_in_anthropic_dialect(bridge):
+    nb, _ = bridge
+    body = orjson.dumps(
+        {
+            "model": "claude",
+            "max_tokens": 100,
+            "messages": [
+                {"role": "user", "content": "run the tests"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}}],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": "boom"}],
+                },
+                {"role": "assistant", "content": [{"type": "text", "text": "It failed."}]},
+                {"role": "user", "content": "fix it"},
+            ],
+        }
+    )
+    f = bridged(nb, body, path="/v1/messages")
+    got = pretty(f)
+    assert got.view_name == "Bridge steps"
+    assert "dialect anthropic" in got.text
+    [step] = [line for line in section(got.text, "STEPS") if line.startswith("  #")]
+    assert "exit 1" in step and "$ pytest" in step
+    diff = pretty(f, view_name="Bridge diff").text
+    assert "- [  1     ] assistant: call Bash#t1   → step #0" in diff
+    assert "(is_error)" in diff
+
+
+def test_responses_dialect(bridge):
+    nb, _ = bridge
+    body = orjson.dumps(
+        {
+            "model": "gpt-5",
+            "input": [
+                {"type": "message", "role": "user", "content": "list files"},
+                {
+                    "type": "function_call",
+                    "call_id": "fc1",
+                    "name": "shell",
+                    "arguments": json.dumps({"command": ["ls"]}),
+                },
+                {"type": "function_call_output", "call_id": "fc1", "output": "a.txt\nb.txt"},
+            ],
+        }
+    )
+    f = bridged(nb, body, path="/v1/responses")
+    assert f.metadata["bridge"]["status"] == "rewritten", f.metadata["bridge"]
+    text = pretty(f).text
+    assert "dialect responses" in text and "run_command" in text and "$ ls" in text
+    diff = pretty(f, view_name="Bridge diff").text
+    assert "input: 3 items before, 1 after" in diff
+
+
+def test_view_reads_an_encoded_original_from_the_backup(bridge):
+    nb, _ = bridge
+    f = flow_of(b"", headers={"content-encoding": "gzip"})
+    f.request.raw_content = gzip.compress(MIXED)
+    nb.request(f)
+    assert f.metadata["bridge"]["status"] == "rewritten"
+    assert view.original_body(f) == MIXED
+    text = pretty(f).text
+    assert "kept as a message [unmapped]" in text and "kept as a message [unobserved]" in text
+
+
+def test_view_survives_a_flow_file_round_trip(bridge, tmp_path):
+    nb, _ = bridge
+    f = bridged(nb)
+    before = pretty(f).text
+    path = tmp_path / "out.flows"
+    with path.open("wb") as fo:
+        io.FlowWriter(fo).add(f)
+    with path.open("rb") as fo:
+        [g] = list(io.FlowReader(fo).stream())
+    assert pretty(g).view_name == "Bridge steps"
+    assert pretty(g).text == before
+
+
+def test_edited_request_shows_steps_but_not_a_stale_accounting(bridge):
+    nb, _ = bridge
+    f = bridged(nb, MIXED)
+    doc = json.loads(f.request.content)
+    doc["additional_steps"][0]["runCommand"]["commandLine"] = "make -k"  # edited in mitmweb after the rewrite
+    f.request.content = orjson.dumps(doc)
+    text = pretty(f).text
+    assert "$ make -k" in text and "exit 2" in text
+    assert "accounting not shown" in text
+    assert section(text, "ACCOUNTING") == ["  (not known)"]
+
+
+def test_reverted_flow_is_no_longer_a_bridge_flow(bridge):
+    nb, _ = bridge
+    f = bridged(nb, MIXED)
+    f.revert()
+    assert "bridge" not in f.metadata
+    assert pretty(f).view_name == "JSON"
+
+
+def test_flow_without_a_backup_still_shows_its_steps(bridge):
+    nb, _ = bridge
+    f = bridged(nb, MIXED)
+    f._backup = None
+    text = pretty(f).text
+    assert "exit 2" in text and "$ make" in text
+    assert "original body is not available" in text
+    assert "no diff" in pretty(f, view_name="Bridge diff").text
+
+
+def test_view_uses_the_running_bridge_options(bridge):
+    nb, tctx = bridge
+    tctx.options.bridge_tools = ["acme_run=run_command"]
+    body = chat_body(
+        {"role": "assistant", "content": None, "tool_calls": [chat_call("a1", "acme_run", command="ls")]},
+        {"role": "tool", "tool_call_id": "a1", "content": "a.txt"},
+    )
+    f = bridged(nb, body)
+    text = pretty(f).text
+    assert "accounting not shown" not in text
+    assert "became step #0 (run_command)" in text
+    # With the default options the same original would not give this request: the view must not use them.
+    stale = explain.explain_bodies(view.original_body(f), f.request.content, CHAT)
+    assert stale.accounting is None
+
+
+def test_explain_and_conversation_do_not_import_mitmproxy():
+    code = (
+        "import sys; import native_bridge.explain, native_bridge.conversation; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'mitmproxy'); "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_explain_record_matches_explain_bodies():
+    r = rewrite(SESSION, path=CHAT)
+    from_bodies = explain.explain_bodies(SESSION, r.body, CHAT)
+    rec = {
+        "status": "rewritten",
+        "dialect": "chat",
+        "before": json.loads(SESSION),
+        "after": json.loads(r.body or b""),
+        "steps": r.steps,
+        "accounting": [p.to_json() for p in r.plan.accounting] if r.plan else [],
+        "notes": [],
+    }
+    from_record = explain.explain_record(rec)
+    assert explain.steps_text(from_record) == explain.steps_text(from_bodies)
+    assert explain.diff_text(from_record) == explain.diff_text(from_bodies)
+    assert from_bodies.summary == {k: v for k, v in r.summary().items()}
+
+
+# ---- protobuf_definitions ----------------------------------------------------------
+
+
+def send_request() -> bytes:
+    req = cortex_pb2.SendUserCascadeMessageRequest(cascade_id="cascade-1")
+    req.items.add(text="fix the build")
+    step = req.additional_steps.add(
+        type=cortex_pb2.CORTEX_STEP_TYPE_RUN_COMMAND, status=cortex_pb2.CORTEX_STEP_STATUS_DONE
+    )
+    step.run_command.command_line = "make test"
+    step.run_command.exit_code = 2
+    step.run_command.combined_output.full = "make: *** [test] Error 2"
+    read = req.additional_steps.add(
+        type=cortex_pb2.CORTEX_STEP_TYPE_VIEW_FILE, status=cortex_pb2.CORTEX_STEP_STATUS_DONE
+    )
+    read.view_file.absolute_path_uri = "file:///src/a.py"
+    read.view_file.content = "print(1)"
+    return req.SerializeToString()
+
+
+def grpc_frame(message: bytes) -> bytes:
+    return b"\x00" + struct.pack(">I", len(message)) + message
+
+
+@pytest.mark.parametrize(
+    ("content_type", "path", "framing", "chosen", "view_name"),
+    [
+        # The planner's own path (package and service named differently from proto/): the first rpc is used.
+        (
+            "application/grpc",
+            "/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage",
+            grpc_frame,
+            "auto",
+            "gRPC",
+        ),
+        # The rpc exactly as declared in proto/cortex.proto.
+        ("application/grpc", "/cortex.LanguageServerService/SendUserCascadeMessage", grpc_frame, "auto", "gRPC"),
+        ("application/x-protobuf", "/SendUserCascadeMessage", lambda m: m, "auto", "Protobuf"),
+        # Connect unary (application/proto): no built-in view picks it, the user chooses "protobuf".
+        (
+            "application/proto",
+            "/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage",
+            lambda m: m,
+            "protobuf",
+            "Protobuf",
+        ),
+    ],
+)
+def test_protobuf_definitions_give_field_names(content_type, path, framing, chosen, view_name):
+    with taddons.context() as tctx:
+        f = tflow.tflow()
+        f.request.path = path
+        f.request.headers["content-type"] = content_type
+        f.request.content = framing(send_request())
+
+        without = pretty(f, view_name=chosen)
+        assert without.view_name == view_name
+        assert "additional_steps" not in without.text and "exit_code" not in without.text
+
+        tctx.options.protobuf_definitions = str(PROTO)
+        got = pretty(f, view_name=chosen)
+    assert got.view_name == view_name
+    text = got.text
+    for expected in (
+        "cascade_id: cascade-1",
+        "- text: fix the build",
+        "additional_steps:",
+        "type: CORTEX_STEP_TYPE_RUN_COMMAND",
+        "status: CORTEX_STEP_STATUS_DONE",
+        "run_command:",
+        "exit_code: 2",
+        "command_line: make test",
+        "full: 'make: *** [test] Error 2'",
+        "absolute_path_uri: file:///src/a.py",
+    ):
+        assert expected in text, f"{expected!r} not in:\n{text}"
