@@ -367,13 +367,6 @@ def test_dialect_by_body_shape() -> None:
     assert (r.status, r.dialect) == ("rewritten", "responses")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: Codex fills in a missing tool output with the literal 'aborted' (codex-rs context manager "
-    "normalize: ensure_call_outputs_present / FunctionCallOutput 'aborted'); the bridge reads that placeholder as "
-    "an observed result and emits a DONE run_command step with output 'aborted', though the command was never "
-    "observed (truth rules 2 and 9)",
-)
 def test_codex_placeholder_for_a_missing_output_is_not_an_observation() -> None:
     doc = body(shell("a", "go test ./..."), out("a", "aborted"), msg("user", "stop, run only the money tests"))
     r = rw(doc)

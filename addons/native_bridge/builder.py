@@ -160,6 +160,9 @@ def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, s
             d.code, d.reason = "ambiguous", f"id {call.id!r} is carried by {n_results} results"
             continue
         result = results[call.id]
+        if result.placeholder:
+            d.code, d.reason = "unobserved", f"the client's stand-in {result.text!r} for an output it never got"
+            continue
         if result.pos < call.pos:
             d.code, d.reason = "ambiguous", "the result comes before its call"
             continue

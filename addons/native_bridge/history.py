@@ -32,6 +32,8 @@ class ToolResult:
     is_error: bool | None = None
     # An exit code the dialect carries as data (Responses shell_call_output); wins over text.
     exit_code: int | None = None
+    # The client wrote a stand-in for an output it never got (Codex: "aborted"): no observation.
+    placeholder: bool = False
 
 
 @dataclass(slots=True)

@@ -145,6 +145,15 @@ def rewrite(raw: bytes, config: Config = Config(), path: str | None = None, memo
 
     With a ``memo``, a body that continues a conversation rewritten before reuses that
     work (same result, byte for byte: memo.py says why)."""
+    result = _rewrite(raw, config, path, memo)
+    # orjson reads an integer beyond 64 bits as a float and writes it back as one ("1e+30"):
+    # the rewrite would change a field it does not own, so the body goes as it came.
+    if result.body is not None and b"e+" in result.body and result.body.count(b"e+") > raw.count(b"e+"):
+        return Rewrite("skipped", "a number in the body would not survive re-encoding", result.dialect)
+    return result
+
+
+def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | None) -> Rewrite:
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
     markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS)
@@ -229,4 +238,8 @@ def _finish(dialect: ModuleType, body: dict[str, Any], history: History, part: P
     new[dialect.ITEMS] = dialect.write(body, plan.stepped) if out is None else out
     new[STEPS_KEY] = steps
     new[DELTA_KEY] = plan.delta_start
-    return Rewrite("rewritten", "", dialect.NAME, orjson.dumps(new), plan, steps, notes)
+    try:
+        data = orjson.dumps(new)
+    except orjson.JSONEncodeError as e:  # orjson reads 1024 levels deep but writes only 254
+        return Rewrite("skipped", f"the rewritten body cannot be encoded: {e}", dialect.NAME, plan=plan, notes=notes)
+    return Rewrite("rewritten", "", dialect.NAME, data, plan, steps, notes)

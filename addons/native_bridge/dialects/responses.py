@@ -23,6 +23,7 @@ RESULTS = frozenset({"function_call_output", "custom_tool_call_output", "local_s
 # Names for the built-in shell tools, which carry no name of their own.
 LOCAL_SHELL = "local_shell"
 SHELL_CALL = "shell_call"
+ABORTED_PLACEHOLDER = "aborted"
 
 
 def _items(items: Any, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, dict[str, Any], str | None]]:
@@ -35,7 +36,7 @@ def _items(items: Any, start: int = 0, stop: int | None = None) -> Iterator[tupl
         if not isinstance(it, dict):
             raise DialectError(f"input item {i} is not an object")
         t = it.get("type")
-        yield i, it, t if t in CALLS or t in RESULTS else None
+        yield i, it, t if isinstance(t, str) and (t in CALLS or t in RESULTS) else None
 
 
 def _call(it: dict[str, Any], t: str) -> tuple[str, dict[str, Any] | None]:
@@ -62,7 +63,8 @@ def _shell_output(output: Any) -> tuple[str | None, int | None, bool]:
     text = stdout + stderr
     outcome = o.get("outcome")
     if isinstance(outcome, dict):
-        if outcome.get("type") == "exit" and type(outcome.get("exit_code")) is int:
+        code = outcome.get("exit_code")
+        if outcome.get("type") == "exit" and type(code) is int and -(2**31) <= code < 2**31:
             return text, outcome["exit_code"], False
         if outcome.get("type") == "timeout":
             return text, None, True
@@ -76,7 +78,10 @@ def _result(it: dict[str, Any], t: str, pos: int, turn: int) -> ToolResult:
     if t == "shell_call_output":
         text, code, failed = _shell_output(it.get("output"))
         return ToolResult(pos, turn, call_id, text, failed or None, exit_code=code)
-    return ToolResult(pos, turn, call_id, text_parts(it.get("output"), ("input_text", "output_text")))
+    text = text_parts(it.get("output"), ("input_text", "output_text"))
+    # Codex fills in "aborted" for a call whose output it never got (codex-rs context manager,
+    # ensure_call_outputs_present): a stand-in, not what the tool returned.
+    return ToolResult(pos, turn, call_id, text, placeholder=text == ABORTED_PLACEHOLDER)
 
 
 def _is_model_output(it: dict[str, Any]) -> bool:
