@@ -321,6 +321,7 @@ def _error(message: str, code: str) -> dict[str, Any]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 drops bursts of new connections from the proxy
     planner: ReferencePlanner
 
 

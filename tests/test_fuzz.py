@@ -1,0 +1,503 @@
+"""Hostile bodies through the core and the addon: a short run of scripts/fuzz.py, property tests over
+all three dialects, and one test per class of hostile input the issue names.
+
+The full run is ``scripts/fuzz.py --cases 100000``; here a few hundred cases keep CI fast. Bugs the
+fuzzer found in the core have a regression test each once fixed, and a strict xfail with a minimal
+reproduction while open (none is open now).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mitmproxy import hooks
+from mitmproxy.test import taddons, tflow
+from native_bridge import rewrite
+from native_bridge.addon import META, NativeBridge
+from native_bridge.records import Recorder, RecordJob, to_record
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import fuzz
+
+CHAT, MESSAGES, RESPONSES = fuzz.PATHS["chat"], fuzz.PATHS["anthropic"], fuzz.PATHS["responses"]
+SEED = int(os.environ.get("FUZZ_SEED", "20240601"))
+
+
+def no_new_problems(problems: list[str]) -> list[str]:
+    return [p for p in problems if fuzz.known(p) is None]
+
+
+# ---- the fuzzer itself, briefly ----------------------------------------------------------------
+
+
+def test_short_fuzz_run_finds_nothing_new() -> None:
+    rep = fuzz.run(cases=600, seed=SEED, workers=1, addon_every=3)
+    assert rep.cases == 600 and rep.addon_cases == 200
+    assert rep.statuses["rewritten"] > 50, rep.statuses  # the seeds are real histories, mostly rewritable
+    assert rep.statuses["skipped"] > 20 and rep.statuses["unchanged"] > 20
+    details = [f"case {o.index} ({'+'.join(o.mutations)}): {o.problems}" for o in rep.failures]
+    assert not details, f"fuzz seed {SEED}:\n" + "\n".join(details)
+
+
+@pytest.mark.parametrize("dialect", ["chat", "anthropic", "responses"])
+def test_unmutated_seeds_are_rewritten_and_hold_every_rule(dialect: str) -> None:
+    rewritten = 0
+    for i in range(60):
+        rng = random.Random(f"{SEED}:{dialect}:{i}")
+        raw = orjson.dumps(fuzz.SEEDS[dialect](rng, fuzz._Tokens()))
+        problems, r = fuzz.check_rewrite(raw, fuzz.PATHS[dialect], fuzz.Config())
+        assert problems == [], (i, problems)
+        rewritten += r.status == "rewritten"
+    assert rewritten >= 30
+
+
+def test_the_oracle_notices_a_lost_item_and_a_stray_step() -> None:
+    """The checker is worth something only if it fails on a broken rewrite."""
+    raw = orjson.dumps(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "a", "function": {"name": "Bash", "arguments": '{"command": "KK1"}'}},
+                        {"id": "b", "function": {"name": "TodoWrite", "arguments": "{}"}},
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "a", "content": "RR1\nExit code: 2"},
+                {"role": "tool", "tool_call_id": "b", "content": "RR2"},
+            ],
+        }
+    )
+    r = rewrite(raw, path=CHAT)
+    assert r.status == "rewritten"
+    doc_in, doc_out = orjson.loads(raw), orjson.loads(r.body)
+    assert fuzz._check_rewritten(r, raw, doc_in, doc_out, CHAT, fuzz.Config()) == []
+    lost = json.loads(r.body)
+    del lost["messages"][-1]  # the unmapped tool's result dropped
+    r.body = orjson.dumps(lost)
+    assert any("left the history" in p for p in fuzz._check_rewritten(r, raw, doc_in, lost, CHAT, fuzz.Config()))
+    forced = json.loads(orjson.dumps(doc_out))
+    forced["additional_steps"][0]["runCommand"]["stdout"] = "RR1"
+    r.steps = forced["additional_steps"]
+    assert any("stdout" in p for p in fuzz._check_rewritten(r, raw, doc_in, forced, CHAT, fuzz.Config()))
+
+
+# ---- property tests: hostile values anywhere in a valid history, all dialects ------------------
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+HOSTILE_KEYS = st.sampled_from(
+    [
+        "type",
+        "role",
+        "content",
+        "id",
+        "tool_call_id",
+        "tool_use_id",
+        "call_id",
+        "arguments",
+        "input",
+        "output",
+        "tool_calls",
+        "messages",
+        "function",
+        "name",
+        "is_error",
+        "action",
+        "outcome",
+        "exit_code",
+        "text",
+    ]
+)
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(
+    dialect=st.sampled_from(["chat", "anthropic", "responses"]),
+    seed=st.integers(0, 2**32),
+    value=JSON,
+    key=HOSTILE_KEYS,
+    where=st.integers(0, 10**6),
+    path_of=st.sampled_from(["own", "chat", "anthropic", "responses", "none"]),
+)
+def test_any_value_under_any_key_keeps_every_rule(
+    dialect: str, seed: int, value: Any, key: str, where: int, path_of: str
+) -> None:
+    doc = fuzz.SEEDS[dialect](random.Random(seed), fuzz._Tokens())
+    dicts = [c[k] for c, k in fuzz._nodes(doc, 2000) if isinstance(c[k], dict)] + [doc]
+    dicts[where % len(dicts)][key] = value
+    path = None if path_of == "none" else fuzz.PATHS[dialect if path_of == "own" else path_of]
+    problems, _ = fuzz.check_rewrite(orjson.dumps(doc), path, fuzz.Config())
+    assert no_new_problems(problems) == []
+
+
+@PROPERTY
+@given(dialect=st.sampled_from(["chat", "anthropic", "responses"]), seed=st.integers(0, 2**32), data=st.data())
+def test_byte_damage_never_escapes(dialect: str, seed: int, data: st.DataObject) -> None:
+    raw = orjson.dumps(fuzz.SEEDS[dialect](random.Random(seed), fuzz._Tokens()))
+    cut = data.draw(st.integers(0, len(raw)))
+    junk = data.draw(st.binary(max_size=8))
+    damaged = raw[:cut] + junk + raw[cut + data.draw(st.integers(0, 8)) :]
+    problems, r = fuzz.check_rewrite(damaged, fuzz.PATHS[dialect], fuzz.Config())
+    assert no_new_problems(problems) == []
+    if r is not None and r.status == "skipped":
+        assert r.body is None and r.reason
+
+
+# ---- classes of hostile input, one by one --------------------------------------------------------
+
+
+def bash_pair_chat(n: int, output: str = "ok") -> dict[str, Any]:
+    calls = [
+        {"id": f"c{i}", "function": {"name": "Bash", "arguments": json.dumps({"command": f"echo {i}"})}}
+        for i in range(n)
+    ]
+    results = [{"role": "tool", "tool_call_id": f"c{i}", "content": output} for i in range(n)]
+    return {
+        "model": "m",
+        "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": calls}, *results],
+    }
+
+
+def bash_pair_anthropic(n: int) -> dict[str, Any]:
+    uses = [{"type": "tool_use", "id": f"c{i}", "name": "Bash", "input": {"command": f"echo {i}"}} for i in range(n)]
+    res = [{"type": "tool_result", "tool_use_id": f"c{i}", "content": "out", "is_error": i % 2 == 0} for i in range(n)]
+    return {
+        "model": "m",
+        "max_tokens": 9,
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": uses},
+            {"role": "user", "content": res},
+        ],
+    }
+
+
+def bash_pair_responses(n: int) -> dict[str, Any]:
+    calls = [
+        {
+            "type": "function_call",
+            "call_id": f"c{i}",
+            "name": "shell",
+            "arguments": json.dumps({"command": ["ls", str(i)]}),
+        }
+        for i in range(n)
+    ]
+    outs = [
+        {"type": "function_call_output", "call_id": f"c{i}", "output": f"Exit code: {i % 3}\nOutput:\nx"}
+        for i in range(n)
+    ]
+    return {"model": "m", "input": [{"type": "message", "role": "user", "content": "go"}, *calls, *outs]}
+
+
+PAIRS = {CHAT: bash_pair_chat, MESSAGES: bash_pair_anthropic, RESPONSES: bash_pair_responses}
+
+
+@pytest.mark.parametrize("path", list(PAIRS))
+def test_enormous_number_of_tool_calls(path: str) -> None:
+    raw = orjson.dumps(PAIRS[path](5000))
+    t = time.perf_counter()
+    problems, r = fuzz.check_rewrite(raw, path, fuzz.Config())
+    assert time.perf_counter() - t < 20
+    assert problems == []
+    assert r.status == "rewritten" and len(r.steps) == 5000
+
+
+def test_huge_tool_output_keeps_its_exit_code_and_one_copy() -> None:
+    raw = orjson.dumps(bash_pair_chat(1, "x" * (8 << 20) + "\nExit code: 3"))
+    problems, r = fuzz.check_rewrite(raw, CHAT, fuzz.Config())
+    assert problems == []
+    (step,) = r.steps
+    assert step["runCommand"]["exitCode"] == 3
+    assert "stdout" not in step["runCommand"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"null",
+        b"[]",
+        b'"tool_calls"',
+        b'{"messages": null, "tool_calls": 1}',
+        b'{"messages": {"tool_calls": []}}',
+        b'{"messages": [null, "tool_calls"]}',
+        b'{"messages": [{"role": "assistant", "tool_calls": null}]}',
+        b'{"messages": [{"role": "assistant", "tool_calls": {"id": "x"}}]}',
+        b'{"messages": [{"role": "assistant", "tool_calls": [null]}]}',
+        b'{"messages": [{"role": "assistant", "tool_calls": [{"function": null}]}]}',
+        b'{"messages": [{"role": "tool", "tool_call_id": ["x"], "content": {"tool_calls": 1}}]}',
+        b'{"messages": [{"role": "assistant", "content": 5, "tool_calls": [{"id": 5, "function": {"name": 5}}]}]}',
+        b'{"input": null, "tool_use": 1}',
+        b'{"input": [{"type": "function_call", "call_id": null, "arguments": 5}]}',
+        b'{"input": [{"type": "shell_call_output", "call_id": "c", "output": [null]}]}',
+        b'{"messages": [{"role": "user", "content": [{"type": "tool_result", "content": [null]}]}]}',
+        b'{"messages": [{"role": "assistant", "content": [{"type": "tool_use", "input": "not an object"}]}]}',
+        b'{"messages": [{"role": "assistant", "content": [1, "tool_use"]}]}',
+        b'{"messages": "tool_use"}',
+        b'\xff\xfe{\x00"tool_calls\x00"',
+        b'{"messages": [{"content": "\\ud800"}], "tool_calls": 1}',
+        b'{"messages": [{"content": "\xed\xa0\x80"}], "tool_calls": 1}',
+        b'{"tool_calls": 1, "n": NaN}',
+        b'{"tool_calls": 1, "n": 1e400}',
+        b'\xef\xbb\xbf{"tool_calls": 1}',
+    ],
+)
+@pytest.mark.parametrize("path", [CHAT, MESSAGES, RESPONSES, None])
+def test_wrong_types_and_broken_bytes_are_reported_not_raised(body: bytes, path: str | None) -> None:
+    problems, r = fuzz.check_rewrite(body, path, fuzz.Config())
+    assert problems == []
+    assert r.status in ("unchanged", "skipped") and r.body is None and r.reason
+
+
+@pytest.mark.parametrize(
+    ("depth", "status"), [(100, "rewritten"), (253, "rewritten"), (1024, "skipped"), (5000, "skipped")]
+)
+def test_deep_nesting_within_orjsons_limits_gets_a_clean_answer(depth: int, status: str) -> None:
+    """The body is one level deeper than ``metadata``: 254 levels are written, past 1024 nothing is read."""
+    raw = orjson.dumps(bash_pair_chat(1))[:-1] + b',"metadata":' + b"[" * depth + b"]" * depth + b"}"
+    problems, r = fuzz.check_rewrite(raw, CHAT, fuzz.Config())
+    assert problems == []
+    assert r.status == status
+
+
+def chat_call(i: str) -> dict[str, Any]:
+    return {"id": i, "function": {"name": "Bash", "arguments": json.dumps({"command": f"echo {i}"})}}
+
+
+AMBIGUOUS = {
+    # c0 answered twice, c1 answered before its call, c2 a clean pair.
+    CHAT: {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "tool", "tool_call_id": "c1", "content": "early"},
+            {"role": "assistant", "tool_calls": [chat_call("c0"), chat_call("c1"), chat_call("c2")]},
+            {"role": "tool", "tool_call_id": "c0", "content": "one"},
+            {"role": "tool", "tool_call_id": "c0", "content": "two"},
+            {"role": "tool", "tool_call_id": "c2", "content": "ok"},
+        ],
+    },
+    MESSAGES: {
+        "model": "m",
+        "max_tokens": 9,
+        "messages": [
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "early"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"c{i}", "name": "Bash", "input": {"command": "ls"}} for i in range(3)
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "c0", "content": "one"},
+                    {"type": "tool_result", "tool_use_id": "c0", "content": "two"},
+                    {"type": "tool_result", "tool_use_id": "c2", "content": "ok"},
+                ],
+            },
+        ],
+    },
+    RESPONSES: {
+        "model": "m",
+        "input": [
+            {"type": "function_call_output", "call_id": "c1", "output": "early"},
+            *[
+                {"type": "function_call", "call_id": f"c{i}", "name": "shell", "arguments": '{"command": "ls"}'}
+                for i in range(3)
+            ],
+            {"type": "function_call_output", "call_id": "c0", "output": "one"},
+            {"type": "function_call_output", "call_id": "c0", "output": "two"},
+            {"type": "function_call_output", "call_id": "c2", "output": "ok"},
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize("path", list(AMBIGUOUS))
+def test_duplicated_ids_and_results_before_calls_make_no_step(path: str) -> None:
+    problems, r = fuzz.check_rewrite(orjson.dumps(AMBIGUOUS[path]), path, fuzz.Config())
+    assert problems == []
+    assert r.status == "rewritten" and len(r.steps) == 1  # only c2
+    kept = {p.id: p.code for p in r.plan.kept}
+    assert kept == {"c0": "ambiguous", "c1": "ambiguous"}
+
+
+@pytest.mark.parametrize("path", [CHAT, MESSAGES, RESPONSES])
+def test_body_of_another_dialect_on_a_path(path: str) -> None:
+    for other, make in PAIRS.items():
+        problems, r = fuzz.check_rewrite(orjson.dumps(make(2)), path, fuzz.Config())
+        assert problems == []
+        if other != path:
+            assert r.status != "rewritten", (path, other, r.status, r.reason)
+
+
+# ---- the addon: bodies that cannot be rewritten leave byte-identical, with a reason ---------------
+
+
+@pytest.fixture
+def addon():
+    nb = NativeBridge()
+    with taddons.context(nb) as tctx:
+        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        jobs = fuzz._Jobs()
+        nb.recorder = jobs
+        yield nb, jobs
+        nb.recorder = None
+
+
+def send(nb: NativeBridge, raw: bytes, path: str = CHAT, encoding: str | None = None, **headers: str):
+    f = tflow.tflow()
+    f.request.method, f.request.path = "POST", path
+    for k, v in headers.items():
+        f.request.headers[k] = v
+    if encoding:
+        f.request.headers["content-encoding"] = encoding
+    f.request.raw_content = raw
+    nb.request(f)
+    return f
+
+
+@pytest.mark.parametrize(
+    ("encoding", "raw"),
+    [
+        ("gzip", b"\x1f\x8b\x08\x00not gzip at all"),
+        ("gzip", gzip.compress(orjson.dumps(bash_pair_chat(1)), mtime=0)[:40]),  # mitmproxy inflates what is there
+        ("zstd", b"\x28\xb5\x2f\xfd garbage"),
+        ("br", b"\x00\x01\x02"),
+        ("deflate", b"nope"),
+        ("gzip, zstd", gzip.compress(b'{"tool_calls": 1}', mtime=0)),
+        ("x-custom", orjson.dumps(bash_pair_chat(1))),
+    ],
+    ids=["not-gzip", "truncated-gzip", "not-zstd", "not-br", "not-deflate", "gzip-said-twice", "unknown-coding"],
+)
+def test_broken_compression_passes_byte_identical_with_a_reason(addon, encoding: str, raw: bytes) -> None:
+    nb, jobs = addon
+    f = send(nb, raw, encoding=encoding)
+    assert f.request.raw_content == raw
+    assert f.request.headers["content-encoding"] == encoding
+    assert f.metadata[META]["status"] in ("skipped", "unchanged")  # a partial inflate may hold no tool history
+    assert f.metadata[META]["reason"]
+    (job,) = jobs.jobs
+    assert job.status == f.metadata[META]["status"] and job.reason == f.metadata[META]["reason"]
+
+
+def test_deep_body_fails_open_and_is_still_recorded_in_full(addon, tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.ERROR)
+    nb, jobs = addon
+    raw = orjson.dumps(bash_pair_chat(1))[:-1] + b',"metadata":' + b"[" * 600 + b"]" * 600 + b"}"
+    f = send(nb, raw)
+    assert f.request.raw_content == raw  # fail open: the original goes upstream
+    assert f.metadata[META]["status"] in ("skipped", "error")
+    path = Recorder(str(tmp_path)).write(jobs.jobs[0])
+    rec = orjson.loads(Path(path).read_bytes())
+    assert rec["status"] == f.metadata[META]["status"]
+    assert rec["before"] is None and rec["before_text"].startswith('{"model":"m"')  # too deep for JSON: as text
+
+
+@pytest.mark.parametrize("depth", [254, 400, 1024])
+def test_record_of_a_deep_body_is_complete(tmp_path: Path, depth: int) -> None:
+    """Bug fixed in records.py: a body deeper than orjson writes (254) or Python recurses (~1000) lost its record."""
+    job = RecordJob(
+        "f1", 1.7e9, "POST", "http://h/v1/chat/completions", [], "skipped", "r", None, b"[" * depth + b"]" * depth
+    )
+    path = Recorder(str(tmp_path)).write(job)
+    assert path is not None
+    rec = orjson.loads(Path(path).read_bytes())
+    assert rec["flow_id"] == "f1" and "record_error" not in rec
+
+
+def test_record_of_undecodable_header_and_url_bytes_is_complete(addon, tmp_path: Path) -> None:
+    """Bug fixed in records.py: one header byte that is not UTF-8 made the request's record vanish."""
+    nb, jobs = addon
+    f = tflow.tflow()
+    f.request.method, f.request.path = "POST", b"/v1/chat/completions?q=\xff&api_key=sk-secret-12345678"
+    f.request.headers[b"x-junk"] = b"\xff\xfe"
+    f.request.headers["authorization"] = "Bearer sk-secret-abcdefgh"
+    f.request.raw_content = orjson.dumps(bash_pair_chat(1))
+    nb.request(f)
+    assert f.metadata[META]["status"] == "rewritten"
+    path = Recorder(str(tmp_path)).write(jobs.jobs[0])
+    assert path is not None
+    data = Path(path).read_bytes()
+    rec = orjson.loads(data)
+    assert ["x-junk", "\ufffd\ufffd"] in rec["request_headers"]
+    assert b"sk-secret" not in data
+
+
+def test_record_renders_every_hostile_header_value() -> None:
+    values = ["\udcff", "\ud800x", "a\x00b", "\u202e", "🙂", "\udcc3\udca9"]
+    job = RecordJob(
+        "\udcff", 1.7e9, "P\udcffST", "http://h/\udcff", [(v, v) for v in values], "skipped", "\udcff", None, None
+    )
+    orjson.dumps(to_record(job))  # no exception: every string is valid UTF-8 now
+
+
+# ---- bugs the fuzzer found in the core, fixed since: regression tests ------------------------------
+
+
+@pytest.mark.parametrize("depth", [254, 300, 1023])
+def test_body_nested_past_orjsons_writer_is_skipped(depth: int) -> None:
+    """Was a bug (found by the fuzzer): 255..1024 levels raised TypeError out of rewrite()."""
+    raw = orjson.dumps(bash_pair_chat(1))[:-1] + b',"metadata":' + b"[" * depth + b"]" * depth + b"}"
+    r = rewrite(raw, path=CHAT)
+    assert r.status == "skipped" and r.body is None and r.reason
+
+
+@pytest.mark.parametrize("code", [2**31, -(2**31) - 1, 2**40, 2**64 - 1])
+def test_responses_exit_code_beyond_int32_is_not_stated(code: int) -> None:
+    """Was a bug (found by the fuzzer): the protobuf encoder raised ValueError out of rewrite()."""
+    output = [{"stdout": "x", "outcome": {"type": "exit", "exit_code": code}}]
+    raw = orjson.dumps(
+        {
+            "input": [
+                {"type": "shell_call", "call_id": "c", "action": {"commands": ["ls"]}},
+                {"type": "shell_call_output", "call_id": "c", "output": output},
+            ]
+        }
+    )
+    problems, r = fuzz.check_rewrite(raw, RESPONSES, fuzz.Config())
+    assert problems == []
+    assert all(s.get("runCommand", {}).get("exitCode") in (None, 1) for s in r.steps)
+
+
+@pytest.mark.parametrize("number", [b"18446744073709551617", b"-9223372036854775809", b"1" * 40])
+def test_big_integer_outside_the_history_is_never_changed(number: bytes) -> None:
+    """Was a bug (found by the fuzzer): orjson reads such integers as floats, so a rewritten body changed them."""
+    raw = orjson.dumps(bash_pair_chat(1))[:-1] + b',"seed":' + number + b"}"
+    r = rewrite(raw, path=CHAT)
+    assert r.status != "rewritten" or json.loads(r.body)["seed"] == int(number)
+    assert r.body is None or number in r.body
+
+
+@pytest.mark.parametrize("type_", [["function_call"], {"t": 1}, 5, None])
+def test_responses_item_whose_type_is_not_a_string(type_: Any) -> None:
+    """Was a bug (found by the fuzzer): `t in CALLS` on a list or object type raised TypeError out of rewrite()."""
+    doc = bash_pair_responses(1)
+    doc["input"].insert(1, {"type": type_, "call_id": "c0"})
+    problems, r = fuzz.check_rewrite(orjson.dumps(doc), RESPONSES, fuzz.Config())
+    assert problems == []
+    assert r.status in ("rewritten", "skipped")
