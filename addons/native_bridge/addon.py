@@ -125,7 +125,7 @@ class NativeBridge:
                 self.recorder.close()
                 self.recorder = None
             if opts.bridge_records:
-                self.recorder = Recorder(opts.bridge_records)
+                self.recorder = Recorder(opts.bridge_records, isolate=True)
         if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:
             logger.warning("bridge: stream_large_bodies is set; streamed request bodies cannot be rewritten")
 

@@ -24,6 +24,7 @@ import orjson
 
 from . import redact
 from .conversation import conversation_key
+from .renderer import Renderer
 
 logger = logging.getLogger(__name__)
 
@@ -135,8 +136,11 @@ def record_name(job: RecordJob) -> str:
 
 
 class Recorder:
-    def __init__(self, directory: str, max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
+    def __init__(self, directory: str, max_pending_bytes: int = MAX_PENDING_BYTES, isolate: bool = False) -> None:
+        """``isolate``: render records in a worker process (renderer.py), as the addon does,
+        so their CPU work never competes with the proxy's event loop for the GIL."""
         self.directory = os.path.abspath(directory)
+        self._renderer = Renderer(_render) if isolate else None
         self.max_pending_bytes = max_pending_bytes
         self.written = 0
         self.failed = 0
@@ -196,6 +200,8 @@ class Recorder:
         if thread is not None:
             self._queue.put(_STOP)
             thread.join(timeout)
+        if self._renderer is not None:
+            self._renderer.close()
 
     def _run(self) -> None:
         while (job := self._queue.get()) is not _STOP:
@@ -213,7 +219,7 @@ class Recorder:
     def write(self, job: RecordJob) -> str | None:
         """Write one record now; returns its path, or None when it could not be written."""
         try:
-            data = _render(job)
+            data = self._renderer.render(job) if self._renderer is not None else _render(job)
             self._directory()
             path = os.path.join(self.directory, record_name(job))
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
