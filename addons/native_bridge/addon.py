@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from mitmproxy import ctx, exceptions, flowfilter, http
 
@@ -19,9 +20,8 @@ MARKER = ":warning:"
 META = "bridge"  # flow.metadata key: marks a flow as already handled (replays)
 
 
-def comment(result: Rewrite) -> str:
-    """The one-line verdict shown in mitmweb's flow list."""
-    s = result.summary()
+def comment(result: Rewrite, s: dict[str, Any]) -> str:
+    """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
     if result.status != "rewritten":
         return f"bridge: {result.status} ({result.reason})"
     text = f"bridge: {s['steps']} steps"
@@ -185,16 +185,16 @@ class NativeBridge:
         except Exception as e:  # fail open: the original request goes upstream untouched
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
             result = Rewrite("error", f"{type(e).__name__}: {e}")
+        summary = result.summary()  # walks every step and placement: once per flow
         if result.status == "rewritten":
-            s = result.summary()
-            if s["failed"] or s["unobserved"]:
+            if summary["failed"] or summary["unobserved"]:
                 flow.marked = MARKER
         elif result.status == "skipped":
             logger.warning(f"bridge: flow {flow.id}: passed through untouched: {result.reason}")
-        flow.comment = comment(result)
-        flow.metadata[META] = {"status": result.status, "reason": result.reason, **result.summary()}
+        flow.comment = comment(result, summary)
+        flow.metadata[META] = {"status": result.status, "reason": result.reason, **summary}
         if self.recorder is not None:
-            self._record(flow, result, raw if raw is not None else req.raw_content)
+            self._record(flow, result, raw if raw is not None else req.raw_content, summary)
 
     def _decode(self, req: http.Request) -> tuple[bytes | None, Rewrite | None]:
         """The decoded body, or why it cannot be rewritten."""
@@ -212,7 +212,7 @@ class NativeBridge:
             return None, too_big
         return raw, None
 
-    def _record(self, flow: http.HTTPFlow, result: Rewrite, before: bytes | None) -> None:
+    def _record(self, flow: http.HTTPFlow, result: Rewrite, before: bytes | None, summary: dict[str, Any]) -> None:
         assert self.recorder is not None
         req = flow.request
         self.recorder.submit(
@@ -229,7 +229,7 @@ class NativeBridge:
                 after=result.body,
                 steps=result.steps,
                 accounting=[p.to_json() for p in result.plan.accounting] if result.plan else [],
-                summary=result.summary(),
+                summary=summary,
                 comment=flow.comment,
                 notes=result.notes,
             )

@@ -89,21 +89,10 @@ class Plan:
 
 
 def _pending_turn(history: History) -> int | None:
-    """The turn of the newest tool round, if nothing but its results follow it."""
-    last = max((i for i, role in enumerate(history.turns) if role == "calls"), default=None)
-    if last is None:
-        return None
-    if any(role != "results" for role in history.turns[last + 1 :]):
-        return None
-    ids = {c.id for c in history.calls if c.turn == last}
-    if any(r.turn > last and r.call_id not in ids for r in history.results):
-        return None
-    return last
+    """The turn of the newest tool round, if nothing but its results follow it.
 
-
-def _pending_turn_ordered(history: History) -> int | None:
-    """:func:`_pending_turn` for a history a dialect reader made (calls and results in
-    history order, so turns never go back): it looks only at the tail, not the whole."""
+    Histories come in history order (dialect readers append calls and results as they
+    read, turns never go back), so only the tail is looked at."""
     turns = history.turns
     last = len(turns) - 1
     while last >= 0 and turns[last] != "calls":
@@ -125,17 +114,15 @@ def _pending_turn_ordered(history: History) -> int | None:
     return last
 
 
-def delta_start(history: History, step_calls: list[ToolCall], ordered: bool = False) -> int:
+def delta_start(history: History, step_calls: list[ToolCall]) -> int:
     """Where the newest pending round's steps begin (truth rule 7); len(steps) when none is pending."""
-    pending = (_pending_turn_ordered if ordered else _pending_turn)(history)
+    pending = _pending_turn(history)
+    i = len(step_calls)
     if pending is None:
-        return len(step_calls)
-    if ordered:  # step calls are in history order: count back from the end
-        i = len(step_calls)
-        while i and step_calls[i - 1].turn >= pending:
-            i -= 1
         return i
-    return next((i for i, c in enumerate(step_calls) if c.turn >= pending), len(step_calls))
+    while i and step_calls[i - 1].turn >= pending:  # step calls are in history order
+        i -= 1
+    return i
 
 
 def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str]) -> list[_Decision]:
@@ -250,11 +237,9 @@ def build(
     history: History,
     kinds: Collection[str] = frozenset(KINDS),
     tool_kinds: Mapping[str, str] = DEFAULT_TOOL_KINDS,
-    *,
-    ordered: bool = False,  # the history comes from a dialect reader (history order)
 ) -> Plan:
     part = assemble(history, kinds, tool_kinds)
-    delta = delta_start(history, part.step_calls, ordered)
+    delta = delta_start(history, part.step_calls)
     return Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
 
 

@@ -49,22 +49,8 @@ class Rewrite:
     plan: Plan | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)  # proto3 JSON
     notes: list[str] = field(default_factory=list)  # facts worth a line in the record
-    _summary: tuple[Any, dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict[str, Any]:
-        # The addon asks for it several times per flow (comment, metadata, record); it walks
-        # every step and placement, so it is worked out once (for these steps and this delta).
-        key = (len(self.steps), self.plan.delta_start if self.plan is not None else None)
-        if self._summary is None or self._summary[0] != key:
-            self._summary = key, self._summarize()
-        s = self._summary[1]
-        return (
-            {**s, "failed_exit_codes": list(s["failed_exit_codes"]), "kept_by_code": dict(s["kept_by_code"])}
-            if (self.plan is not None)
-            else dict(s)
-        )
-
-    def _summarize(self) -> dict[str, Any]:
         if self.plan is None:
             return {"steps": 0}
         exit_codes = [s.get("runCommand", {}).get("exitCode") for s in self.steps]
@@ -224,7 +210,7 @@ def _canonical(body: dict[str, Any], raw: bytes) -> bytes | None:
 
 def _finish(dialect: ModuleType, body: dict[str, Any], history: History, part: Part, out: list[Any] | None) -> Rewrite:
     """The rewrite's result from its plan; ``out`` is the written history (None: write it now)."""
-    delta = delta_start(history, part.step_calls, ordered=True)
+    delta = delta_start(history, part.step_calls)
     plan = Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
     notes = []
     if dialect is responses and body.get("previous_response_id"):
