@@ -36,7 +36,7 @@ except ImportError:  # run from a checkout whose package is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "addons"))
     from native_bridge import explain, redact
 from native_bridge.conversation import conversation_key
-from native_bridge.kinds import KINDS
+from native_bridge.kinds import KINDS, tool_map
 from native_bridge.rewrite import DIALECTS, Config, rewrite
 
 
@@ -276,15 +276,10 @@ def describe(entry: Entry) -> str:
 
 
 def config_from(args: argparse.Namespace) -> Config:
-    tool_kinds = dict(Config().tool_kinds)
-    for entry in args.tools:
-        name, _, kind = entry.partition("=")
-        if kind and kind not in KINDS:
-            raise SystemExit(f"--tools: unknown kind {kind!r}")
-        if kind:
-            tool_kinds[name] = kind
-        else:
-            tool_kinds.pop(name, None)
+    try:
+        tool_kinds = tool_map(args.tools)
+    except ValueError as e:
+        raise SystemExit(f"--tools: {e}") from e
     kinds = frozenset(args.kinds) if args.kinds else frozenset(KINDS)
     return Config(kinds, tool_kinds, args.dialect)
 

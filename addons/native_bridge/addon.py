@@ -8,7 +8,7 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions, flowfilter, http
 
-from .kinds import DEFAULT_TOOL_KINDS, KINDS
+from .kinds import KINDS, tool_map
 from .records import Recorder, RecordJob
 from .rewrite import DIALECTS, Config, Rewrite, rewrite
 
@@ -35,20 +35,11 @@ def comment(result: Rewrite, s: dict[str, Any]) -> str:
 
 
 def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
-    """``name=kind`` entries over the default table; ``name=`` unmaps a name."""
-    table = dict(DEFAULT_TOOL_KINDS)
-    for entry in entries:
-        name, sep, kind = entry.partition("=")
-        name, kind = name.strip(), kind.strip()
-        if not sep or not name:
-            raise exceptions.OptionsError(f"bridge_tools: {entry!r} is not name=kind")
-        if not kind:
-            table.pop(name, None)
-        elif kind not in KINDS:
-            raise exceptions.OptionsError(f"bridge_tools: unknown kind {kind!r} (one of {', '.join(KINDS)})")
-        else:
-            table[name] = kind
-    return table
+    """The bridge_tools option as a tool table (kinds.tool_map), refused with a message when malformed."""
+    try:
+        return tool_map(entries)
+    except ValueError as e:
+        raise exceptions.OptionsError(f"bridge_tools: {e}") from e
 
 
 class NativeBridge:

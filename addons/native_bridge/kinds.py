@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
@@ -515,3 +515,20 @@ KINDS: Mapping[str, Kind] = {
         _kind("read_url_content", "CortexStepReadUrlContent", _fetch_in, _fetch_out),
     )
 }
+
+
+def tool_map(entries: Iterable[str]) -> dict[str, str]:
+    """The default tool table with ``name=kind`` entries applied; ``name=`` unmaps a name."""
+    table = dict(DEFAULT_TOOL_KINDS)
+    for entry in entries:
+        name, sep, kind = entry.partition("=")
+        name, kind = name.strip(), kind.strip()
+        if not sep or not name:
+            raise ValueError(f"{entry!r} is not name=kind")
+        if not kind:
+            table.pop(name, None)
+        elif kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
+        else:
+            table[name] = kind
+    return table
