@@ -8,14 +8,14 @@ import os
 import sys
 
 try:
-    from native_bridge import view
-    from native_bridge.addon import NativeBridge
-    from native_bridge.commands import BridgeCommands
+    from native_bridge.shell import view
+    from native_bridge.shell.chat_addon import NativeBridge
+    from native_bridge.shell.commands import BridgeCommands
 except ImportError:  # a checkout whose package is not importable yet
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from native_bridge import view
-    from native_bridge.addon import NativeBridge
-    from native_bridge.commands import BridgeCommands
+    from native_bridge.shell import view
+    from native_bridge.shell.chat_addon import NativeBridge
+    from native_bridge.shell.commands import BridgeCommands
 
 view.register()  # the "Bridge steps" and "Bridge diff" content views
 addons = [NativeBridge(), BridgeCommands()]

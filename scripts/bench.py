@@ -52,9 +52,9 @@ ROOT = SCRIPTS.parent
 sys.path.insert(0, str(ROOT / "addons"))
 sys.path.insert(0, str(SCRIPTS))
 
-from native_bridge.rewrite import rewrite  # noqa: E402
+from native_bridge.core.pipeline import rewrite  # noqa: E402
 
-rewrite_mod = sys.modules["native_bridge.rewrite"]  # the module (the package exports the function)
+rewrite_mod = sys.modules["native_bridge.core.pipeline"]  # the module (the package exports the function)
 
 DIALECT_PATHS = {"chat": "/v1/chat/completions", "anthropic": "/v1/messages", "responses": "/v1/responses"}
 SESSION = SCRIPTS / "sessions" / "chat_session.json"
@@ -449,7 +449,7 @@ def _mutations(
 
 def golden_cases(quick: bool = False) -> Iterator[tuple[str, bytes, str | None, Any]]:
     """(name, raw body, path, config) over the bundled session and generated histories."""
-    from native_bridge.rewrite import Config
+    from native_bridge.core.pipeline import Config
 
     for path in SESSIONS:
         dialect = session_dialect(path)
@@ -503,7 +503,7 @@ def outcome_digest(result: Any) -> str:
 
 
 def golden_digests(quick: bool = False) -> dict[str, str]:
-    from native_bridge.rewrite import Config
+    from native_bridge.core.pipeline import Config
 
     out = {}
     for name, raw, path, config in golden_cases(quick):
@@ -517,9 +517,9 @@ def golden_check(quick: bool = False) -> list[str]:
     Every case is rewritten with no memo (the reference), then through one shared memo
     after the cases before it (resumed conversations, forks, unrelated bodies), and every
     step's JSON is compared with protobuf's own (MessageToDict of the message)."""
-    from native_bridge.encoder import step_json
-    from native_bridge.memo import Memo
-    from native_bridge.rewrite import Config
+    from native_bridge.core.encoder import step_json
+    from native_bridge.core.memo import Memo
+    from native_bridge.core.pipeline import Config
 
     memo, problems = Memo(), []
     for name, raw, path, config in golden_cases(quick):
@@ -591,7 +591,7 @@ class CoreRow:
 
 
 def _core_jobs(dialect: str, s: Session, rounds: int) -> tuple[bytes, dict[str, Callable[[], float | None]]]:
-    from native_bridge.memo import Memo
+    from native_bridge.core.memo import Memo
 
     path = DIALECT_PATHS[dialect]
     cur, prev = s.body(rounds), s.body(rounds - 1) if rounds > 1 else None
@@ -723,8 +723,8 @@ def _live_peak(fn: Callable[[], Any], modules: Sequence[Any]) -> float:
 
 def memory(dialect: str, s: Session, rounds: int) -> tuple[float, float, float]:
     """Peak live memory of floor, cold and warm rewrite, each as a multiple of the body size."""
-    from native_bridge import memo as memo_mod
-    from native_bridge.memo import Memo
+    from native_bridge.core import memo as memo_mod
+    from native_bridge.core.memo import Memo
 
     path = DIALECT_PATHS[dialect]
     cur, prev = s.body(rounds), s.body(rounds - 1)
@@ -751,7 +751,7 @@ def exponent(rows: Sequence[CoreRow], attr: str) -> float:
 
 def no_history(sizes: Sequence[int], quick: bool, log: Callable[[str], None]) -> list[tuple[int, float, float]]:
     """(size, floor, rewrite) of requests with no tool history (a first turn, a title request)."""
-    from native_bridge.memo import Memo
+    from native_bridge.core.memo import Memo
 
     out = []
     for size in sizes:

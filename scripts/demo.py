@@ -36,7 +36,7 @@ SESSION = SCRIPTS / "sessions" / "chat_session.json"
 sys.path.insert(0, str(SCRIPTS))
 
 import known_gateway  # noqa: E402
-from native_bridge import redact  # noqa: E402
+from native_bridge.shell import redact  # noqa: E402
 from reference_planner import STEPS_KEY, Received, ReferencePlanner, validate_steps  # noqa: E402
 
 DELTA_KEY = "additional_steps_delta_start"

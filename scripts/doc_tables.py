@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "addons"))
 
-from native_bridge.exitstatus import NOT_RUN, RULES  # noqa: E402
-from native_bridge.kinds import DEFAULT_TOOL_KINDS, KINDS  # noqa: E402
+from native_bridge.core.exitstatus import NOT_RUN, RULES  # noqa: E402
+from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS  # noqa: E402
 
 _WHERE = {
     "header": "header above `Output:`",
@@ -73,7 +73,7 @@ def not_run_list() -> str:
 
 def _clients() -> dict[str, str]:
     """The client named in the comment beside each entry of DEFAULT_TOOL_KINDS."""
-    source = (ROOT / "addons" / "native_bridge" / "kinds.py").read_text()
+    source = (ROOT / "addons" / "native_bridge" / "core" / "kinds.py").read_text()
     return dict(re.findall(r'^\s+"([^"]+)": "[a-z_0-9]+",\s+# (.+)$', source, re.M))
 
 

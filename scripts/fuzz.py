@@ -64,9 +64,9 @@ try:
 except ImportError:  # a checkout whose package is not installed
     sys.path.insert(0, str(ROOT / "addons"))
 
-from native_bridge.encoder import parse_step_json  # noqa: E402
-from native_bridge.kinds import DEFAULT_TOOL_KINDS, KINDS  # noqa: E402
-from native_bridge.rewrite import DELTA_KEY, STEPS_KEY, Config, rewrite  # noqa: E402
+from native_bridge.core.encoder import parse_step_json  # noqa: E402
+from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS  # noqa: E402
+from native_bridge.core.pipeline import DELTA_KEY, STEPS_KEY, Config, rewrite  # noqa: E402
 
 PATHS = {"chat": "/v1/chat/completions", "anthropic": "/v1/messages", "responses": "/v1/responses"}
 OTHER_PATHS = [None, "/v1/models", "/v1/messages/count_tokens", "/v1/embeddings", "/", "/v1/chat/completions/x"]
@@ -1011,7 +1011,7 @@ class AddonHarness:
     def __init__(self) -> None:
         from mitmproxy import hooks
         from mitmproxy.test import taddons
-        from native_bridge.addon import NativeBridge
+        from native_bridge.shell.chat_addon import NativeBridge
 
         self.nb = NativeBridge()
         self._ctx = taddons.context(self.nb)
@@ -1028,8 +1028,7 @@ class AddonHarness:
     def check(self, case: Case) -> list[str]:
         from mitmproxy import io
         from mitmproxy.test import tflow
-        from native_bridge import records
-        from native_bridge.addon import META
+        from native_bridge.shell import META, records
 
         f = tflow.tflow()
         req = f.request

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PKG = "addons/native_bridge"
+PKG = "addons/native_bridge/core"
 DEFAULT_TESTS = ["tests", "--ignore=tests/e2e", "tests/e2e/test_mitmdump_chat.py"]
 
 

@@ -5,7 +5,7 @@
 Sources: a directory of records written by the addon (``bridge_records``) or by
 ``bridge.export``, a single record file, or a mitmproxy flow file (``-w``) made
 behind the bridge. For every request the bridge saw, the original body goes
-through today's :func:`native_bridge.rewrite` and the result is compared with
+through today's :func:`native_bridge.core.pipeline` and the result is compared with
 what was recorded: the status, each step (kind, status, exit code, command /
 file / pattern, and the rest of its body) and where each call and result went.
 
@@ -31,13 +31,13 @@ from urllib.parse import urlsplit
 import orjson
 
 try:
-    from native_bridge import explain, redact
+    from native_bridge.shell import explain, redact
 except ImportError:  # run from a checkout whose package is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "addons"))
-    from native_bridge import explain, redact
-from native_bridge.conversation import conversation_key
-from native_bridge.kinds import KINDS, tool_map
-from native_bridge.rewrite import DIALECTS, Config, rewrite
+    from native_bridge.shell import explain, redact
+from native_bridge.core.conversation import conversation_key
+from native_bridge.core.kinds import KINDS, tool_map
+from native_bridge.core.pipeline import DIALECTS, Config, rewrite
 
 
 @dataclass(slots=True)
@@ -109,7 +109,8 @@ def read_records(path: Path) -> Iterator[Entry]:
 def read_flows(path: Path) -> tuple[list[Entry], list[str]]:
     """Entries for the flows the bridge saw, and a line for each HTTP flow it did not."""
     from mitmproxy import http, io  # only flow files need mitmproxy
-    from native_bridge.view import META, original_body
+    from native_bridge.shell import META
+    from native_bridge.shell.view import original_body
 
     entries, unseen = [], []
     with path.open("rb") as fo:

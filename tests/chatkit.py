@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from native_bridge.builder import Plan, build
-from native_bridge.dialects import chat
-from native_bridge.history import History
+from native_bridge.core.builder import Plan, build
+from native_bridge.core.dialects import chat
+from native_bridge.core.history import History
 
 
 def call(id: str | None, name: str, args: Any = None, **kwargs: Any) -> dict[str, Any]:

@@ -11,13 +11,14 @@ import pytest
 from mitmproxy import exceptions, hooks, http, io
 from mitmproxy.net import encoding
 from mitmproxy.test import taddons, tflow
-from native_bridge import addon as addon_module
-from native_bridge.addon import DEFAULT_FILTER, MARKER, META, NativeBridge, parse_tool_map
-from native_bridge.kinds import DEFAULT_TOOL_KINDS, KINDS
-from native_bridge.redact import REDACTED
+from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS
+from native_bridge.shell import MARKER, META
+from native_bridge.shell import chat_addon as addon_module
+from native_bridge.shell.chat_addon import DEFAULT_FILTER, NativeBridge, parse_tool_map
+from native_bridge.shell.redact import REDACTED
 
 BRIDGE_SCRIPT = Path(__file__).resolve().parent.parent / "addons" / "bridge.py"
-ADDON_LOGGER = "native_bridge.addon"
+ADDON_LOGGER = "native_bridge.shell.chat_addon"
 
 
 # ---- building requests -------------------------------------------------------

@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 import pytest
 from native_bridge import rewrite
-from native_bridge.builder import build, build_pending
-from native_bridge.dialects import DialectError, anthropic
-from native_bridge.encoder import step_json
+from native_bridge.core.builder import build, build_pending
+from native_bridge.core.dialects import DialectError, anthropic
+from native_bridge.core.encoder import step_json
 
 PATH = "/v1/messages"
 REJECT = (

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import bench
-from native_bridge import exitstatus
+from native_bridge.core import exitstatus
 
 
 def _failed(targets: list[bench.Target]) -> list[str]:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 from chatkit import assistant, bash, call, history, plan, tool, user
-from native_bridge.builder import Plan, build, build_pending
-from native_bridge.encoder import UnobservedCallError, encode_step, step_json
-from native_bridge.history import History, ToolCall, ToolResult
-from native_bridge.kinds import KINDS
+from native_bridge.core.builder import Plan, build, build_pending
+from native_bridge.core.encoder import UnobservedCallError, encode_step, step_json
+from native_bridge.core.history import History, ToolCall, ToolResult
+from native_bridge.core.kinds import KINDS
 
 
 def commands(p: Plan) -> list[str]:

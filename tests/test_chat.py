@@ -8,8 +8,8 @@ import orjson
 import pytest
 from chatkit import assert_valid_rewrite, assistant, bash, body, call, history, raw, system, tool, user
 from native_bridge import Config, rewrite
-from native_bridge.builder import build
-from native_bridge.dialects import DialectError, chat
+from native_bridge.core.builder import build
+from native_bridge.core.dialects import DialectError, chat
 
 CHAT_PATH = "/v1/chat/completions"
 

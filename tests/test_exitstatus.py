@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from native_bridge.exitstatus import has_error_prefix, parse_exit_status
+from native_bridge.core.exitstatus import has_error_prefix, parse_exit_status
 
 
 def code(text: str, is_error: bool | None = None) -> int | None:

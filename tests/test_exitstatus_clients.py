@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from native_bridge.exitstatus import RULES, Rule, parse_exit_status
-from native_bridge.rewrite import rewrite
+from native_bridge.core.exitstatus import RULES, Rule, parse_exit_status
+from native_bridge.core.pipeline import rewrite
 
 CASES = [(rule, example) for rule in RULES for example in rule.examples]
 

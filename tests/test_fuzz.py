@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge import rewrite
-from native_bridge.addon import META, NativeBridge
-from native_bridge.records import Recorder, RecordJob, to_record
+from native_bridge.shell import META
+from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.shell.records import Recorder, RecordJob, to_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fuzz

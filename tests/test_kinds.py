@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from native_bridge.encoder import encode_step, step_json
-from native_bridge.history import ToolResult
-from native_bridge.kinds import DEFAULT_TOOL_KINDS, KINDS, Refusal, path_uri
+from native_bridge.core.encoder import encode_step, step_json
+from native_bridge.core.history import ToolResult
+from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS, Refusal, path_uri
 
 
 def kind_of(name: str):

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 import pytest
-from native_bridge.memo import Memo
-from native_bridge.rewrite import Config, rewrite
+from native_bridge.core.memo import Memo
+from native_bridge.core.pipeline import Config, rewrite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import bench

@@ -14,9 +14,9 @@ import orjson
 import pytest
 from chatkit import assistant, bash, body, history, raw, tool, user
 from native_bridge import rewrite
-from native_bridge.builder import build, build_pending
-from native_bridge.encoder import UnobservedCallError, encode_step
-from native_bridge.kinds import KINDS
+from native_bridge.core.builder import build, build_pending
+from native_bridge.core.encoder import UnobservedCallError, encode_step
+from native_bridge.core.kinds import KINDS
 
 FAILED_LS = "Exit code: 2\nOutput:\nls: cannot access /nope"
 

@@ -17,9 +17,9 @@ from chatkit import assert_valid_rewrite, assistant, body, call, tool, user
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from native_bridge import rewrite
-from native_bridge.builder import build, build_pending
-from native_bridge.dialects import chat
-from native_bridge.encoder import step_json
+from native_bridge.core.builder import build, build_pending
+from native_bridge.core.dialects import chat
+from native_bridge.core.encoder import step_json
 
 CHAT_PATH = "/v1/chat/completions"
 K = re.compile(r"KK\d{3}")

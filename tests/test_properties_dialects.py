@@ -14,7 +14,6 @@ a ``[tool error]`` prefix elsewhere.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import re
 from collections import Counter
@@ -28,9 +27,10 @@ from chatkit import assert_valid_rewrite
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from native_bridge import rewrite
-from native_bridge.builder import build, build_pending
-from native_bridge.dialects import anthropic, chat, responses
-from native_bridge.encoder import step_json
+from native_bridge.core.builder import build, build_pending
+from native_bridge.core.dialects import anthropic, chat, responses
+from native_bridge.core.encoder import step_json
+from native_bridge.core.memo import Memo
 
 DIALECTS: dict[str, tuple[ModuleType, str]] = {
     "chat": (chat, "/v1/chat/completions"),
@@ -38,7 +38,6 @@ DIALECTS: dict[str, tuple[ModuleType, str]] = {
     "responses": (responses, "/v1/responses"),
 }
 STEPS, DELTA = "additional_steps", "additional_steps_delta_start"
-CORE = importlib.import_module("native_bridge.rewrite")
 K = re.compile(r"KK\d{3}")
 R = re.compile(r"RR\d{3}")
 REJECT = "The user doesn't want to proceed with this tool use. The tool use was rejected."
@@ -464,16 +463,7 @@ class Outcome:
     delta: int | None
 
 
-def forget() -> None:
-    """Start from a process that has rewritten nothing (rewrite.MEMO remembers earlier conversations):
-    each example stands alone, and a failure replays. test_a_conversation_rewrites_as_if_alone covers the memo."""
-    memo = getattr(CORE, "MEMO", None)
-    if memo is not None:
-        memo.clear()
-
-
 def outcome(dialect: str, case: Case) -> Outcome:
-    forget()
     module, path = DIALECTS[dialect]
     doc, units = RENDER[dialect](case)
     r = rewrite(orjson.dumps(doc), path=path)
@@ -544,9 +534,9 @@ def test_no_step_without_a_correlated_result(dialect: str, case: Case) -> None:
 def test_deterministic(dialect: str, case: Case) -> None:
     _, path = DIALECTS[dialect]
     data = orjson.dumps(RENDER[dialect](case)[0])
-    forget()
-    first = rewrite(data, path=path)
-    again = rewrite(orjson.dumps(orjson.loads(data)), path=path)
+    memo = Memo()
+    first = rewrite(data, path=path, memo=memo)
+    again = rewrite(orjson.dumps(orjson.loads(data)), path=path, memo=memo)
     assert (first.status, first.body, first.steps) == (again.status, again.body, again.steps)
     assert orjson.dumps(RENDER[dialect](case)[0]) == data
 
@@ -557,11 +547,11 @@ def test_deterministic(dialect: str, case: Case) -> None:
 def test_idempotent(dialect: str, case: Case) -> None:
     module, path = DIALECTS[dialect]
     doc, _ = RENDER[dialect](case)
-    forget()
-    first = rewrite(orjson.dumps(doc), path=path)
+    memo = Memo()
+    first = rewrite(orjson.dumps(doc), path=path, memo=memo)
     if first.body is None:
         return
-    second = rewrite(first.body, path=path)
+    second = rewrite(first.body, path=path, memo=memo)
     assert second.status in ("skipped", "unchanged") and second.body is None
     # The rewritten history on its own: nothing left to step, nothing to take out.
     items = orjson.loads(first.body)[module.ITEMS]
@@ -569,7 +559,7 @@ def test_idempotent(dialect: str, case: Case) -> None:
     again = build(module.read(alone))
     assert again.steps == []
     assert module.write(alone, again.stepped) == items
-    r = rewrite(orjson.dumps(alone), path=path)
+    r = rewrite(orjson.dumps(alone), path=path, memo=memo)
     assert r.status == "unchanged" and r.body is None
 
 
@@ -692,9 +682,9 @@ def test_a_conversation_rewrites_as_if_alone(dialect: str, a: Case, c: Case, cut
     _, path = DIALECTS[dialect]
     first = orjson.dumps(RENDER[dialect](a)[0])
     b = orjson.dumps(RENDER[dialect](Case(a.turns[:cut] + c.turns[1:]))[0])
-    forget()
-    rewrite(first, path=path)
-    after_a = rewrite(b, path=path)
-    forget()
-    alone = rewrite(b, path=path)
+    memo = Memo()
+    rewrite(first, path=path, memo=memo)
+    after_a = rewrite(b, path=path, memo=memo)
+    memo = Memo()
+    alone = rewrite(b, path=path, memo=memo)
     assert (after_a.status, after_a.body, after_a.steps) == (alone.status, alone.body, alone.steps)

@@ -7,8 +7,8 @@ import importlib.util
 import re
 from pathlib import Path
 
-from native_bridge.exitstatus import RULES
-from native_bridge.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.exitstatus import RULES
+from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -35,7 +35,7 @@ def test_every_rule_and_tool_name_is_in_the_readme() -> None:
 
 def test_every_addon_option_is_documented() -> None:
     options: list[str] = []
-    for source in (ROOT / "addons" / "native_bridge").glob("*.py"):
+    for source in (ROOT / "addons" / "native_bridge").rglob("*.py"):
         options += re.findall(r'add_option\(\s*"(\w+)"', source.read_text())
     assert "bridge_records" in options
     for option in options:

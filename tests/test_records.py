@@ -15,9 +15,9 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from native_bridge import records
-from native_bridge.records import RECORD_VERSION, Recorder, RecordJob, record_name, to_record
-from native_bridge.redact import REDACTED
+from native_bridge.shell import records
+from native_bridge.shell.records import RECORD_VERSION, Recorder, RecordJob, record_name, to_record
+from native_bridge.shell.redact import REDACTED
 
 FIELDS = {
     "record_version",
@@ -38,7 +38,7 @@ FIELDS = {
     "notes",
 }
 TS = 1_700_000_000.5  # 2023-11-14T22:13:20.5Z
-LOGGER = "native_bridge.records"
+LOGGER = "native_bridge.shell.records"
 
 
 def job(flow_id: str = "0b8e6c0e-1111-4222-8333-944445555666", **kw) -> RecordJob:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from native_bridge import redact
-from native_bridge.redact import REDACTED
+from native_bridge.shell import redact
+from native_bridge.shell.redact import REDACTED
 
 SECRET = "s3cr3t-value-0123456789"
 

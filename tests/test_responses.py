@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 from native_bridge import rewrite
-from native_bridge.builder import build, build_pending
-from native_bridge.dialects import DialectError, responses
-from native_bridge.encoder import step_json
+from native_bridge.core.builder import build, build_pending
+from native_bridge.core.dialects import DialectError, responses
+from native_bridge.core.encoder import step_json
 
 PATH = "/v1/responses"
 STEPS, DELTA = "additional_steps", "additional_steps_delta_start"

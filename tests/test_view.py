@@ -14,10 +14,10 @@ import orjson
 import pytest
 from mitmproxy import contentviews, hooks, http, io
 from mitmproxy.test import taddons, tflow
-from native_bridge import explain, view
 from native_bridge._proto import cortex_pb2
-from native_bridge.addon import NativeBridge
-from native_bridge.rewrite import rewrite
+from native_bridge.core.pipeline import rewrite
+from native_bridge.shell import explain, view
+from native_bridge.shell.chat_addon import NativeBridge
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = (ROOT / "scripts" / "sessions" / "chat_session.json").read_bytes()
@@ -312,7 +312,7 @@ def test_view_uses_the_running_bridge_options(bridge):
 
 def test_explain_and_conversation_do_not_import_mitmproxy():
     code = (
-        "import sys; import native_bridge.explain, native_bridge.conversation; "
+        "import sys; import native_bridge.shell.explain, native_bridge.core.conversation; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'mitmproxy'); "
         "assert not bad, bad"
     )

@@ -1,10 +1,17 @@
-"""native_bridge: truthful native tool history for Cascade-style planners.
+"""native_bridge: truthful native tool history for Cascade planners.
 
-The public surface is small: :func:`rewrite` (bytes in, a :class:`Rewrite` out),
-and the mitmproxy addon :class:`native_bridge.addon.NativeBridge`, loaded through
-``addons/bridge.py``.
+Three packages, one per layer:
+
+- :mod:`native_bridge.core`: chat histories (dialects, neutral history, step kinds,
+  exit status, builder, encoder). Pure: bytes in, a :class:`Rewrite` out.
+- :mod:`native_bridge.cascade`: the planner's wire (gRPC and Connect framing, the
+  ``additional_steps`` splice, step corrections, the per-cascade ledger). Pure.
+- :mod:`native_bridge.shell`: the mitmproxy addons, recorder, views and commands,
+  loaded through ``addons/bridge.py``.
+
+The public surface is small: :func:`rewrite` for a chat body.
 """
 
-from .rewrite import Config, Rewrite, rewrite
+from .core.pipeline import Config, Rewrite, rewrite
 
 __all__ = ["Config", "Rewrite", "rewrite"]

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 import zstandard
-from native_bridge.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
 from reference_planner import PAUSE_HEADER
 
 from .conftest import CHAT, SESSION, TAG, Bridge, Exchange

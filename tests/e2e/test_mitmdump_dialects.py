@@ -24,7 +24,7 @@ import orjson
 import pytest
 import reference_planner
 import zstandard
-from native_bridge.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
 
 from .conftest import CHAT, SESSION, Bridge, Exchange
 

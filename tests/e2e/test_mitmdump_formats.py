@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from native_bridge.exitstatus import RULES, Rule
+from native_bridge.core.exitstatus import RULES, Rule
 
 from .conftest import CHAT, Bridge
 

@@ -22,8 +22,8 @@ import pytest
 from demo import Mitmdump, mitmdump_path
 from mitmproxy import addons, http, io
 from mitmproxy.addons import script, serverplayback
-from native_bridge.conversation import conversation_key
-from native_bridge.rewrite import rewrite
+from native_bridge.core.conversation import conversation_key
+from native_bridge.core.pipeline import rewrite
 from reference_planner import ReferencePlanner
 
 from .conftest import CHAT, ROOT, SESSION, TAG

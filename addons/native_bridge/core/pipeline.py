@@ -24,10 +24,6 @@ DELTA_KEY = "additional_steps_delta_start"
 
 DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, responses)}
 
-# The conversations this process has rewritten (memo.py): a resumed one is rewritten
-# from where it was last cut. rewrite(..., memo=None) does without.
-MEMO = _memo.Memo()
-
 # rewritten: new body; unchanged: nothing to do; skipped: not rewritable (reason says why);
 # error: the bridge itself failed. Only "rewritten" changes the request.
 Status = Literal["rewritten", "unchanged", "skipped", "error"]
@@ -126,11 +122,11 @@ def dialect_for_body(body: dict[str, Any]) -> ModuleType | None:
     return chat if "system" not in body else anthropic
 
 
-def rewrite(raw: bytes, config: Config = Config(), path: str | None = None, memo: _memo.Memo | None = MEMO) -> Rewrite:
+def rewrite(raw: bytes, config: Config = Config(), path: str | None = None, memo: _memo.Memo | None = None) -> Rewrite:
     """Rewrite one request body; never raises for bad input, only reports.
 
-    With a ``memo``, a body that continues a conversation rewritten before reuses that
-    work (same result, byte for byte: memo.py says why)."""
+    With a ``memo`` (the caller's: the addon holds one), a body that continues a
+    conversation rewritten with it before reuses that work (same result, byte for byte: memo.py says why)."""
     result = _rewrite(raw, config, path, memo)
     # orjson reads an integer beyond 64 bits as a float and writes it back as one ("1e+30"):
     # the rewrite would change a field it does not own, so the body goes as it came.

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
+from ..core.conversation import conversation_key
 from . import redact
-from .conversation import conversation_key
 from .renderer import Renderer
 
 logger = logging.getLogger(__name__)

@@ -8,16 +8,16 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions, flowfilter, http
 
-from .kinds import KINDS, tool_map
+from ..core.kinds import KINDS, tool_map
+from ..core.memo import Memo
+from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
+from . import MARKER, META
 from .records import Recorder, RecordJob
-from .rewrite import DIALECTS, Config, Rewrite, rewrite
 
 logger = logging.getLogger(__name__)
 
 # Chat Completions, Anthropic Messages and OpenAI Responses endpoints (not token counting).
 DEFAULT_FILTER = r"~m POST & (~u /chat/completions | ~u /messages | ~u /responses) & !~u count_tokens"
-MARKER = ":warning:"
-META = "bridge"  # flow.metadata key: marks a flow as already handled (replays)
 
 
 def comment(result: Rewrite, s: dict[str, Any]) -> str:
@@ -47,6 +47,7 @@ class NativeBridge:
         self.config = Config()
         self.filter: flowfilter.TFilter | None = None
         self.recorder: Recorder | None = None
+        self.memo = Memo()  # the conversations this addon has rewritten: a resumed one costs only its new part
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
 
     def load(self, loader) -> None:
@@ -168,7 +169,7 @@ class NativeBridge:
         try:
             raw, result = self._decode(req)
             if result is None:
-                result = rewrite(raw, self.config, req.path)
+                result = rewrite(raw, self.config, req.path, self.memo)
             if result.status == "rewritten":
                 assert result.body is not None
                 flow.backup()

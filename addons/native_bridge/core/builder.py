@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Literal
 
-from ._proto import cortex_pb2
+from .._proto import cortex_pb2
 from .encoder import encode_step, step_doc
 from .history import History, ToolCall, ToolResult
 from .kinds import DEFAULT_TOOL_KINDS, KINDS, Kind, Refusal

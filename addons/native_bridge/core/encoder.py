@@ -7,7 +7,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from ._proto import cortex_pb2
+from .._proto import cortex_pb2
 from .kinds import Kind
 
 DONE = "CORTEX_STEP_STATUS_DONE"

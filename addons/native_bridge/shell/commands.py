@@ -16,10 +16,10 @@ from collections.abc import Sequence
 import mitmproxy.types
 from mitmproxy import command, exceptions, flow, http
 
-from . import explain, redact
+from ..core.pipeline import rewrite
+from . import META, explain, redact
 from .records import Recorder, RecordJob
-from .rewrite import rewrite
-from .view import META, bridge_config, explain_flow, original_body, verdict
+from .view import bridge_config, explain_flow, original_body, verdict
 
 logger = logging.getLogger(__name__)
 

@@ -18,12 +18,11 @@ import logging
 from mitmproxy import contentviews, ctx, http
 from mitmproxy.contentviews import Contentview, Metadata
 
-from . import explain
-from .rewrite import Config
+from ..core.pipeline import Config
+from . import META, explain
 
 logger = logging.getLogger(__name__)
 
-META = "bridge"  # same key as addon.META (not imported: the addon module is not needed here)
 PRIORITY = 10.0  # above every built-in view (JSON is 1) for a rewritten request
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .rewrite import DELTA_KEY, DIALECTS, STEPS_KEY, Config, Rewrite, rewrite
+from ..core.pipeline import DELTA_KEY, DIALECTS, STEPS_KEY, Config, Rewrite, rewrite
 
 EXCERPT_LINES = 3
 EXCERPT_WIDTH = 100
