@@ -349,12 +349,36 @@ def test_non_json_body_passes_untouched(bridge):
 
 
 @pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/chat/completions",
+        "/v1/messages",
+        "/v1/responses",
+        "/v1/chat/completions?api-version=2024-10-21",
+        "/v1/messages?beta=true",
+        "/v1/responses?x=/embeddings",
+        "/openai/deployments/gpt/chat/completions",
+    ],
+)
+def test_default_filter_selects_the_endpoint_path_with_or_without_a_query(bridge, path):
+    """The default filter matches the path exactly, never the query string (issue 12)."""
+    nb, _ = bridge
+    f = chat_flow(path=path)
+    nb.request(f)
+    assert META in f.metadata
+
+
+@pytest.mark.parametrize(
     "flow",
     [
         pytest.param(lambda: chat_flow(method="GET"), id="GET"),
         pytest.param(lambda: chat_flow(path="/v1/embeddings"), id="other-path"),
         pytest.param(lambda: chat_flow(path="/v1/models"), id="models"),
         pytest.param(lambda: chat_flow(path="/v1/messages/count_tokens"), id="count-tokens"),
+        pytest.param(lambda: chat_flow(path="/v1/embeddings?next=/responses"), id="query-names-an-endpoint"),
+        pytest.param(lambda: chat_flow(path="/v1/chat/completions/extra"), id="path-continues"),
+        pytest.param(lambda: chat_flow(path="/v1/models?x=/v1/messages"), id="query-names-messages"),
+        pytest.param(lambda: chat_flow(path="/v1/responsesX"), id="longer-last-segment"),
     ],
 )
 def test_non_selected_flows_are_untouched(bridge, flow):

@@ -16,8 +16,10 @@ from .records import Recorder, RecordJob
 
 logger = logging.getLogger(__name__)
 
-# Chat Completions, Anthropic Messages and OpenAI Responses endpoints (not token counting).
-DEFAULT_FILTER = r"~m POST & (~u /chat/completions | ~u /messages | ~u /responses) & !~u count_tokens"
+# Chat Completions, Anthropic Messages and OpenAI Responses endpoints: ~u searches the whole URL, so the
+# regex is anchored on the path's end and never looks past the "?" (a query string, /messages/count_tokens
+# and /chat/completions/extra are not selected).
+DEFAULT_FILTER = r'~m POST & ~u "^[^?#]*/(chat/completions|messages|responses)([?#]|$)"'
 
 
 def comment(result: Rewrite, s: dict[str, Any]) -> str:
