@@ -1,0 +1,42 @@
+"""The Cascade planner's wire: gRPC and Connect framing, the ``additional_steps``
+splice, step corrections and the per-cascade ledger.
+
+Pure, sans-IO (as h11 is): bytes in, values out. No mitmproxy, no I/O, no
+module-level mutable state; the ledger's state is passed in by the caller.
+The entry point for a request body is :func:`correct_request`.
+"""
+
+from .correct import Change, Corrected, Evidence, Observed, correct
+from .framing import Framed, FramingError, reframe, unframe
+from .ledger import delivered_prefix, step_digest
+from .native import NativeResult, correct_request, redact_body
+from .request import CascadeRequest, parse_request, redacted, splice
+from .steps import StepView, to_json, view
+from .wire import Field, WireError, fields
+
+__all__ = [
+    "CascadeRequest",
+    "Change",
+    "Corrected",
+    "Evidence",
+    "Field",
+    "Framed",
+    "FramingError",
+    "NativeResult",
+    "Observed",
+    "StepView",
+    "WireError",
+    "correct",
+    "correct_request",
+    "delivered_prefix",
+    "fields",
+    "parse_request",
+    "redact_body",
+    "redacted",
+    "reframe",
+    "splice",
+    "step_digest",
+    "to_json",
+    "unframe",
+    "view",
+]

@@ -1,0 +1,202 @@
+"""Corrections of the gateway's steps, and nothing else (truth rule 10).
+
+Each rule changes or drops a step only where the step's own observation text, or
+an observation of the chat hop (:class:`Evidence`), says so. No step is added, no
+type number changes, unknown fields survive (the editors in :mod:`.steps` copy
+every byte they are not asked to change). Only DONE steps are judged: the gateway
+sends nothing else, and a step in another status claims no outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ..core.exitstatus import parse_exit_status
+from ..core.history import ToolResult
+from ..core.kinds import signals_failure
+from .steps import (
+    EXIT_CODE,
+    RESULT_FIELDS,
+    STDOUT,
+    StepView,
+    drop_fields,
+    result_text,
+    rewrap,
+    run_command,
+    set_varint,
+    subject,
+    view,
+)
+
+Action = Literal["dropped", "exit_code", "stdout_deduplicated", "already_delivered"]
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What the chat hop saw of the one result that matches a step."""
+
+    exit_code: int | None = None  # a number the client stated (or carried as data)
+    failed: bool | None = None  # the client's own error flag / failure words; None: it did not say
+    client: str | None = None  # who said it, for the record
+
+
+class Evidence(Protocol):
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observed | None:
+        """The observation of exactly one matching result, or None (none, or several)."""
+        ...
+
+
+Lookup = Callable[[str, str, str], Observed | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    index: int  # position of the step in the list that was corrected
+    action: Action
+    reason: str
+    before: bytes
+    after: bytes | None  # None: the step was removed
+
+
+@dataclass(frozen=True, slots=True)
+class Corrected:
+    steps: list[bytes]
+    changes: list[Change] = field(default_factory=list)
+
+
+def correct(steps: Sequence[bytes], evidence: Evidence | Lookup | None = None) -> Corrected:
+    """The steps with the gateway's false claims corrected or removed.
+
+    Raises :class:`~.wire.WireError` when a step does not parse. Deterministic and
+    idempotent: correcting the output again changes nothing."""
+    lookup = _lookup_of(evidence)
+    out: list[bytes] = []
+    changes: list[Change] = []
+    for i, step in enumerate(steps):
+        v = view(step)
+        if not v.done or v.kind is None:
+            out.append(step)
+            continue
+        fix = _run_command if v.kind == "run_command" else _other
+        new, found = fix(i, step, v, lookup)
+        changes += found
+        if new is not None:
+            out.append(new)
+    return Corrected(out, changes)
+
+
+def _lookup_of(evidence: Evidence | Lookup | None) -> Lookup | None:
+    if evidence is None:
+        return None
+    return evidence.lookup if hasattr(evidence, "lookup") else evidence  # type: ignore[union-attr,return-value]
+
+
+def _dropped(i: int, step: bytes, reason: str) -> tuple[None, list[Change]]:
+    return None, [Change(i, "dropped", reason, step, None)]
+
+
+# ---- run_command --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    action: Literal["set", "absent", "drop"]
+    code: int | None
+    why: str
+
+
+def _exit_claim(text: str, obs: Observed | None) -> _Claim:
+    """What the exit code truly is. The gateway's own value is never evidence."""
+    by = f" (client: {obs.client})" if obs and obs.client else ""
+    if obs is not None and obs.exit_code is not None:
+        if obs.failed is not None and obs.failed != (obs.exit_code != 0):
+            return _Claim(
+                "absent",
+                None,
+                f"conflicting signals: the client says failed={obs.failed} and exit code "
+                f"{obs.exit_code}{by}, so no claim",
+            )
+        return _Claim("set", obs.exit_code, f"the exit code the chat hop observed{by}")
+    status = parse_exit_status(text, obs.failed if obs else None)
+    if status.verdict in ("not_run", "running"):
+        what = "never ran" if status.verdict == "not_run" else "was still running"
+        return _Claim("drop", None, f"the command {what} ({status.source}{by}): no outcome to state")
+    if obs is not None and obs.failed and status.code == 0:
+        return _Claim(
+            "absent",
+            None,
+            f"conflicting signals: the client flagged a failure, the output says success "
+            f"({status.source}){by}, so no claim",
+        )
+    if status.code is None:
+        return _Claim("absent", None, "nothing in the output states the exit status (absent is not 0)")
+    flag = " and the client's error flag" if obs is not None and obs.failed else ""
+    return _Claim("set", status.code, f"{status.verdict} per {status.source!r}{flag}{by}")
+
+
+def _run_command(i: int, step: bytes, v: StepView, lookup: Lookup | None) -> tuple[bytes | None, list[Change]]:
+    assert v.body is not None
+    rc = run_command(v.body, v.body_fields)
+    # The exit code alone is no observation: the gateway writes 0 without one, and
+    # after correction it may be gone, which must not turn the step unobserved.
+    if rc.stdout is None and rc.stderr is None and not rc.combined_output:
+        return _dropped(
+            i,
+            step,
+            "never observed: a DONE run_command without output (only its inputs"
+            + (f" and the gateway's exit_code {rc.exit_code}" if rc.exit_code is not None else "")
+            + "): the call never got a result",
+        )
+    text = rc.full if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
+    assert text is not None
+    obs = lookup("run_command", rc.command_line or "", text) if lookup else None
+    claim = _exit_claim(text, obs)
+    if claim.action == "drop":
+        return _dropped(i, step, claim.why)
+    changes: list[Change] = []
+    body = v.body
+    new_body = set_varint(body, EXIT_CODE, claim.code) if claim.code is not None else drop_fields(body, {EXIT_CODE})
+    if new_body != body:
+        after = rewrap(step, v, new_body)
+        was = "absent" if rc.exit_code is None else str(rc.exit_code)
+        now = "absent" if claim.code is None else str(claim.code)
+        changes.append(Change(i, "exit_code", f"exit_code {was} -> {now}: {claim.why}", step, after))
+        step, v, body = after, view(after), new_body
+    if rc.combined_output and rc.stdout is not None and rc.stdout == rc.full:
+        after = rewrap(step, v, drop_fields(body, {STDOUT}))
+        changes.append(
+            Change(i, "stdout_deduplicated", "stdout repeats combined_output.full: one copy of the output", step, after)
+        )
+        step = after
+    return step, changes
+
+
+# ---- the other kinds ----------------------------------------------------------------
+
+
+def _other(i: int, step: bytes, v: StepView, lookup: Lookup | None) -> tuple[bytes | None, list[Change]]:
+    kind = v.kind
+    assert kind is not None
+    if kind not in RESULT_FIELDS or kind == "grep_search":  # fields not known: nothing to judge
+        return step, []
+    text = result_text(v)
+    if RESULT_FIELDS[kind] and text is None:
+        return _dropped(i, step, f"never observed: a DONE {kind} without its result field: the call never got a result")
+    obs = lookup(kind, subject(v), text or "") if lookup else None
+    by = f" (client: {obs.client})" if obs and obs.client else ""
+    if obs is not None and obs.failed:
+        return _dropped(i, step, f"the chat hop observed that this {kind} failed{by}; the step has no field to say so")
+    if text is not None and signals_failure(ToolResult(pos=0, turn=0, call_id=None, text=text)):
+        if obs is not None and obs.failed is False:
+            return _dropped(
+                i,
+                step,
+                f"conflicting signals: the result is in failure words but the client did not flag "
+                f"it{by}; a {kind} step cannot state either, so no claim",
+            )
+        return _dropped(
+            i, step, f"the {kind} result is a failure in the client's words; the step has no field to say so"
+        )
+    return step, []

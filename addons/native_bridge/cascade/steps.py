@@ -1,0 +1,253 @@
+"""One CortexTrajectoryStep at wire level: a read-only view, and editors that
+change only the fields they are asked to (every other byte, unknown fields
+included, stays as it came).
+
+Kinds are told apart by the body's oneof field number, never by the type enum:
+the gateway assumes the two are equal, the official schema says they are not
+(README "Wire contract"), and the body is what the planner reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+
+from .._proto import cortex_pb2
+from .wire import LEN, Buffer, Field, WireError, fields, int32, len_field, string, varint_field, varint_value
+
+_STEP = cortex_pb2.CortexTrajectoryStep.DESCRIPTOR
+TYPE = _STEP.fields_by_name["type"].number
+STATUS = _STEP.fields_by_name["status"].number
+DONE = cortex_pb2.CortexStepStatus.Value("CORTEX_STEP_STATUS_DONE")
+# oneof field number -> kind name (the oneof field's name), from proto/cortex.proto.
+KIND_BY_FIELD: Mapping[int, str] = {f.number: f.name for f in _STEP.oneofs_by_name["step"].fields}
+FIELD_BY_KIND: Mapping[str, int] = {name: number for number, name in KIND_BY_FIELD.items()}
+
+
+def _numbers(kind: str, *names: str) -> tuple[int, ...]:
+    body = _STEP.fields_by_name[kind].message_type
+    return tuple(body.fields_by_name[n].number for n in names)
+
+
+# The fields that carry a kind's observation (its result). An empty tuple: the kind has
+# none, so an observed and an unobserved step look the same (write_to_file, propose_code;
+# grep_search's fields are not known).
+RESULT_FIELDS: Mapping[str, tuple[int, ...]] = {
+    "view_file": _numbers("view_file", "content"),
+    "run_command": _numbers("run_command", "stdout", "stderr", "exit_code", "combined_output"),
+    "grep_search_v2": _numbers("grep_search_v2", "raw_output"),
+    "find": _numbers("find", "raw_output"),
+    "list_directory": _numbers("list_directory", "children"),
+    "search_web": _numbers("search_web", "summary"),
+    "read_url_content": _numbers("read_url_content", "summary"),
+    "write_to_file": (),
+    "propose_code": (),
+    "grep_search": (),
+}
+# What a step is about, as the chat hop names it (the command line, the path, the query).
+SUBJECT_FIELDS: Mapping[str, tuple[int, ...]] = {
+    "view_file": _numbers("view_file", "absolute_path_uri"),
+    "run_command": _numbers("run_command", "command_line"),
+    "grep_search_v2": _numbers("grep_search_v2", "pattern"),
+    "find": _numbers("find", "pattern"),
+    "list_directory": _numbers("list_directory", "directory_path_uri"),
+    "search_web": _numbers("search_web", "query"),
+    "read_url_content": _numbers("read_url_content", "url"),
+    "write_to_file": _numbers("write_to_file", "target_file_uri"),
+    # action_spec -> command -> file -> absolute_uri
+    "propose_code": (1, 1, 4, 5),
+}
+_RUN = cortex_pb2.CortexStepRunCommand.DESCRIPTOR.fields_by_name
+COMMAND_LINE = _RUN["command_line"].number
+CWD = _RUN["cwd"].number
+BLOCKING = _RUN["blocking"].number
+STDOUT = _RUN["stdout"].number
+STDERR = _RUN["stderr"].number
+EXIT_CODE = _RUN["exit_code"].number
+COMBINED_OUTPUT = _RUN["combined_output"].number
+FULL = cortex_pb2.RunCommandOutput.DESCRIPTOR.fields_by_name["full"].number
+
+
+@dataclass(frozen=True, slots=True)
+class StepView:
+    type: int | None  # the type enum as sent
+    status: int | None
+    body_field: int | None  # the oneof field holding the body; None: no body we know
+    body: bytes | None
+    kind: str | None  # KIND_BY_FIELD[body_field]
+    fields: tuple[Field, ...]  # the step's top-level fields
+    body_fields: tuple[Field, ...]  # the body's fields (empty without a body)
+
+    @property
+    def done(self) -> bool:
+        return self.status == DONE
+
+
+def view(step: Buffer) -> StepView:
+    """Read a step; raises :class:`WireError` when it does not parse, or holds two bodies
+    (protobuf would merge them; a correction of one would be a guess)."""
+    top = fields(step)
+    type_ = status = None
+    body: Field | None = None
+    for f in top:
+        if f.number == TYPE:
+            type_ = varint_value(step, f)
+        elif f.number == STATUS:
+            status = varint_value(step, f)
+        elif f.number in KIND_BY_FIELD:
+            if f.wire_type != LEN:
+                raise WireError(f"step body {f.number} with wire type {f.wire_type}")
+            if body is not None:
+                raise WireError(f"step holds two bodies ({body.number} and {f.number})")
+            body = f
+    if body is None:
+        return StepView(type_, status, None, None, None, tuple(top), ())
+    payload = bytes(step[body.value_start : body.end])
+    return StepView(type_, status, body.number, payload, KIND_BY_FIELD[body.number], tuple(top), tuple(fields(payload)))
+
+
+def has_any(body_fields: Collection[Field], numbers: Collection[int]) -> bool:
+    return any(f.number in numbers for f in body_fields)
+
+
+def last_string(buf: Buffer, body_fields: Collection[Field], number: int) -> str | None:
+    """A string field's value (the last occurrence wins, as in protobuf); None when absent."""
+    found = None
+    for f in body_fields:
+        if f.number == number:
+            found = string(buf, f)
+    return found
+
+
+def strings(buf: Buffer, body_fields: Collection[Field], number: int) -> list[str]:
+    return [string(buf, f) for f in body_fields if f.number == number]
+
+
+def nested_string(buf: Buffer, path: tuple[int, ...]) -> str | None:
+    """The string at a path of message fields (``(1, 1, 4, 5)``), last occurrences winning."""
+    for depth, number in enumerate(path):
+        found = [f for f in fields(buf) if f.number == number]
+        if not found:
+            return None
+        if depth == len(path) - 1:
+            return string(buf, found[-1])
+        if found[-1].wire_type != LEN:
+            raise WireError(f"field {number}: expected a message")
+        buf = b"".join(bytes(buf[f.value_start : f.end]) for f in found)  # protobuf merges repeats
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RunCommand:
+    command_line: str | None
+    cwd: str | None
+    blocking: bool | None
+    stdout: str | None
+    stderr: str | None
+    exit_code: int | None  # proto3 optional int32: None when absent
+    combined_output: bool  # the combined_output message is present (even empty)
+    full: str | None  # combined_output.full
+
+
+def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RunCommand:
+    bf = fields(body) if body_fields is None else body_fields
+    exit_code = blocking = None
+    full = None
+    combined = False
+    for f in bf:
+        if f.number == EXIT_CODE:
+            exit_code = int32(varint_value(body, f))
+        elif f.number == BLOCKING:
+            blocking = bool(varint_value(body, f))
+        elif f.number == COMBINED_OUTPUT:
+            if f.wire_type != LEN:
+                raise WireError("combined_output is not a message")
+            combined = True
+            inner = body[f.value_start : f.end]
+            found = last_string(inner, fields(inner), FULL)
+            if found is not None:  # repeated messages merge: a later full wins
+                full = found
+    return RunCommand(
+        command_line=last_string(body, bf, COMMAND_LINE),
+        cwd=last_string(body, bf, CWD),
+        blocking=blocking,
+        stdout=last_string(body, bf, STDOUT),
+        stderr=last_string(body, bf, STDERR),
+        exit_code=exit_code,
+        combined_output=combined,
+        full=full if full is not None else ("" if combined else None),
+    )
+
+
+def result_text(v: StepView) -> str | None:
+    """The observation text of a non-shell step (children joined by lines); None without one."""
+    numbers = RESULT_FIELDS.get(v.kind or "", ())
+    if v.body is None or not numbers or not has_any(v.body_fields, numbers):
+        return None
+    return "\n".join(s for n in numbers for s in strings(v.body, v.body_fields, n))
+
+
+def subject(v: StepView) -> str:
+    """What the step is about (command line, path, pattern, query, url), "" when not stated."""
+    path = SUBJECT_FIELDS.get(v.kind or "")
+    if v.body is None or not path:
+        return ""
+    if len(path) == 1:
+        return last_string(v.body, v.body_fields, path[0]) or ""
+    return nested_string(v.body, path) or ""
+
+
+# ---- editors: change only what is asked --------------------------------------------
+
+
+def drop_fields(buf: bytes, numbers: Collection[int]) -> bytes:
+    """``buf`` without every field whose number is in ``numbers``; every other byte kept."""
+    out = bytearray()
+    for f in fields(buf):
+        if f.number not in numbers:
+            out += buf[f.start : f.end]
+    return bytes(out) if len(out) != len(buf) else buf
+
+
+def set_varint(buf: bytes, number: int, value: int) -> bytes:
+    """``buf`` with one varint field ``number`` = ``value``: in the place of its first
+    occurrence (later ones removed), or appended when absent."""
+    encoded = varint_field(number, value)
+    out = bytearray()
+    placed = False
+    for f in fields(buf):
+        if f.number != number:
+            out += buf[f.start : f.end]
+        elif not placed:
+            out += encoded
+            placed = True
+    if not placed:
+        out += encoded
+    return bytes(out)
+
+
+def rewrap(step: bytes, v: StepView, new_body: bytes) -> bytes:
+    """``step`` with its body replaced by ``new_body`` (length re-encoded), all else kept."""
+    if v.body_field is None:
+        raise ValueError("the step has no body to replace")
+    if new_body == v.body:
+        return step
+    f = next(f for f in v.fields if f.number == v.body_field)
+    return step[: f.start] + len_field(v.body_field, new_body) + step[f.end :]
+
+
+# ---- display -------------------------------------------------------------------------
+
+
+def to_json(step: bytes) -> dict[str, Any]:
+    """The step's proto3 JSON with our schema, for records and views only: protobuf's JSON
+    drops unknown fields, so it is never what goes on the wire."""
+    try:
+        msg = cortex_pb2.CortexTrajectoryStep.FromString(step)
+    except DecodeError as e:
+        return {"undecodable": str(e), "size": len(step)}
+    return json_format.MessageToDict(msg)
