@@ -252,7 +252,7 @@ def test_failure_alone_marks_the_flow(bridge):
     nb, _ = bridge
     f = chat_flow(FAILED_BODY)
     nb.request(f)
-    assert f.comment == "bridge: 1 steps (1 failed: exit 2), 0 kept as messages"
+    assert f.comment == "bridge: 1 step (1 failed: exit 2), 0 kept as messages"
     assert f.marked == MARKER
 
 
@@ -260,7 +260,7 @@ def test_unobserved_call_alone_marks_the_flow(bridge):
     nb, _ = bridge
     f = chat_flow(UNOBSERVED_BODY)
     nb.request(f)
-    assert f.comment == "bridge: 1 steps, 1 kept as messages, 1 unobserved"
+    assert f.comment == "bridge: 1 step, 1 kept as messages, 1 unobserved"
     assert f.marked == MARKER
 
 
@@ -268,7 +268,7 @@ def test_clean_rewrite_is_not_marked(bridge):
     nb, _ = bridge
     f = chat_flow(OK_BODY)
     nb.request(f)
-    assert f.comment == "bridge: 1 steps, 0 kept as messages"
+    assert f.comment == "bridge: 1 step, 0 kept as messages"
     assert not f.marked
     assert f.metadata[META]["failed"] == 0
 
@@ -720,3 +720,45 @@ def test_bridge_kinds_restricts_kinds(bridge):
     nb.request(g)
     assert g.request.content == content
     assert g.metadata[META]["status"] == "unchanged"
+
+
+# ---- issue 12: failed body write, per-flow log line ---------------------------
+
+
+def test_a_body_that_cannot_be_written_leaves_the_flow_unmodified(bridge, monkeypatch, caplog):
+    """set_content failing (e.g. the encoder) sends the original: the flow must not be marked modified."""
+    nb, _ = bridge
+    f = chat_flow(OK_BODY)
+
+    def broken(self, value):
+        raise ValueError("cannot encode")
+
+    monkeypatch.setattr(http.Request, "set_content", broken)
+    with caplog.at_level(logging.ERROR, logger=ADDON_LOGGER):
+        nb.request(f)
+    assert f.request.content == OK_BODY
+    assert f.metadata[META]["status"] == "error"
+    assert not f.modified()
+    assert f._backup is None  # nothing to revert to: mitmweb shows no "modified" and no Revert
+
+
+def test_a_flow_modified_before_keeps_its_backup_when_the_write_fails(bridge, monkeypatch):
+    nb, _ = bridge
+    f = chat_flow(OK_BODY)
+    f.backup()
+    f.request.headers["x-other-addon"] = "1"  # another addon changed it first
+    monkeypatch.setattr(http.Request, "set_content", lambda self, value: (_ for _ in ()).throw(ValueError("x")))
+    nb.request(f)
+    assert f.modified()  # still the other addon's change, revertible to the original
+    f.revert()
+    assert "x-other-addon" not in f.request.headers
+
+
+def test_one_info_line_per_bridged_flow(bridge, caplog):
+    nb, _ = bridge
+    f = chat_flow(FAILED_BODY)
+    with caplog.at_level(logging.INFO, logger=ADDON_LOGGER):
+        nb.request(f)
+    lines = [r.getMessage() for r in caplog.records if r.name == ADDON_LOGGER and r.levelno == logging.INFO]
+    # No URL: a query string can carry a key (Gemini's ?key=...).
+    assert lines == [f"bridge: flow {f.id}: 1 step (1 failed: exit 2), 0 kept as messages"]

@@ -159,7 +159,7 @@ def test_diff_shows_steps_and_the_history_change(ctx):
     text = run(tctx, "bridge.diff @all")
     lines = text.splitlines()
     assert lines[0] == f"== flow {f.id}: POST {f.request.pretty_url}"
-    assert lines[1] == "bridge: 1 steps (1 failed: exit 2), 3 kept as messages, 1 unobserved"
+    assert lines[1] == "bridge: 1 step (1 failed: exit 2), 3 kept as messages, 1 unobserved"
     assert any(
         line.startswith("  #0") and "run_command" in line and "exit 2" in line and "$ make" in line for line in lines
     )
@@ -169,7 +169,7 @@ def test_diff_shows_steps_and_the_history_change(ctx):
     assert any("call Bash#c1" in line and line.endswith("→ step #0") for line in removed)
     assert any("result #c1" in line and line.endswith("→ step #0") for line in removed)
     assert any("call acme_todo#c2" in line and "call Bash#c3" in line and "Bash#c1" not in line for line in added)
-    assert "+ additional_steps: 1 steps" in lines
+    assert "+ additional_steps: 1 step" in lines
 
 
 def test_diff_of_flows_the_bridge_did_not_rewrite(ctx):

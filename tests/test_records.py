@@ -60,7 +60,7 @@ def job(flow_id: str = "0b8e6c0e-1111-4222-8333-944445555666", **kw) -> RecordJo
         "steps": [{"type": "T", "status": "CORTEX_STEP_STATUS_DONE"}],
         "accounting": [{"item": "call", "id": "c1", "name": "Bash", "turn": 1, "step": 0}],
         "summary": {"steps": 1, "failed": 0},
-        "comment": "bridge: 1 steps, 0 kept as messages",
+        "comment": "bridge: 1 step, 0 kept as messages",
     }
     fields.update(kw)
     return RecordJob(**fields)
@@ -100,7 +100,7 @@ def test_write_produces_one_valid_json_record_with_the_documented_fields(recorde
     assert rec["dialect"] == "chat"
     assert rec["status"] == "rewritten"
     assert rec["reason"] == ""
-    assert rec["comment"] == "bridge: 1 steps, 0 kept as messages"
+    assert rec["comment"] == "bridge: 1 step, 0 kept as messages"
     assert rec["summary"] == {"steps": 1, "failed": 0}
     assert rec["steps"] == [{"type": "T", "status": "CORTEX_STEP_STATUS_DONE"}]
     assert rec["accounting"] == [{"item": "call", "id": "c1", "name": "Bash", "turn": 1, "step": 0}]

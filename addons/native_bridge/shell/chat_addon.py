@@ -26,7 +26,7 @@ def comment(result: Rewrite, s: dict[str, Any]) -> str:
     """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
     if result.status != "rewritten":
         return f"bridge: {result.status} ({result.reason})"
-    text = f"bridge: {s['steps']} steps"
+    text = f"bridge: {s['steps']} step{'' if s['steps'] == 1 else 's'}"
     if s["failed"]:
         codes = ", ".join(f"exit {c}" for c in s["failed_exit_codes"])
         text += f" ({s['failed']} failed: {codes})"
@@ -174,8 +174,14 @@ class NativeBridge:
                 result = rewrite(raw, self.config, req.path, self.memo)
             if result.status == "rewritten":
                 assert result.body is not None
+                was_modified = flow.modified()
                 flow.backup()
-                req.set_content(result.body)  # encodes first: on failure the body is unchanged
+                try:
+                    req.set_content(result.body)  # encodes first: on failure the body is unchanged
+                except Exception:
+                    if not was_modified:
+                        flow.revert()  # our backup only: the flow is not marked modified for nothing
+                    raise
         except Exception as e:  # fail open: the original request goes upstream untouched
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
             result = Rewrite("error", f"{type(e).__name__}: {e}")
@@ -183,6 +189,7 @@ class NativeBridge:
         if result.status == "rewritten":
             if summary["failed"] or summary["unobserved"]:
                 flow.marked = MARKER
+            logger.info(f"bridge: flow {flow.id}: {comment(result, summary).removeprefix('bridge: ')}")
         elif result.status == "skipped":
             logger.warning(f"bridge: flow {flow.id}: passed through untouched: {result.reason}")
         flow.comment = comment(result, summary)

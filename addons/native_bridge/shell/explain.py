@@ -231,7 +231,8 @@ def step_lines(i: int, step: dict[str, Any], indent: str = "  ") -> list[str]:
 
 
 def headline(summary: dict[str, Any]) -> str:
-    text = f"bridge: {summary.get('steps', 0)} steps"
+    n = summary.get("steps", 0)
+    text = f"bridge: {n} step{'' if n == 1 else 's'}"
     if summary.get("failed"):
         codes = ", ".join(f"exit {c}" for c in summary.get("failed_exit_codes", []))
         text += f" ({summary['failed']} failed: {codes})"
@@ -394,7 +395,7 @@ def diff_lines(ex: Explained) -> list[str]:
     for k in (STEPS_KEY, DELTA_KEY):
         if k in ex.after and k not in ex.before:
             value = ex.after[k]
-            shown = f"{len(value)} steps" if isinstance(value, list) else orjson.dumps(value).decode()
+            shown = f"{len(value)} step{'' if len(value) == 1 else 's'}" if isinstance(value, list) else orjson.dumps(value).decode()
             out.append(f"+ {k}: {shown}")
     out.append("other fields: " + (", ".join(f"{k} changed" for k in changed) if changed else "unchanged"))
     return out
