@@ -1,0 +1,83 @@
+"""Builders for planner-hop tests: real fixtures, gateway-like steps at wire level, gencode steps, framing."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+from native_bridge._proto import cortex_pb2 as pb
+from native_bridge.cascade.steps import DONE, FIELD_BY_KIND
+from native_bridge.cascade.wire import len_field, varint_field
+
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "gateway-3.9.27"
+GRPC = "application/grpc"
+CONNECT = "application/connect+proto"
+UNARY = "application/proto"
+API_KEY = b"wsk-FIXTURE-KEY-0123456789"
+JWT = b"eyJhbGciOiJIUzI1NiJ9.SECRET-JWT-PAYLOAD.sig"
+
+
+def fixture(name: str) -> bytes:
+    path = FIXTURES / name
+    if not path.is_file():
+        pytest.skip(f"gateway fixture {path} is absent (it lives in ../shared/fixtures, next to the repository)")
+    return path.read_bytes()
+
+
+def envelope_payload(body: bytes) -> bytes:
+    """The message inside a one-envelope body (decompressing flag 1 as gzip)."""
+    data = body[5 : 5 + int.from_bytes(body[1:5], "big")]
+    return gzip.decompress(data) if body[0] & 1 else data
+
+
+# ---- steps ---------------------------------------------------------------------------
+
+
+def step(kind: str, status: int = DONE, type_: int | None = None, **body: Any) -> bytes:
+    """A step serialized by the gencode (implicit-presence defaults are not written)."""
+    doc = {"type": FIELD_BY_KIND[kind] if type_ is None else type_, "status": status, kind: body}
+    return json_format.ParseDict(doc, pb.CortexTrajectoryStep()).SerializeToString()
+
+
+def raw_step(kind: str, body: bytes, status: int = DONE, type_: int | None = None, extra: bytes = b"") -> bytes:
+    """A step laid out as the gateway does: type, status, body (plus ``extra`` bytes at the end)."""
+    number = FIELD_BY_KIND[kind]
+    return (
+        varint_field(1, number if type_ is None else type_) + varint_field(4, status) + len_field(number, body) + extra
+    )
+
+
+def gateway_run(command: str, output: str | None, exit_code: int = 0, extra: bytes = b"") -> bytes:
+    """A run_command step exactly as gateway 3.9.27 writes it: observed (stdout, exit_code 0,
+    combined_output, even when empty) or unobserved (command_line and blocking only)."""
+    body = len_field(23, command.encode()) + varint_field(11, 1)
+    if output is not None:
+        out = output.encode()
+        body += len_field(4, out) + varint_field(6, exit_code) + len_field(21, len_field(1, out))
+    return raw_step("run_command", body + extra)
+
+
+# ---- requests and framing ------------------------------------------------------------
+
+
+def request(steps: list[bytes], cascade_id: str = "cascade-1", *, steps_at: str = "end") -> bytes:
+    """A SendUserCascadeMessageRequest with every field the gateway sends and secrets in Metadata."""
+    head = len_field(1, cascade_id.encode()) + len_field(2, len_field(1, b"hello"))
+    metadata = len_field(1, b"windsurf") + len_field(3, API_KEY) + len_field(21, JWT) + varint_field(9, 123)
+    middle = len_field(3, metadata) + len_field(5, len_field(1, varint_field(4, 1)))
+    tail = len_field(6, len_field(1, b"\x89PNG"))
+    encoded = b"".join(len_field(9, s) for s in steps)
+    if steps_at == "middle":
+        return head + encoded + middle + tail
+    return head + middle + tail + encoded
+
+
+def grpc(payload: bytes, *, gz: bool = False) -> bytes:
+    data = gzip.compress(payload) if gz else payload
+    return bytes([1 if gz else 0]) + len(data).to_bytes(4, "big") + data
+
+
+connect = grpc  # the same 5-byte envelope; flag 0x01 means gzip under connect-content-encoding
