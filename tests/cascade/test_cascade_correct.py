@@ -1,0 +1,340 @@
+"""Corrections of the gateway's steps, one rule at a time, and nothing else."""
+
+from __future__ import annotations
+
+import pytest
+from cascadekit import envelope_payload, fixture, gateway_run, raw_step, step
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from native_bridge._proto import cortex_pb2 as pb
+from native_bridge.cascade.correct import Corrected, Observed, correct
+from native_bridge.cascade.request import parse_request
+from native_bridge.cascade.steps import DONE, run_command, view
+from native_bridge.cascade.wire import len_field, varint_field
+
+GENERATING = 8
+
+
+def exit_of(s: bytes) -> int | None:
+    return run_command(view(s).body).exit_code
+
+
+def one(s: bytes, evidence=None):
+    fixed = correct([s], evidence)
+    return (fixed.steps[0] if fixed.steps else None), fixed.changes
+
+
+# ---- (a) never observed -----------------------------------------------------------------
+
+UNOBSERVED = {
+    "run_command": step("run_command", command_line="npm run dev", blocking=True),
+    "view_file": step("view_file", absolute_path_uri="file:///a"),
+    "grep_search_v2": step("grep_search_v2", pattern="TODO"),
+    "find": step("find", pattern="*.py"),
+    "list_directory": step("list_directory", directory_path_uri="file:///d"),
+    "search_web": step("search_web", query="q"),
+    "read_url_content": step("read_url_content", url="https://x"),
+}
+
+
+@pytest.mark.parametrize("kind", list(UNOBSERVED))
+def test_done_step_without_its_result_is_dropped(kind: str) -> None:
+    out, changes = one(UNOBSERVED[kind])
+    assert out is None
+    assert [(c.index, c.action) for c in changes] == [(0, "dropped")]
+    assert "never observed" in changes[0].reason and changes[0].after is None
+
+
+def test_the_gateway_unobserved_run_command_is_dropped() -> None:
+    out, changes = one(gateway_run("npm run dev", None))
+    assert out is None and "never observed" in changes[0].reason
+
+
+def test_an_exit_code_alone_is_no_observation() -> None:
+    s = raw_step("run_command", len_field(23, b"x") + varint_field(6, 0))
+    assert one(s)[0] is None
+
+
+@pytest.mark.parametrize("kind", [*UNOBSERVED, "observed run_command"])
+def test_a_step_not_done_is_left_as_it_came(kind: str) -> None:
+    msg = pb.CortexTrajectoryStep.FromString(UNOBSERVED.get(kind) or gateway_run("x", "Exit code 1"))
+    msg.status = GENERATING
+    s = msg.SerializeToString()
+    assert correct([s]) == Corrected([s], [])
+
+
+@pytest.mark.parametrize(
+    "s",
+    [
+        step("write_to_file", target_file_uri="file:///a", code_content=["x"]),
+        step("propose_code", action_spec={"command": {"file": {"absolute_uri": "file:///a"}}}),
+        raw_step("grep_search", b""),
+    ],
+    ids=["write_to_file", "propose_code", "grep_search"],
+)
+def test_kinds_without_a_result_field_are_kept(s: bytes) -> None:
+    assert correct([s]).steps == [s]
+
+
+@pytest.mark.parametrize(
+    "s",
+    [
+        step("view_file", absolute_path_uri="file:///a", content="x"),
+        raw_step("view_file", len_field(1, b"file:///empty") + len_field(4, b"")),  # an empty file, observed
+        step("grep_search_v2", pattern="p", raw_output="a:1: p"),
+        step("find", pattern="*", raw_output="a.py"),
+        step("list_directory", directory_path_uri="file:///d", children=["a", "b/"]),
+        step("search_web", query="q", summary="s"),
+        step("read_url_content", url="https://x", summary="s"),
+    ],
+)
+def test_observed_non_shell_steps_are_kept_byte_identical(s: bytes) -> None:
+    fixed = correct([s])
+    assert fixed.steps == [s] and fixed.steps[0] is s and fixed.changes == []
+
+
+# ---- (b) exit code ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("output", "code"),
+    [
+        ("Exit code 1\nFAIL src/cart.test.js", 1),  # Claude Code
+        ("Exit code: 2\nWall time: 0.1 seconds\nOutput:\nls: cannot access", 2),  # Codex
+        ("Exit code: -1\nOutput:\nkilled", -1),  # negative: 10-byte varint
+        ("FAILED x\n[Command finished with exit code 3]", 3),  # OpenHands
+        ("Command timed out after 2m 0.0s", 1),  # a failure without a number
+        ("[tool error] boom", 1),
+        ("Command executed successfully.", 0),  # Zed states success
+        ("hello world", None),  # nothing states it: absent, not 0
+        ("", None),
+        ("build ok\nthe test said: Exit code 1 expected", None),  # words inside the output do not count
+    ],
+)
+def test_exit_code_from_the_observation_text(output: str, code: int | None) -> None:
+    out, changes = one(gateway_run("cmd", output))
+    assert exit_of(out) == code
+    expected = pb.CortexStepRunCommand(exit_code=code) if code is not None else pb.CortexStepRunCommand()
+    assert pb.CortexTrajectoryStep.FromString(out).run_command.HasField("exit_code") == (code is not None)
+    if code is not None:
+        assert expected.SerializeToString() in out  # encoded exactly as protobuf does
+    if code != 0:
+        assert changes[0].action == "exit_code" and changes[0].reason.startswith(
+            f"exit_code 0 -> {code if code is not None else 'absent'}"
+        )
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "<tool_use_error>InputValidationError: command is required</tool_use_error>",  # never ran
+        "The user doesn't want to proceed with this tool use.",
+        "Command running in background with ID: b20hid1oz. Output is being written to: /tmp/x",  # running
+    ],
+)
+def test_a_command_that_produced_no_outcome_is_dropped(output: str) -> None:
+    out, changes = one(gateway_run("cmd", output))
+    assert out is None and changes[0].action == "dropped" and "no outcome" in changes[0].reason
+
+
+def test_exit_code_read_from_stdout_without_combined_output() -> None:
+    s = raw_step("run_command", len_field(23, b"x") + len_field(4, b"Exit code 4\n") + varint_field(6, 0))
+    out, changes = one(s)
+    assert exit_of(out) == 4 and [c.action for c in changes] == ["exit_code"]
+
+
+# ---- (c) one copy of the output -------------------------------------------------------
+
+
+def test_stdout_repeating_combined_output_is_dropped() -> None:
+    out, changes = one(gateway_run("true", "ok\n"))
+    rc = run_command(view(out).body)
+    assert rc.stdout is None and rc.full == "ok\n"
+    assert [c.action for c in changes] == ["exit_code", "stdout_deduplicated"]
+    assert changes[0].after == changes[1].before  # each change from the state the last left
+
+
+def test_empty_output_keeps_one_empty_copy() -> None:
+    out, _ = one(gateway_run("true", ""))
+    rc = run_command(view(out).body)
+    assert (rc.stdout, rc.combined_output, rc.full, rc.exit_code) == (None, True, "", None)
+    assert correct([out]).steps == [out]  # still observed on the next pass
+
+
+def test_stdout_that_differs_is_kept() -> None:
+    body = len_field(23, b"x") + len_field(4, b"only stdout") + len_field(21, len_field(1, b"only stdout\nand stderr"))
+    s = raw_step("run_command", body)
+    assert run_command(view(one(s)[0]).body).stdout == "only stdout"
+
+
+# ---- (d) claims a kind cannot state -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "s",
+    [
+        step("view_file", absolute_path_uri="file:///nope", content="File does not exist."),  # Claude Code Read
+        step("view_file", absolute_path_uri="file:///x", content="<tool_use_error>Not allowed</tool_use_error>"),
+        step("view_file", absolute_path_uri="file:///x", content="failed to read file: /x: permission denied"),
+        step("grep_search_v2", pattern="p", raw_output="Error executing search_files: bad regex"),
+        step("find", pattern="*", raw_output="[tool error] no such directory"),
+        step("read_url_content", url="https://x", summary='{"error": "404"}'),
+    ],
+)
+def test_a_failure_stated_as_content_is_dropped(s: bytes) -> None:
+    out, changes = one(s)
+    assert out is None and "failure in the client's words" in changes[0].reason
+
+
+# ---- evidence from the chat hop --------------------------------------------------------
+
+
+class Recorder:
+    def __init__(self, observed: Observed | None) -> None:
+        self.observed = observed
+        self.calls: list[tuple[str, str, str]] = []
+
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observed | None:
+        self.calls.append((kind, command_or_path, output))
+        return self.observed
+
+
+@pytest.mark.parametrize(
+    ("output", "observed", "code"),
+    [
+        ("Exit code 1\nboom", Observed(exit_code=2, client="codex"), 2),  # evidence wins over text
+        ("boom", Observed(failed=True, client="claude-code"), 1),  # is_error without a number
+        ("Exit code 3\nboom", Observed(failed=True), 3),  # flag and number agree
+        ("Command executed successfully.", Observed(failed=True), None),  # conflict: no claim
+        ("boom", Observed(exit_code=0, failed=True), None),  # conflict inside the evidence
+        ("boom", Observed(exit_code=5, failed=False), None),
+        ("boom", Observed(failed=False), None),  # "not an error" is not an exit status
+        ("boom", Observed(), None),  # states nothing: the text decides
+        ("Exit code 7", Observed(), 7),
+    ],
+)
+def test_run_command_evidence(output: str, observed: Observed, code: int | None) -> None:
+    ev = Recorder(observed)
+    out, changes = one(gateway_run("npm test", output), ev)
+    assert ev.calls == [("run_command", "npm test", output)]
+    assert exit_of(out) == code
+    if observed.client:
+        assert observed.client in changes[0].reason
+
+
+def test_evidence_may_be_a_plain_callable() -> None:
+    out, _ = one(gateway_run("npm test", "boom"), lambda kind, cmd, output: Observed(exit_code=9))
+    assert exit_of(out) == 9
+
+
+@pytest.mark.parametrize(
+    ("s", "subject"),
+    [
+        (step("write_to_file", target_file_uri="file:///a", code_content=["x"]), "file:///a"),
+        (step("propose_code", action_spec={"command": {"file": {"absolute_uri": "file:///b"}}}), "file:///b"),
+        (step("view_file", absolute_path_uri="file:///c", content="looks fine"), "file:///c"),
+    ],
+)
+def test_a_step_the_client_saw_fail_is_dropped(s: bytes, subject: str) -> None:
+    ev = Recorder(Observed(failed=True, client="claude-code"))
+    out, changes = one(s, ev)
+    assert ev.calls[0][:2] == (view(s).kind, subject)
+    assert out is None and "claude-code" in changes[0].reason
+    ev.observed = Observed(failed=False)
+    assert one(s, ev) == (s, [])
+
+
+def test_conflicting_non_shell_signals_drop_the_claim() -> None:
+    s = step("view_file", absolute_path_uri="file:///x", content="File does not exist.")
+    out, changes = one(s, Recorder(Observed(failed=False)))
+    assert out is None and "conflicting" in changes[0].reason
+
+
+# ---- what must not change ---------------------------------------------------------------
+
+
+def test_unknown_fields_in_the_step_and_in_run_command_survive() -> None:
+    unknown_body = varint_field(77, 5) + len_field(78, b"future")
+    unknown_top = len_field(999, b"future step field") + varint_field(1000, 1)
+    out_inner = len_field(1, b"Exit code 1\nx") + len_field(9, b"unknown inside combined_output")
+    body = (
+        len_field(23, b"npm test")
+        + unknown_body
+        + varint_field(11, 1)
+        + len_field(4, b"Exit code 1\nx")
+        + varint_field(6, 0)
+        + len_field(21, out_inner)
+    )
+    s = raw_step("run_command", body, extra=unknown_top)
+    out, _ = one(s)
+    expected_body = (
+        len_field(23, b"npm test") + unknown_body + varint_field(11, 1) + varint_field(6, 1) + len_field(21, out_inner)
+    )
+    assert out == raw_step("run_command", expected_body, extra=unknown_top)
+
+
+def test_the_type_number_is_never_changed() -> None:
+    s = raw_step(
+        "run_command",
+        len_field(23, b"x") + len_field(4, b"Exit code 2") + len_field(21, len_field(1, b"Exit code 2")),
+        type_=21,
+    )
+    out, _ = one(s)
+    assert view(out).type == 21 and exit_of(out) == 2
+
+
+def test_fixture_turn_1() -> None:
+    steps = parse_request(envelope_payload(fixture("grpc-turn1.bin"))).steps
+    fixed = correct(steps)
+    assert len(fixed.steps) == 3
+    npm_test, view_file, grep = fixed.steps
+    rc = run_command(view(npm_test).body)
+    assert (rc.command_line, rc.exit_code, rc.stdout) == ("npm test", 1, None)
+    assert rc.full.startswith("Exit code 1\nFAIL")
+    assert view_file == steps[1] and grep == steps[3]  # byte-identical
+    assert [(c.index, c.action) for c in fixed.changes] == [
+        (0, "exit_code"),
+        (0, "stdout_deduplicated"),
+        (2, "dropped"),
+    ]
+    assert all(c.reason for c in fixed.changes)
+
+
+# ---- idempotence and determinism ---------------------------------------------------------
+
+_outputs = st.sampled_from(
+    [
+        "",
+        "ok",
+        "Exit code 1\nx",
+        "Exit code: 2\nOutput:\nx",
+        "[tool error] x",
+        "Command timed out after 1s",
+        "<tool_use_error>x</tool_use_error>",
+        "File does not exist.",
+        "a\n(exit code 5)",
+    ]
+)
+_steps = st.one_of(
+    st.builds(gateway_run, st.text(max_size=8), st.one_of(st.none(), _outputs), st.integers(-3, 3)),
+    st.builds(
+        lambda c, s: step("view_file", status=s, absolute_path_uri="file:///a", content=c),
+        _outputs,
+        st.sampled_from([DONE, 8]),
+    ),
+    st.builds(lambda c: step("grep_search_v2", pattern="p", raw_output=c), _outputs),
+    st.just(step("write_to_file", target_file_uri="file:///a")),
+    st.just(UNOBSERVED["find"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_steps, max_size=8))
+def test_correct_is_idempotent_deterministic_and_never_adds(steps: list[bytes]) -> None:
+    once = correct(steps)
+    assert correct(once.steps).steps == once.steps
+    assert correct(once.steps).changes == []
+    assert correct(steps) == once
+    assert len(once.steps) <= len(steps)
+    kept_types = [view(s).type for s in once.steps]
+    assert all(t in [view(s).type for s in steps] for t in kept_types)
