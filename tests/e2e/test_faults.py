@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 import orjson
+import procs
 import pytest
 import reference_planner
 from demo import Mitmdump
@@ -461,9 +462,13 @@ def test_killed_mid_write_leaves_nothing_half_written_looking_valid(planner, pro
     big["messages"][2]["content"] = "x" * 300_000 + "\nExit code: 1"
     tags = [proxy.send(orjson.dumps(big))[0] for _ in range(6)]
     time.sleep(0.12)
+    started = procs.descendants(proxy.pid)  # the record worker, and whatever else mitmdump started
+    assert started, "records on: mitmdump runs a record worker"
     os.kill(proxy.pid, signal.SIGKILL)
     assert proxy.mitm._proc is not None
     proxy.mitm._proc.wait(10)
+    left = procs.wait_gone(started, 5)  # re-parented to init, they must still end by themselves
+    assert not left, f"outlived a SIGKILLed mitmdump: {[procs.cmdline(p) for p in left]}"
     by_tag = records_by_tag(records)  # every file under a record's name parses in full
     assert set(by_tag) <= set(tags)
     for recs in by_tag.values():

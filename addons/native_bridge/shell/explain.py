@@ -395,7 +395,10 @@ def diff_lines(ex: Explained) -> list[str]:
     for k in (STEPS_KEY, DELTA_KEY):
         if k in ex.after and k not in ex.before:
             value = ex.after[k]
-            shown = f"{len(value)} step{'' if len(value) == 1 else 's'}" if isinstance(value, list) else orjson.dumps(value).decode()
+            if isinstance(value, list):
+                shown = f"{len(value)} step{'' if len(value) == 1 else 's'}"
+            else:
+                shown = orjson.dumps(value).decode()
             out.append(f"+ {k}: {shown}")
     out.append("other fields: " + (", ".join(f"{k} changed" for k in changed) if changed else "unchanged"))
     return out

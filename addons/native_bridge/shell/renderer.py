@@ -2,53 +2,163 @@
 
 Rendering a record (decode both bodies, redact every field and string, encode) is
 CPU work in C and regular expressions that holds the GIL; on the writer thread it
-would stall mitmproxy's event loop for as long as it runs. A single spawned worker
-process does it instead; the writer thread only ships the job there and writes the
-bytes it gets back. If the worker cannot be started or dies, rendering falls back to
-the calling thread, so a record is never lost for it.
+would stall mitmproxy's event loop for as long as it runs. A single worker process
+does it instead; the writer thread only ships the job there and writes the bytes it
+gets back. If the worker cannot be started or dies, rendering falls back to the
+calling thread, so a record is never lost for it.
+
+The worker is a plain child process (``python -c``) connected by two pipes, not a
+multiprocessing pool: nothing else is started (no resource tracker, no manager
+thread), and it ends by itself when the proxy dies however the proxy dies (SIGKILL,
+the OOM killer): the end of its input pipe ends it, and a watchdog thread ends it
+if its parent changes while it is busy rendering.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
-import multiprocessing
+import os
+import pickle
 import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import IO, Any
 
 logger = logging.getLogger(__name__)
 
+_HEADER = struct.Struct("!cQ")  # b"o" (rendered bytes follow) or b"e" (an error message follows), length
+_WATCHDOG_EVERY = 0.5  # seconds between two looks at the parent pid
+# The worker imports this module from the same package the proxy loaded (a checkout or an installed copy).
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from native_bridge.shell.renderer import serve; serve(sys.argv[2])"
+)
 
-def _worker_init() -> None:
+
+class WorkerGone(Exception):
+    """The worker process ended or broke the protocol."""
+
+
+def _read_exact(stream: IO[bytes], n: int) -> bytes:
+    data = stream.read(n)
+    if data is None or len(data) != n:
+        raise WorkerGone("the record worker closed its pipe")
+    return data
+
+
+def _write_frame(stream: IO[bytes], kind: bytes, payload: bytes) -> None:
+    stream.write(_HEADER.pack(kind, len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+def _read_frame(stream: IO[bytes]) -> tuple[bytes, bytes]:
+    kind, size = _HEADER.unpack(_read_exact(stream, _HEADER.size))
+    return kind, _read_exact(stream, size)
+
+
+def _watch_parent(parent: int) -> None:
+    """End the worker when the process that started it is gone (re-parented to init or a subreaper)."""
+    while True:
+        time.sleep(_WATCHDOG_EVERY)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def serve(target: str) -> None:
+    """The worker's loop: read a pickled job, answer with the rendered bytes; end at end of input."""
     # Ctrl-C reaches the whole process group: the proxy decides when the worker stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    module, _, name = target.partition(":")
+    render = getattr(importlib.import_module(module), name)
+    watchdog = threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True)
+    watchdog.start()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
+    while True:
+        try:
+            _, payload = _read_frame(stdin)
+        except WorkerGone:
+            return  # the proxy closed the pipe or died: nothing more will come
+        try:
+            data = render(pickle.loads(payload))
+        except Exception as e:
+            reply = (b"e", f"{type(e).__name__}: {e}".encode("utf-8", "replace"))
+        else:
+            reply = (b"o", data)
+        try:
+            _write_frame(stdout, *reply)
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _package_parent() -> str:
+    """The directory the running ``native_bridge`` package was imported from."""
+    here = os.path.dirname(os.path.abspath(__file__))  # .../native_bridge/shell
+    return os.path.dirname(os.path.dirname(here))
 
 
 class Renderer:
     def __init__(self, render: Callable[[Any], bytes]) -> None:
         self._render = render  # a module-level function, so the worker can import it
-        self._pool: ProcessPoolExecutor | None = None
-        self._broken = False
+        self._target = f"{render.__module__}:{render.__qualname__}"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._broken = getattr(sys, "frozen", False)  # a frozen mitmdump cannot run "python -c"
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-c", _BOOT, _package_parent(), self._target],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,  # the worker's own tracebacks, if any, go where the proxy's go
+            close_fds=True,  # the worker holds no other end of any pipe: the proxy's death is its EOF
+        )
 
     def render(self, job: Any) -> bytes:
-        if not self._broken:
-            try:
-                if self._pool is None:
-                    context = multiprocessing.get_context("spawn")  # never fork a threaded proxy
-                    self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_worker_init)
-                return self._pool.submit(self._render, job).result()
-            except (BrokenProcessPool, OSError, RuntimeError) as e:
-                logger.warning(
-                    f"bridge: record worker process unavailable ({type(e).__name__}: {e}); "
-                    "rendering records in the proxy process"
-                )
-                self._broken = True
-                self.close()
+        with self._lock:
+            if not self._broken:
+                try:
+                    if self._proc is None:
+                        self._proc = self._start()
+                    assert self._proc.stdin is not None and self._proc.stdout is not None
+                    _write_frame(self._proc.stdin, b"j", pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+                    kind, payload = _read_frame(self._proc.stdout)
+                    if kind == b"o":
+                        return payload
+                    raise WorkerGone(payload.decode("utf-8", "replace"))
+                except (WorkerGone, OSError, ValueError, pickle.PickleError) as e:
+                    logger.warning(
+                        f"bridge: record worker process unavailable ({type(e).__name__}: {e}); "
+                        "rendering records in the proxy process"
+                    )
+                    self._broken = True
+                    self._close()
         return self._render(job)
 
     def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()  # end of input: the worker's loop returns
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

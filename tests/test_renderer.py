@@ -1,0 +1,93 @@
+"""The record worker process: renders what the proxy would, and never outlives the proxy."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import procs
+import pytest
+from native_bridge.shell import records
+from native_bridge.shell.renderer import Renderer
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+TESTS = Path(__file__).resolve().parent
+
+
+def job(i: int = 0) -> records.RecordJob:
+    body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": f"hello {i}"}]})
+    return records.RecordJob(
+        f"flow-{i}", 1.7e9, "POST", "http://h/v1/chat/completions", [], "unchanged", "r", "chat", body
+    )
+
+
+def test_renders_in_another_process_exactly_what_the_proxy_would() -> None:
+    r = Renderer(records._render)
+    try:
+        assert r.render(job(1)) == records._render(job(1))
+        assert r.pid is not None and r.pid != os.getpid()
+        worker = r.pid
+        assert r.render(job(2)) == records._render(job(2))
+        assert r.pid == worker  # one worker for every record
+    finally:
+        r.close()
+    assert procs.wait_gone({worker}, 5) == set()
+
+
+def test_the_only_process_started_is_the_worker() -> None:
+    """No multiprocessing resource tracker or pool manager beside it."""
+    before = procs.descendants(os.getpid())
+    r = Renderer(records._render)
+    try:
+        r.render(job())
+        assert procs.descendants(os.getpid()) - before == {r.pid}
+    finally:
+        r.close()
+
+
+def _parent(render_target: str) -> subprocess.Popen[str]:
+    """A stand-in for mitmdump: a process that starts a renderer, renders in the background, and waits."""
+    module, _, name = render_target.partition(":")
+    code = textwrap.dedent(
+        f"""
+        import sys, threading, time
+        sys.path.insert(0, {str(TESTS)!r})
+        from {module} import {name} as render
+        from native_bridge.shell import records
+        from native_bridge.shell.renderer import Renderer
+        import test_renderer
+        r = Renderer(render)
+        threading.Thread(target=r.render, args=(test_renderer.job(),), daemon=True).start()
+        time.sleep(1.0)  # the worker is up and holds the job
+        print("ready", flush=True)
+        time.sleep(120)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), *sys.path]))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    return proc
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        pytest.param("native_bridge.shell.records:_render", id="idle-worker"),  # blocked reading its pipe
+        pytest.param("slow_render:render", id="busy-worker"),  # rendering when the parent dies
+    ],
+)
+def test_worker_ends_when_its_parent_is_killed(target: str) -> None:
+    proc = _parent(target)
+    started = procs.descendants(proc.pid)
+    assert started  # the worker
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    left = procs.wait_gone(started, 5)
+    assert not left, [procs.cmdline(p) for p in left]
