@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 from native_bridge._proto import cortex_pb2 as pb
+from native_bridge.cascade.correct import Observed
 from native_bridge.cascade.steps import DONE, FIELD_BY_KIND
 from native_bridge.cascade.wire import len_field, varint_field
 
@@ -81,3 +82,44 @@ def grpc(payload: bytes, *, gz: bool = False) -> bytes:
 
 
 connect = grpc  # the same 5-byte envelope; flag 0x01 means gzip under connect-content-encoding
+
+
+# ---- the chat hop, as a test stand-in --------------------------------------------------
+
+
+class ChatEvidence:
+    """What the chat hop would hand over for an Anthropic request from Claude Code (the
+    chat-turnN.json fixtures): each Bash call's result, matched by command line and output,
+    claimed only when exactly one matches."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        calls: dict[str, dict[str, Any]] = {}
+        results: dict[str, dict[str, Any]] = {}
+        for message in doc["messages"]:
+            for block in message["content"] if isinstance(message["content"], list) else []:
+                if block["type"] == "tool_use":
+                    calls[block["id"]] = block
+                elif block["type"] == "tool_result":
+                    results[block["tool_use_id"]] = block
+        self.pairs = [(calls[i], r) for i, r in results.items() if i in calls]
+        self.asked: list[tuple[str, str, str]] = []
+
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observed | None:
+        self.asked.append((kind, command_or_path, output))
+        found = [
+            r
+            for c, r in self.pairs
+            if kind == "run_command"
+            and c["name"] == "Bash"
+            and c["input"]["command"] == command_or_path
+            and r["content"] == output
+        ]
+        if len(found) != 1:
+            return None
+        return Observed(failed=bool(found[0].get("is_error")), client="claude-code")
+
+
+def chat_evidence(name: str) -> ChatEvidence:
+    import json
+
+    return ChatEvidence(json.loads(fixture(name)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cascadekit import envelope_payload, fixture, gateway_run, raw_step, step
+from cascadekit import chat_evidence, envelope_payload, fixture, gateway_run, raw_step, step
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from native_bridge._proto import cortex_pb2 as pb
@@ -94,53 +94,69 @@ def test_observed_non_shell_steps_are_kept_byte_identical(s: bytes) -> None:
 
 
 # ---- (b) exit code ----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("output", "code"),
-    [
-        ("Exit code 1\nFAIL src/cart.test.js", 1),  # Claude Code
-        ("Exit code: 2\nWall time: 0.1 seconds\nOutput:\nls: cannot access", 2),  # Codex
-        ("Exit code: -1\nOutput:\nkilled", -1),  # negative: 10-byte varint
-        ("FAILED x\n[Command finished with exit code 3]", 3),  # OpenHands
-        ("Command timed out after 2m 0.0s", 1),  # a failure without a number
-        ("[tool error] boom", 1),
-        ("Command executed successfully.", 0),  # Zed states success
-        ("hello world", None),  # nothing states it: absent, not 0
-        ("", None),
-        ("build ok\nthe test said: Exit code 1 expected", None),  # words inside the output do not count
-    ],
-)
-def test_exit_code_from_the_observation_text(output: str, code: int | None) -> None:
-    out, changes = one(gateway_run("cmd", output))
-    assert exit_of(out) == code
-    expected = pb.CortexStepRunCommand(exit_code=code) if code is not None else pb.CortexStepRunCommand()
-    assert pb.CortexTrajectoryStep.FromString(out).run_command.HasField("exit_code") == (code is not None)
-    if code is not None:
-        assert expected.SerializeToString() in out  # encoded exactly as protobuf does
-    if code != 0:
-        assert changes[0].action == "exit_code" and changes[0].reason.startswith(
-            f"exit_code 0 -> {code if code is not None else 'absent'}"
-        )
+#
+# The planner hop cannot tell the client (the gateway dropped it), so on its own only what a
+# program's output cannot forge counts (truth rule 3); a client's frame counts when the chat
+# hop's observation, or the caller's setting, names the client.
 
 
 @pytest.mark.parametrize(
     "output",
     [
-        "<tool_use_error>InputValidationError: command is required</tool_use_error>",  # never ran
-        "The user doesn't want to proceed with this tool use.",
-        "Command running in background with ID: b20hid1oz. Output is being written to: /tmp/x",  # running
+        "Exit code 1\nFAIL src/cart.test.js",  # Claude Code's words, but a program can print them
+        "[tool error] boom",
+        "FAILED x\n[Command finished with exit code 3]",
+        "Command executed successfully.",
+        "hello world",
+        "",
     ],
 )
-def test_a_command_that_produced_no_outcome_is_dropped(output: str) -> None:
+def test_without_a_client_the_gateway_zero_becomes_absent(output: str) -> None:
     out, changes = one(gateway_run("cmd", output))
-    assert out is None and changes[0].action == "dropped" and "no outcome" in changes[0].reason
+    assert exit_of(out) is None  # absent, not 0
+    assert not pb.CortexTrajectoryStep.FromString(out).run_command.HasField("exit_code")
+    assert changes[0].action == "exit_code" and changes[0].reason.startswith("exit_code 0 -> absent")
+
+
+@pytest.mark.parametrize(
+    ("output", "client", "code"),
+    [
+        ("Exit code: 2\nWall time: 0.1 seconds\nOutput:\nls: cannot access", "codex", 2),
+        ("Exit code: -1\nWall time: 0.1 seconds\nOutput:\nkilled", "codex", -1),  # a 10-byte varint
+        ("FAILED x\n[Command finished with exit code 3]", "openhands", 3),
+        ('Command "cargo test" failed with exit code 101.\n\nerror', "zed", 101),
+        ("Command executed successfully.", "zed", 0),  # the client states success
+        ("build ok\nthe test said: Exit code 1 expected", "codex", None),  # words inside the output
+        ("FAILED x\n[Command finished with exit code 3]", "codex", None),  # another client's frame
+    ],
+)
+def test_exit_code_in_the_words_of_a_known_client(output: str, client: str, code: int | None) -> None:
+    fixed = correct([gateway_run("cmd", output)], client=client)
+    out = fixed.steps[0]
+    assert exit_of(out) == code
+    if code is not None:
+        assert pb.CortexStepRunCommand(exit_code=code).SerializeToString() in out  # encoded as protobuf does
+        if code:
+            assert client in fixed.changes[0].reason
+
+
+@pytest.mark.parametrize(
+    ("output", "client"),
+    [
+        ("<tool_use_error>InputValidationError: command is required</tool_use_error>", None),  # never ran
+        ("The user doesn't want to proceed with this tool use.", None),
+        ("Command running in background with ID: b20hid1oz. Output is being written to: /tmp/x", "claude-code"),
+    ],
+)
+def test_a_command_that_produced_no_outcome_is_dropped(output: str, client: str | None) -> None:
+    fixed = correct([gateway_run("cmd", output)], client=client)
+    assert fixed.steps == [] and fixed.changes[0].action == "dropped" and "no outcome" in fixed.changes[0].reason
 
 
 def test_exit_code_read_from_stdout_without_combined_output() -> None:
-    s = raw_step("run_command", len_field(23, b"x") + len_field(4, b"Exit code 4\n") + varint_field(6, 0))
-    out, changes = one(s)
-    assert exit_of(out) == 4 and [c.action for c in changes] == ["exit_code"]
+    s = raw_step("run_command", len_field(23, b"x") + len_field(4, b"Exit code: 4\nOutput:\n") + varint_field(6, 0))
+    fixed = correct([s], client="codex")
+    assert exit_of(fixed.steps[0]) == 4 and [c.action for c in fixed.changes] == ["exit_code"]
 
 
 # ---- (c) one copy of the output -------------------------------------------------------
@@ -203,14 +219,16 @@ class Recorder:
     ("output", "observed", "code"),
     [
         ("Exit code 1\nboom", Observed(exit_code=2, client="codex"), 2),  # evidence wins over text
+        ("Exit code 1\nboom", Observed(failed=True, client="claude-code"), 1),  # is_error + Claude Code's line
+        ("Exit code 1\nboom", Observed(failed=False, client="claude-code"), None),  # that line needs is_error
         ("boom", Observed(failed=True, client="claude-code"), 1),  # is_error without a number
-        ("Exit code 3\nboom", Observed(failed=True), 3),  # flag and number agree
-        ("Command executed successfully.", Observed(failed=True), None),  # conflict: no claim
+        ("boom", Observed(failed=True), 1),  # an unknown client's error flag still counts
+        ("Command executed successfully.", Observed(failed=True, client="zed"), None),  # conflict: no claim
         ("boom", Observed(exit_code=0, failed=True), None),  # conflict inside the evidence
         ("boom", Observed(exit_code=5, failed=False), None),
         ("boom", Observed(failed=False), None),  # "not an error" is not an exit status
         ("boom", Observed(), None),  # states nothing: the text decides
-        ("Exit code 7", Observed(), 7),
+        ("Exit code: 7\nOutput:\nx", Observed(client="codex"), 7),  # the observation names the client
     ],
 )
 def test_run_command_evidence(output: str, observed: Observed, code: int | None) -> None:
@@ -266,7 +284,7 @@ def test_unknown_fields_in_the_step_and_in_run_command_survive() -> None:
         + len_field(21, out_inner)
     )
     s = raw_step("run_command", body, extra=unknown_top)
-    out, _ = one(s)
+    out, _ = one(s, lambda kind, cmd, output: Observed(exit_code=1))
     expected_body = (
         len_field(23, b"npm test") + unknown_body + varint_field(11, 1) + varint_field(6, 1) + len_field(21, out_inner)
     )
@@ -274,18 +292,16 @@ def test_unknown_fields_in_the_step_and_in_run_command_survive() -> None:
 
 
 def test_the_type_number_is_never_changed() -> None:
-    s = raw_step(
-        "run_command",
-        len_field(23, b"x") + len_field(4, b"Exit code 2") + len_field(21, len_field(1, b"Exit code 2")),
-        type_=21,
-    )
-    out, _ = one(s)
+    out_ = len_field(4, b"x") + len_field(21, len_field(1, b"x"))
+    s = raw_step("run_command", len_field(23, b"x") + out_, type_=21)  # the official schema's RUN_COMMAND
+    out, _ = one(s, lambda kind, cmd, output: Observed(exit_code=2))
     assert view(out).type == 21 and exit_of(out) == 2
 
 
-def test_fixture_turn_1() -> None:
+def test_fixture_turn_1_with_the_chat_hop() -> None:
     steps = parse_request(envelope_payload(fixture("grpc-turn1.bin"))).steps
-    fixed = correct(steps)
+    evidence = chat_evidence("chat-turn1.json")
+    fixed = correct(steps, evidence)
     assert len(fixed.steps) == 3
     npm_test, view_file, grep = fixed.steps
     rc = run_command(view(npm_test).body)
@@ -297,7 +313,17 @@ def test_fixture_turn_1() -> None:
         (0, "stdout_deduplicated"),
         (2, "dropped"),
     ]
+    assert "claude-code" in fixed.changes[0].reason
     assert all(c.reason for c in fixed.changes)
+    assert ("run_command", "npm test", rc.full) in evidence.asked
+
+
+def test_fixture_turn_1_alone() -> None:
+    steps = parse_request(envelope_payload(fixture("grpc-turn1.bin"))).steps
+    fixed = correct(steps)
+    assert len(fixed.steps) == 3
+    rc = run_command(view(fixed.steps[0]).body)
+    assert (rc.exit_code, rc.stdout) == (None, None)  # the gateway's 0 is gone; nothing unforgeable says 1
 
 
 # ---- idempotence and determinism ---------------------------------------------------------

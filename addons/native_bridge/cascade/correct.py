@@ -35,11 +35,12 @@ Action = Literal["dropped", "exit_code", "stdout_deduplicated", "already_deliver
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """What the chat hop saw of the one result that matches a step."""
+    """What the chat hop saw of the one result that matches a step. Any object with
+    ``exit_code`` and ``failed`` (and optionally ``client``) will do, e.g. core.observe's."""
 
-    exit_code: int | None = None  # a number the client stated (or carried as data)
+    exit_code: int | None = None  # the code the client stated (read with its client known)
     failed: bool | None = None  # the client's own error flag / failure words; None: it did not say
-    client: str | None = None  # who said it, for the record
+    client: str | None = None  # the client's id (core/clients.py): its frames count in the text
 
 
 class Evidence(Protocol):
@@ -66,11 +67,16 @@ class Corrected:
     changes: list[Change] = field(default_factory=list)
 
 
-def correct(steps: Sequence[bytes], evidence: Evidence | Lookup | None = None) -> Corrected:
+def correct(
+    steps: Sequence[bytes], evidence: Evidence | Lookup | None = None, *, client: str | None = None
+) -> Corrected:
     """The steps with the gateway's false claims corrected or removed.
 
-    Raises :class:`~.wire.WireError` when a step does not parse. Deterministic and
-    idempotent: correcting the output again changes nothing."""
+    ``client``: the client whose own frames count in a step's output when no observation
+    names one (a setting of the caller; None: the planner hop cannot tell the client, so
+    only what a program's output cannot forge counts, truth rule 3). Raises
+    :class:`~.wire.WireError` when a step does not parse. Deterministic and idempotent:
+    correcting the output again changes nothing."""
     lookup = _lookup_of(evidence)
     out: list[bytes] = []
     changes: list[Change] = []
@@ -80,7 +86,7 @@ def correct(steps: Sequence[bytes], evidence: Evidence | Lookup | None = None) -
             out.append(step)
             continue
         fix = _run_command if v.kind == "run_command" else _other
-        new, found = fix(i, step, v, lookup)
+        new, found = fix(i, step, v, lookup, client)
         changes += found
         if new is not None:
             out.append(new)
@@ -107,36 +113,34 @@ class _Claim:
     why: str
 
 
-def _exit_claim(text: str, obs: Observed | None) -> _Claim:
+def _exit_claim(text: str, obs: Observed | None, client: str | None) -> _Claim:
     """What the exit code truly is. The gateway's own value is never evidence."""
-    by = f" (client: {obs.client})" if obs and obs.client else ""
+    failed = obs.failed if obs is not None else None
+    client = getattr(obs, "client", None) or client
+    by = f" (client: {client})" if client else ""
     if obs is not None and obs.exit_code is not None:
-        if obs.failed is not None and obs.failed != (obs.exit_code != 0):
-            return _Claim(
-                "absent",
-                None,
-                f"conflicting signals: the client says failed={obs.failed} and exit code "
-                f"{obs.exit_code}{by}, so no claim",
-            )
+        if failed is not None and failed != (obs.exit_code != 0):
+            why = f"conflicting signals: the client says failed={failed} and exit code {obs.exit_code}{by}, so no claim"
+            return _Claim("absent", None, why)
         return _Claim("set", obs.exit_code, f"the exit code the chat hop observed{by}")
-    status = parse_exit_status(text, obs.failed if obs else None)
+    # Without a client, parse_exit_status counts only signals a program cannot forge.
+    status = parse_exit_status(text, failed, client=client) if client else parse_exit_status(text, failed)
     if status.verdict in ("not_run", "running"):
         what = "never ran" if status.verdict == "not_run" else "was still running"
         return _Claim("drop", None, f"the command {what} ({status.source}{by}): no outcome to state")
-    if obs is not None and obs.failed and status.code == 0:
-        return _Claim(
-            "absent",
-            None,
-            f"conflicting signals: the client flagged a failure, the output says success "
-            f"({status.source}){by}, so no claim",
-        )
+    if status.verdict == "conflict" or (failed and status.code == 0):
+        why = f"conflicting signals: the client flagged a failure, the output says success ({status.source}){by}"
+        return _Claim("absent", None, why + ", so no claim")
     if status.code is None:
-        return _Claim("absent", None, "nothing in the output states the exit status (absent is not 0)")
-    flag = " and the client's error flag" if obs is not None and obs.failed else ""
+        said = f"nothing in {client}'s own words" if client else "no signal a program cannot forge (client unknown)"
+        return _Claim("absent", None, f"{said} states the exit status; absent is not 0")
+    flag = " and the client's error flag" if failed else ""
     return _Claim("set", status.code, f"{status.verdict} per {status.source!r}{flag}{by}")
 
 
-def _run_command(i: int, step: bytes, v: StepView, lookup: Lookup | None) -> tuple[bytes | None, list[Change]]:
+def _run_command(
+    i: int, step: bytes, v: StepView, lookup: Lookup | None, client: str | None
+) -> tuple[bytes | None, list[Change]]:
     assert v.body is not None
     rc = run_command(v.body, v.body_fields)
     # The exit code alone is no observation: the gateway writes 0 without one, and
@@ -152,7 +156,7 @@ def _run_command(i: int, step: bytes, v: StepView, lookup: Lookup | None) -> tup
     text = rc.full if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
     assert text is not None
     obs = lookup("run_command", rc.command_line or "", text) if lookup else None
-    claim = _exit_claim(text, obs)
+    claim = _exit_claim(text, obs, client)
     if claim.action == "drop":
         return _dropped(i, step, claim.why)
     changes: list[Change] = []
@@ -176,7 +180,9 @@ def _run_command(i: int, step: bytes, v: StepView, lookup: Lookup | None) -> tup
 # ---- the other kinds ----------------------------------------------------------------
 
 
-def _other(i: int, step: bytes, v: StepView, lookup: Lookup | None) -> tuple[bytes | None, list[Change]]:
+def _other(
+    i: int, step: bytes, v: StepView, lookup: Lookup | None, client: str | None
+) -> tuple[bytes | None, list[Change]]:
     kind = v.kind
     assert kind is not None
     if kind not in RESULT_FIELDS or kind == "grep_search":  # fields not known: nothing to judge
@@ -185,7 +191,8 @@ def _other(i: int, step: bytes, v: StepView, lookup: Lookup | None) -> tuple[byt
     if RESULT_FIELDS[kind] and text is None:
         return _dropped(i, step, f"never observed: a DONE {kind} without its result field: the call never got a result")
     obs = lookup(kind, subject(v), text or "") if lookup else None
-    by = f" (client: {obs.client})" if obs and obs.client else ""
+    who = getattr(obs, "client", None) or client
+    by = f" (client: {who})" if who else ""
     if obs is not None and obs.failed:
         return _dropped(i, step, f"the chat hop observed that this {kind} failed{by}; the step has no field to say so")
     if text is not None and signals_failure(ToolResult(pos=0, turn=0, call_id=None, text=text)):

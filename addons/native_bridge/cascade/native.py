@@ -76,14 +76,16 @@ def correct_request(
     max_size: int = DEFAULT_MAX_SIZE,
     *,
     already_decoded: bool = False,
+    client: str | None = None,
 ) -> NativeResult:
     """Correct field 9 of one request body; every other byte goes as it came.
 
     ``headers``: lower-case names. ``delivered``: the digests stored for this request's
-    cascade_id (None or empty: a new cascade). ``already_decoded``: see :func:`.framing.unframe`."""
+    cascade_id (None or empty: a new cascade). ``already_decoded``: see :func:`.framing.unframe`.
+    ``client``: see :func:`.correct.correct`."""
     try:
         framed = unframe(body, content_type, headers, max_size, already_decoded=already_decoded)
-        return _correct(body, framed, delivered or (), evidence)
+        return _correct(framed, delivered or (), evidence, client)
     except (FramingError, WireError) as e:
         return NativeResult("skipped", f"{type(e).__name__}: {e}")
     except Exception as e:  # fail open: a bug here must not stop traffic
@@ -91,7 +93,7 @@ def correct_request(
 
 
 def _correct(
-    body: bytes, framed: Framed, delivered: Sequence[bytes], evidence: Evidence | Lookup | None
+    framed: Framed, delivered: Sequence[bytes], evidence: Evidence | Lookup | None, client: str | None
 ) -> NativeResult:
     req = parse_request(framed.payload)
     for i, step in enumerate(req.steps):
@@ -101,7 +103,7 @@ def _correct(
             raise WireError(f"additional_steps[{i}] is not a step: {e}") from None
     digests = [step_digest(s) for s in req.steps]
     start = delivered_prefix(delivered, digests)
-    fixed = correct(req.steps[start:], evidence)
+    fixed = correct(req.steps[start:], evidence, client=client)
     changes = [
         Change(i, "already_delivered", f"cascade {req.cascade_id!r} already holds this step", s, None)
         for i, s in enumerate(req.steps[:start])
