@@ -25,8 +25,9 @@ DELTA_KEY = "additional_steps_delta_start"
 DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, responses)}
 
 # rewritten: new body; unchanged: nothing to do; skipped: not rewritable (reason says why);
-# error: the bridge itself failed. Only "rewritten" changes the request.
-Status = Literal["rewritten", "unchanged", "skipped", "error"]
+# error: the bridge itself failed; observed: the addon's observe mode kept a rewritten body back.
+# Only "rewritten" changes the request.
+Status = Literal["rewritten", "observed", "unchanged", "skipped", "error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class Rewrite:
     plan: Plan | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)  # proto3 JSON
     notes: list[str] = field(default_factory=list)  # facts worth a line in the record
+    history: History | None = field(default=None, repr=False)  # what was read (observe mode uses it)
 
     def summary(self) -> dict[str, Any]:
         if self.plan is None:
@@ -215,7 +217,7 @@ def _finish(dialect: ModuleType, body: dict[str, Any], history: History, part: P
         notes.append("previous_response_id: input holds only new items, all steps are the delta")
     steps = list(plan.docs)
     if not steps:
-        return Rewrite("unchanged", "no pair became a step", dialect.NAME, plan=plan, notes=notes)
+        return Rewrite("unchanged", "no pair became a step", dialect.NAME, plan=plan, notes=notes, history=history)
     new = dict(body)
     new[dialect.ITEMS] = dialect.write(body, plan.stepped) if out is None else out
     new[STEPS_KEY] = steps
@@ -223,5 +225,6 @@ def _finish(dialect: ModuleType, body: dict[str, Any], history: History, part: P
     try:
         data = orjson.dumps(new)
     except orjson.JSONEncodeError as e:  # orjson reads 1024 levels deep but writes only 254
-        return Rewrite("skipped", f"the rewritten body cannot be encoded: {e}", dialect.NAME, plan=plan, notes=notes)
-    return Rewrite("rewritten", "", dialect.NAME, data, plan, steps, notes)
+        reason = f"the rewritten body cannot be encoded: {e}"
+        return Rewrite("skipped", reason, dialect.NAME, plan=plan, notes=notes, history=history)
+    return Rewrite("rewritten", "", dialect.NAME, data, plan, steps, notes, history)

@@ -1,0 +1,62 @@
+"""What the chat hop saw: each correlated (call, result) pair, reduced to a verdict.
+
+The planner hop cannot see the client's error flags or know the client: the
+gateway dropped both. The chat hop hands it these observations; a planner step
+takes one only when exactly one observation matches its kind, subject (command
+line or path) and output (cascade/correct.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .builder import _decide
+from .history import History
+from .kinds import KINDS, Refusal, signals_failure
+
+# The field of a kind's inputs that names what the call acted on, as the planner step states it.
+SUBJECT = {"run_command": "command_line", "view_file": "absolute_path_uri"}
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    kind: str
+    subject: str  # the command line or the file URI; "" for kinds matched by output alone
+    output: str  # the result text as the client sent it
+    call_id: str
+    exit_code: int | None  # a shell command's code as the client states it
+    failed: bool | None  # True: the client says it failed; False: positive evidence of success; None: unknown
+
+
+def observations(history: History, tool_kinds: Mapping[str, str]) -> list[Observed]:
+    """One observation per pair the builder correlates by id (truth rule 1) whose tool has a kind."""
+    out = []
+    for d in _decide(history, frozenset(KINDS), tool_kinds):
+        result, kind = d.result, tool_kinds.get(d.call.name)
+        if result is None or kind is None or result.text is None or not d.call.id:
+            continue
+        inputs = d.inputs
+        if inputs is None:
+            try:
+                inputs = KINDS[kind].inputs(d.call.arguments)
+            except Refusal:
+                continue  # nothing to match a planner step by
+        field = SUBJECT.get(kind)
+        subject = inputs.get(field) if field else ""
+        if not isinstance(subject, str):
+            continue
+        exit_code: int | None = None
+        failed: bool | None = None
+        if d.observed is not None:  # the pair became a step: the kind's rules found its outcome
+            if kind == "run_command":
+                exit_code = d.observed.get("exit_code")
+                failed = None if exit_code is None else exit_code != 0
+            else:
+                failed = False
+        elif d.code == "untranslatable" and signals_failure(result):
+            failed = True
+        if exit_code is None and failed is None:
+            continue  # says nothing the planner step does not already say
+        out.append(Observed(kind, subject, result.text, d.call.id, exit_code, failed))
+    return out

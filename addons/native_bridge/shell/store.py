@@ -1,0 +1,184 @@
+"""What the bridge remembers between requests: the per-cascade ledger and the chat hop's observations.
+
+Two stores with one interface: :class:`MemoryStore` (the default: one process, gone
+on restart) and :class:`SQLiteStore` (``bridge_state``: an embedded SQLite file in WAL
+mode, so a restarted proxy does not re-send delivered steps and two proxies, the
+chat hop's and the planner hop's, share what they saw).
+
+Nothing a secret could hide in is stored in the clear: an observation is kept as the
+digest of (kind, command or path, output), a call id as its digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Protocol
+
+MAX_CASCADES = 4096  # ledgers kept in memory (oldest forgotten first)
+MAX_OBSERVATIONS = 65536
+OBSERVATION_TTL = 7 * 24 * 3600.0  # seconds an observation stays usable
+_DIGEST = 16
+
+
+def match_key(kind: str, subject: str, output: str) -> bytes:
+    """The digest an observation and a planner step are matched by (command or path, and output)."""
+    h = hashlib.sha256()
+    for part in (kind, subject, output):
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.digest()[:_DIGEST]
+
+
+def call_key(conversation: str, call_id: str) -> bytes:
+    return hashlib.sha256(f"{conversation}\0{call_id}".encode("utf-8", "surrogatepass")).digest()[:_DIGEST]
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One (call, result) pair the chat hop saw, reduced to what the planner hop may use."""
+
+    key: bytes  # match_key(kind, subject, output)
+    call: bytes  # call_key(conversation, call id): the same pair seen again is one observation
+    exit_code: int | None  # the code the client's result states (None: it states none)
+    failed: bool | None  # the client's verdict: True failed, False succeeded, None unknown
+    client: str | None
+
+
+class Store(Protocol):
+    def delivered(self, cascade_id: str) -> list[bytes]: ...
+    def deliver(self, cascade_id: str, digests: list[bytes]) -> None: ...
+    def observe(self, observations: list[Observation]) -> None: ...
+    def candidates(self, key: bytes) -> list[Observation]: ...
+    def close(self) -> None: ...
+
+
+class MemoryStore:
+    def __init__(self, max_cascades: int = MAX_CASCADES, max_observations: int = MAX_OBSERVATIONS) -> None:
+        self._ledger: OrderedDict[str, list[bytes]] = OrderedDict()
+        self._obs: OrderedDict[tuple[bytes, bytes], Observation] = OrderedDict()  # oldest first
+        self._by_key: dict[bytes, dict[bytes, Observation]] = {}
+        self._max_cascades = max_cascades
+        self._max_obs = max_observations
+
+    def delivered(self, cascade_id: str) -> list[bytes]:
+        return list(self._ledger.get(cascade_id, ()))
+
+    def deliver(self, cascade_id: str, digests: list[bytes]) -> None:
+        self._ledger[cascade_id] = list(digests)
+        self._ledger.move_to_end(cascade_id)
+        while len(self._ledger) > self._max_cascades:
+            self._ledger.popitem(last=False)
+
+    def observe(self, observations: list[Observation]) -> None:
+        for o in observations:
+            self._obs[(o.key, o.call)] = o
+            self._obs.move_to_end((o.key, o.call))
+            self._by_key.setdefault(o.key, {})[o.call] = o
+        while len(self._obs) > self._max_obs:
+            (key, call), _ = self._obs.popitem(last=False)
+            calls = self._by_key[key]
+            del calls[call]
+            if not calls:
+                del self._by_key[key]
+
+    def candidates(self, key: bytes) -> list[Observation]:
+        return list(self._by_key.get(key, {}).values())
+
+    def close(self) -> None:
+        pass
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger (cascade_id TEXT PRIMARY KEY, digests BLOB NOT NULL, updated REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS observation (
+    key BLOB NOT NULL, call BLOB NOT NULL, exit_code INTEGER, failed INTEGER, client TEXT, seen REAL NOT NULL,
+    PRIMARY KEY (key, call)
+);
+CREATE INDEX IF NOT EXISTS observation_seen ON observation (seen);
+"""
+
+
+class SQLiteStore:
+    """The ledger and observations in one SQLite file, WAL mode: readers never wait for a writer.
+
+    Writes are a few hundred bytes; ``synchronous=NORMAL`` keeps them off fsync (a power
+    cut may lose the last ledger entries: the planner is then sent those steps again,
+    the failure mode of no ledger at all, never a lost step)."""
+
+    def __init__(self, path: str, ttl: float = OBSERVATION_TTL) -> None:
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        self.path = path
+        self._ttl = ttl
+        self._lock = threading.Lock()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # created owner-only before SQLite opens it
+        os.close(fd)
+        self._db = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._pruned = 0.0
+
+    def delivered(self, cascade_id: str) -> list[bytes]:
+        with self._lock:
+            row = self._db.execute("SELECT digests FROM ledger WHERE cascade_id = ?", (cascade_id,)).fetchone()
+        if row is None:
+            return []
+        blob = bytes(row[0])
+        return [blob[i : i + _DIGEST] for i in range(0, len(blob), _DIGEST)]
+
+    def deliver(self, cascade_id: str, digests: list[bytes]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO ledger (cascade_id, digests, updated) VALUES (?, ?, ?) "
+                "ON CONFLICT (cascade_id) DO UPDATE SET digests = excluded.digests, updated = excluded.updated",
+                (cascade_id, b"".join(digests), time.time()),
+            )
+
+    def observe(self, observations: list[Observation]) -> None:
+        if not observations:
+            return
+        now = time.time()
+        rows = [
+            (o.key, o.call, o.exit_code, None if o.failed is None else int(o.failed), o.client, now)
+            for o in observations
+        ]
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany(
+                    "INSERT INTO observation (key, call, exit_code, failed, client, seen) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (key, call) DO UPDATE SET exit_code = excluded.exit_code, "
+                    "failed = excluded.failed, client = excluded.client, seen = excluded.seen",
+                    rows,
+                )
+                if now - self._pruned > 60:  # forget old observations now and then, not on every write
+                    self._db.execute("DELETE FROM observation WHERE seen < ?", (now - self._ttl,))
+                    self._pruned = now
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def candidates(self, key: bytes) -> list[Observation]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT call, exit_code, failed, client FROM observation WHERE key = ? AND seen >= ?",
+                (key, time.time() - self._ttl),
+            ).fetchall()
+        return [Observation(key, bytes(c), e, None if f is None else bool(f), cl) for c, e, f, cl in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def open_store(path: str | None) -> Store:
+    return SQLiteStore(path) if path else MemoryStore()
