@@ -339,6 +339,9 @@ _outputs = st.sampled_from(
         "<tool_use_error>x</tool_use_error>",
         "File does not exist.",
         "a\n(exit code 5)",
+        "Command executed successfully.",
+        "x\n[Command finished with exit code 3]",
+        "Command running in background with ID: b1. Output is being written to: /tmp/b1",
     ]
 )
 _steps = st.one_of(
@@ -355,12 +358,12 @@ _steps = st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_steps, max_size=8))
-def test_correct_is_idempotent_deterministic_and_never_adds(steps: list[bytes]) -> None:
-    once = correct(steps)
-    assert correct(once.steps).steps == once.steps
-    assert correct(once.steps).changes == []
-    assert correct(steps) == once
+@given(st.lists(_steps, max_size=8), st.sampled_from([None, "claude-code", "codex", "zed", "openhands"]))
+def test_correct_is_idempotent_deterministic_and_never_adds(steps: list[bytes], client: str | None) -> None:
+    once = correct(steps, client=client)
+    assert correct(once.steps, client=client).steps == once.steps
+    assert correct(once.steps, client=client).changes == []
+    assert correct(steps, client=client) == once
     assert len(once.steps) <= len(steps)
     kept_types = [view(s).type for s in once.steps]
     assert all(t in [view(s).type for s in steps] for t in kept_types)

@@ -21,14 +21,14 @@ from .steps import (
     RESULT_FIELDS,
     STDOUT,
     StepView,
-    drop_fields,
+    edit,
     result_text,
     rewrap,
     run_command,
-    set_varint,
     subject,
     view,
 )
+from .wire import WireError
 
 Action = Literal["dropped", "exit_code", "stdout_deduplicated", "already_delivered"]
 
@@ -68,7 +68,11 @@ class Corrected:
 
 
 def correct(
-    steps: Sequence[bytes], evidence: Evidence | Lookup | None = None, *, client: str | None = None
+    steps: Sequence[bytes],
+    evidence: Evidence | Lookup | None = None,
+    *,
+    client: str | None = None,
+    first_index: int = 0,
 ) -> Corrected:
     """The steps with the gateway's false claims corrected or removed.
 
@@ -76,12 +80,16 @@ def correct(
     names one (a setting of the caller; None: the planner hop cannot tell the client, so
     only what a program's output cannot forge counts, truth rule 3). Raises
     :class:`~.wire.WireError` when a step does not parse. Deterministic and idempotent:
-    correcting the output again changes nothing."""
+    correcting the output again changes nothing. ``first_index``: the index of ``steps[0]``
+    in the request (changes and errors name steps by it)."""
     lookup = _lookup_of(evidence)
     out: list[bytes] = []
     changes: list[Change] = []
-    for i, step in enumerate(steps):
-        v = view(step)
+    for i, step in enumerate(steps, first_index):
+        try:
+            v = view(step)
+        except WireError as e:
+            raise WireError(f"additional_steps[{i}] is not a step: {e}") from None
         if not v.done or v.kind is None:
             out.append(step)
             continue
@@ -159,22 +167,23 @@ def _run_command(
     claim = _exit_claim(text, obs, client)
     if claim.action == "drop":
         return _dropped(i, step, claim.why)
+    # Both edits are made on the body as it came (one parse): each change's "after" is the
+    # step as the next change found it.
+    body, bf = v.body, v.body_fields
+    varint = (EXIT_CODE, claim.code) if claim.code is not None else None
+    drop = frozenset() if varint else frozenset({EXIT_CODE})
     changes: list[Change] = []
-    body = v.body
-    new_body = set_varint(body, EXIT_CODE, claim.code) if claim.code is not None else drop_fields(body, {EXIT_CODE})
-    if new_body != body:
-        after = rewrap(step, v, new_body)
+    fixed = rewrap(step, v, edit(body, bf, drop=drop, varint=varint))
+    if fixed is not step:
         was = "absent" if rc.exit_code is None else str(rc.exit_code)
         now = "absent" if claim.code is None else str(claim.code)
-        changes.append(Change(i, "exit_code", f"exit_code {was} -> {now}: {claim.why}", step, after))
-        step, v, body = after, view(after), new_body
+        changes.append(Change(i, "exit_code", f"exit_code {was} -> {now}: {claim.why}", step, fixed))
     if rc.combined_output and rc.stdout is not None and rc.stdout == rc.full:
-        after = rewrap(step, v, drop_fields(body, {STDOUT}))
-        changes.append(
-            Change(i, "stdout_deduplicated", "stdout repeats combined_output.full: one copy of the output", step, after)
-        )
-        step = after
-    return step, changes
+        once = rewrap(step, v, edit(body, bf, drop=drop | {STDOUT}, varint=varint))
+        reason = "stdout repeats combined_output.full: one copy of the output"
+        changes.append(Change(i, "stdout_deduplicated", reason, fixed, once))
+        fixed = once
+    return fixed, changes
 
 
 # ---- the other kinds ----------------------------------------------------------------

@@ -7,8 +7,7 @@ never raises.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -16,7 +15,7 @@ from .correct import Change, Evidence, Lookup, correct
 from .framing import Framed, FramingError, reframe, unframe
 from .ledger import delivered_prefix, step_digest
 from .request import parse_request, redacted, splice
-from .steps import to_json, view
+from .steps import to_json
 from .wire import WireError
 
 METHOD = "SendUserCascadeMessage"
@@ -71,7 +70,7 @@ def correct_request(
     body: bytes,
     content_type: str,
     headers: Mapping[str, str],
-    delivered: Sequence[bytes] | None,
+    delivered: Sequence[bytes] | Callable[[str], Sequence[bytes]] | None,
     evidence: Evidence | Lookup | None = None,
     max_size: int = DEFAULT_MAX_SIZE,
     *,
@@ -81,7 +80,9 @@ def correct_request(
     """Correct field 9 of one request body; every other byte goes as it came.
 
     ``headers``: lower-case names. ``delivered``: the digests stored for this request's
-    cascade_id (None or empty: a new cascade). ``already_decoded``: see :func:`.framing.unframe`.
+    cascade_id (None or empty: a new cascade), or a function from the cascade_id to them
+    (the caller's ledger: the id is known only once the body is read).
+    ``already_decoded``: see :func:`.framing.unframe`.
     ``client``: see :func:`.correct.correct`."""
     try:
         framed = unframe(body, content_type, headers, max_size, already_decoded=already_decoded)
@@ -93,21 +94,22 @@ def correct_request(
 
 
 def _correct(
-    framed: Framed, delivered: Sequence[bytes], evidence: Evidence | Lookup | None, client: str | None
+    framed: Framed,
+    delivered: Sequence[bytes] | Callable[[str], Sequence[bytes]],
+    evidence: Evidence | Lookup | None,
+    client: str | None,
 ) -> NativeResult:
     req = parse_request(framed.payload)
-    for i, step in enumerate(req.steps):
-        try:
-            view(step)
-        except WireError as e:
-            raise WireError(f"additional_steps[{i}] is not a step: {e}") from None
+    if callable(delivered):
+        delivered = delivered(req.cascade_id) if req.cascade_id else ()
     digests = [step_digest(s) for s in req.steps]
     start = delivered_prefix(delivered, digests)
-    fixed = correct(req.steps[start:], evidence, client=client)
+    # Delivered steps are removed unread: the planner holds exactly those bytes already.
+    fixed = correct(req.steps[start:], evidence, client=client, first_index=start)
     changes = [
         Change(i, "already_delivered", f"cascade {req.cascade_id!r} already holds this step", s, None)
         for i, s in enumerate(req.steps[:start])
-    ] + [dataclasses.replace(c, index=c.index + start) for c in fixed.changes]
+    ] + fixed.changes
     common = dict(
         cascade_id=req.cascade_id, protocol=framed.protocol, digests=digests, delta_start=start, steps_before=req.steps
     )

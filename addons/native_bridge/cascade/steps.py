@@ -9,7 +9,7 @@ the gateway assumes the two are equal, the official schema says they are not
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,30 +204,38 @@ def subject(v: StepView) -> str:
 # ---- editors: change only what is asked --------------------------------------------
 
 
+def edit(
+    buf: bytes,
+    buf_fields: Sequence[Field],
+    drop: Collection[int] = (),
+    varint: tuple[int, int] | None = None,
+) -> bytes:
+    """``buf`` (whose fields are ``buf_fields``) without the fields numbered in ``drop`` and, with
+    ``varint=(number, value)``, that varint field set: in the place of its first occurrence
+    (later ones removed), or appended when absent. Every other byte is kept."""
+    number, encoded = (varint[0], varint_field(*varint)) if varint else (None, b"")
+    out = bytearray()
+    placed = False
+    for f in buf_fields:
+        if f.number == number:
+            if not placed:
+                out += encoded
+                placed = True
+        elif f.number not in drop:
+            out += buf[f.start : f.end]
+    if varint and not placed:
+        out += encoded
+    return buf if out == buf else bytes(out)
+
+
 def drop_fields(buf: bytes, numbers: Collection[int]) -> bytes:
     """``buf`` without every field whose number is in ``numbers``; every other byte kept."""
-    out = bytearray()
-    for f in fields(buf):
-        if f.number not in numbers:
-            out += buf[f.start : f.end]
-    return bytes(out) if len(out) != len(buf) else buf
+    return edit(buf, fields(buf), drop=numbers)
 
 
 def set_varint(buf: bytes, number: int, value: int) -> bytes:
-    """``buf`` with one varint field ``number`` = ``value``: in the place of its first
-    occurrence (later ones removed), or appended when absent."""
-    encoded = varint_field(number, value)
-    out = bytearray()
-    placed = False
-    for f in fields(buf):
-        if f.number != number:
-            out += buf[f.start : f.end]
-        elif not placed:
-            out += encoded
-            placed = True
-    if not placed:
-        out += encoded
-    return bytes(out)
+    """``buf`` with one varint field ``number`` = ``value`` (see :func:`edit`)."""
+    return edit(buf, fields(buf), varint=(number, value))
 
 
 def rewrap(step: bytes, v: StepView, new_body: bytes) -> bytes:

@@ -1,0 +1,123 @@
+"""Mutation check for native_bridge.cascade: each mutant breaks one rule, and the suite must fail.
+
+Run from the repository root: ``.venv/bin/python tests/cascade/mutants.py``. Each mutant is
+written into the source, the cascade tests run, and the original is put back (also on error).
+"""
+
+import pathlib
+import subprocess
+import sys
+
+C = pathlib.Path(__file__).resolve().parents[2] / "addons" / "native_bridge" / "cascade"
+ROOT = C.parents[2]
+M = [
+    (
+        "unobserved run_command kept",
+        "correct.py",
+        "if rc.stdout is None and rc.stderr is None and not rc.combined_output:",
+        "if False:",
+    ),
+    (
+        "gateway exit code kept",
+        "correct.py",
+        "fixed = rewrap(step, v, edit(body, bf, drop=drop, varint=varint))",
+        "fixed = step",
+    ),
+    ("stdout duplicate kept", "correct.py", "rc.stdout == rc.full:", "rc.stdout == rc.full and False:"),
+    (
+        "non-shell failure kept",
+        "correct.py",
+        "if text is not None and signals_failure(",
+        "if False and signals_failure(",
+    ),
+    (
+        "evidence ignored",
+        "correct.py",
+        'obs = lookup("run_command", rc.command_line or "", text) if lookup else None',
+        "obs = None",
+    ),
+    ("conflict claims anyway", "correct.py", "if failed is not None and failed != (obs.exit_code != 0):", "if False:"),
+    ("non-DONE judged", "correct.py", "if not v.done or v.kind is None:", "if v.kind is None:"),
+    (
+        "splice appends at end",
+        "request.py",
+        "        if i == 0:\n            out += encoded",
+        "        if False:\n            out += encoded",
+    ),
+    (
+        "splice not identity",
+        "request.py",
+        "    if list(new_steps) == req.steps:\n        return payload",
+        "    if False:\n        return payload",
+    ),
+    ("redaction no-op", "request.py", "len_field(g.number, REDACTED) if g.number in SECRET_METADATA_FIELDS else ", ""),
+    (
+        "ledger as a set",
+        "ledger.py",
+        "        if old != new:\n            break\n",
+        "        if new not in delivered:\n            break\n",
+    ),
+    (
+        "digests of corrected steps",
+        "native.py",
+        "digests = [step_digest(s) for s in req.steps]",
+        "digests = [step_digest(s) for s in correct(req.steps, evidence, client=client).steps]",
+    ),
+    ("delivered steps not removed", "native.py", "start = delivered_prefix(delivered, digests)", "start = 0"),
+    ("evidence exit code ignored", "correct.py", "if obs is not None and obs.exit_code is not None:", "if False:"),
+    (
+        "bomb inflated whole",
+        "framing.py",
+        "out += d.decompress(chunk, max_size + 1 - len(out))",
+        "out += d.decompress(chunk)",
+    ),
+    ("trailing bytes accepted", "framing.py", "    if end < len(body):", "    if False:"),
+    ("end-stream accepted", "framing.py", "    if flags & _END_STREAM:\n", "    if False:\n"),
+    ("gzip with timestamp", "framing.py", "gzip.compress(payload, mtime=0)", "gzip.compress(payload, mtime=12345)"),
+    ("exit code unsigned", "steps.py", "exit_code = int32(varint_value(body, f))", "exit_code = varint_value(body, f)"),
+    ("negative varint 5 bytes", "wire.py", "        n += 1 << 64", "        n &= 0xFFFFFFFF"),
+    (
+        "rewrap drops unknown step fields",
+        "steps.py",
+        "return step[: f.start] + len_field(v.body_field, new_body) + step[f.end :]",
+        "return bytes(step[v.fields[0].start : v.fields[1].end]) + len_field(v.body_field, new_body)",
+    ),
+    (
+        "edit drops unknown fields",
+        "steps.py",
+        "        elif f.number not in drop:\n",
+        "        elif f.number not in drop and f.number < 50:\n",
+    ),
+    (
+        "group accepted",
+        "wire.py",
+        "        elif wire_type in (SGROUP, EGROUP):\n            raise",
+        "        elif wire_type in (SGROUP, EGROUP):\n            value_start = pos; continue\n            raise",
+    ),
+    (
+        "two bodies accepted",
+        "steps.py",
+        "            if body is not None:\n                raise",
+        "            if False:\n                raise",
+    ),
+]
+survived = 0
+for name, file, old, new in M:
+    p = C / file
+    src = p.read_text()
+    assert src.count(old) == 1, (name, src.count(old))
+    p.write_text(src.replace(old, new))
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "tests/cascade"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
+        lines = [x for x in r.stdout.splitlines() if x.startswith("FAILED")]
+        survived += not r.returncode
+        print(f"{'KILLED' if r.returncode else 'SURVIVED'}: {name}: {lines[0][7:90] if lines else ''}", flush=True)
+    finally:
+        p.write_text(src)
+sys.exit(1 if survived else 0)
