@@ -367,3 +367,14 @@ def test_correct_is_idempotent_deterministic_and_never_adds(steps: list[bytes], 
     assert len(once.steps) <= len(steps)
     kept_types = [view(s).type for s in once.steps]
     assert all(t in [view(s).type for s in steps] for t in kept_types)
+
+
+def test_the_chat_hops_own_observation_type_is_accepted() -> None:
+    # core.observe.Observed (what the shell's store hands back) has no client field: duck-typed.
+    from native_bridge.core.observe import Observed as ChatObserved
+
+    seen = ChatObserved("run_command", "npm test", "boom", "toolu_01A", exit_code=2, failed=True)
+    out, changes = one(gateway_run("npm test", "boom"), lambda kind, cmd, output: seen)
+    assert exit_of(out) == 2 and "chat hop observed" in changes[0].reason
+    failed_read = ChatObserved("view_file", "file:///a", "x", "toolu_01B", exit_code=None, failed=True)
+    assert one(step("view_file", absolute_path_uri="file:///a", content="x"), lambda *a: failed_read)[0] is None
