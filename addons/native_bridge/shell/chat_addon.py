@@ -19,7 +19,10 @@ logger = logging.getLogger(__name__)
 # Chat Completions, Anthropic Messages and OpenAI Responses endpoints: ~u searches the whole URL, so the
 # regex is anchored on the path's end and never looks past the "?" (a query string, /messages/count_tokens
 # and /chat/completions/extra are not selected).
-DEFAULT_FILTER = r'~m POST & ~u "^[^?#]*/(chat/completions|messages|responses)([?#]|$)"'
+DEFAULT_FILTER = (
+    r'~m POST & ~u "^[^?#]*(/(chat/completions|messages|responses)'
+    r'|/models/[^/?#:]+:(generateContent|streamGenerateContent))([?#]|$)"'
+)
 
 
 def comment(result: Rewrite, s: dict[str, Any]) -> str:
