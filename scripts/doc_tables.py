@@ -16,8 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "addons"))
 
-from native_bridge.core.exitstatus import NOT_RUN, RULES  # noqa: E402
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS  # noqa: E402
+from native_bridge.core.clients import CLIENTS  # noqa: E402
+from native_bridge.core.exitstatus import NOT_RUN, RULES, STRUCTURED  # noqa: E402
+from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, EVIDENCE, KINDS  # noqa: E402
 
 _WHERE = {
     "header": "header above `Output:`",
@@ -38,30 +39,70 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _names(clients: tuple[str, ...]) -> str:
+    return ", ".join(f"`{c}`" for c in clients)
+
+
 def formats_table() -> str:
     rows = [
-        "| rule | client | where | line (regular expression) | exit_code | source |",
-        "|---|---|---|---|---|---|",
-        '| json-exit-code | Codex CLI `shell`/`local_shell`; any `{"exit_code": N}` | JSON result | '
-        "`metadata.exit_code` or `exit_code` | the number | openai/codex codex-rs/core/src/tools/mod.rs "
-        "format_exec_output_for_model_structured |",
-        '| cline-v4-json | Cline v4 `run_commands` | JSON result | `[{"success": …, "error": "Command exited with '
-        'code N"}]` | the number, 0 on success | cline/cline sdk/packages/core/src/extensions/tools/definitions.ts |',
-        "| (structured) | OpenAI Responses `shell_call_output` (Agents SDK) | `output[0].outcome` | "
+        "| rule | counts for | client's words | where | line (regular expression) | exit_code | source |",
+        "|---|---|---|---|---|---|---|",
+        "| (structured) | any client | OpenAI Responses `shell_call_output` (Agents SDK) | `output[0].outcome` | "
         '`{"type": "exit", "exit_code": N}` / `{"type": "timeout"}` | the number / 1 | openai/openai-python '
         "src/openai/types/responses/response_function_shell_tool_call_output.py |",
+        "| error flag | any client | Anthropic `is_error: true` (a dialect's error flag) | the result | "
+        "no number from the client's frame | 1 (failure, no number); a frame that says 0 or success: no claim | "
+        "design brief, truth rule 3 |",
     ]
+    for name, clients, shape, source in STRUCTURED:
+        rows.append(f"| {name} | {_names(clients)} | the whole result | JSON / tags | {_cell(shape)} | the number | "
+                    f"{_cell(source)} |")  # fmt: skip
+    rows.append(
+        "| gemini-frame | `gemini-cli` (Gemini CLI, Qwen Code) | `run_shell_command` | `[Command:][Directory:]Output:` "
+        "at the start; `Error:`, `Exit Code:`, `Signal:`, `Background PIDs:`, `Process Group PGID:` closing lines in "
+        "that order | `Exit Code: N`: the number; `Signal:` (not `0`/`(none)`) or `Error:` (not `(none)`): 1; "
+        "Gemini CLI's frame without them: 0 | google-gemini/gemini-cli packages/core/src/tools/shell.ts; "
+        "QwenLM/qwen-code packages/core/src/tools/shell.ts |"
+    )
     for r in RULES:
+        words = _cell(r.client) + (" (with the error flag only)" if r.flag else "")
         rows.append(
-            f"| {r.name} | {_cell(r.client)} | {_WHERE[r.where]} | `{_cell(r.pattern.pattern)}` | "
+            f"| {r.name} | {_names(r.clients)} | {words} | {_WHERE[r.where]} | `{_cell(r.pattern.pattern)}` | "
             f"{_VERDICT[r.verdict]} | {_cell(r.source)} |"
         )
-    rows += [
-        "| gemini-frame | Gemini CLI `run_shell_command` | frame ending `Process Group PGID:` | "
-        "no `Exit Code:`/`Signal:`/`Error:` line | 0 | google-gemini/gemini-cli packages/core/src/tools/shell.ts |",
-        "| error flag | Anthropic `is_error: true`; a `[tool error]` prefix | the result | no number found | "
-        "1 (failure, no number) | design brief |",
+    return "\n".join(rows)
+
+
+def clients_table() -> str:
+    rows = [
+        "| client | id (family) | identified by user agent | or by declared tools | source |",
+        "|---|---|---|---|---|",
     ]
+    for c in CLIENTS:
+        ua = f"`{_cell(c.user_agent.pattern)}`" if c.user_agent else "-"
+        tools = "; or ".join(", ".join(f"`{t}`" for t in sorted(sig)) for sig in c.tools) or "-"
+        family = c.id if c.family == c.id else f"{c.id} ({c.family})"
+        rows.append(f"| {c.name} | `{family}` | {ua} | {tools} | {_cell(c.source)} |")
+    return "\n".join(rows)
+
+
+def _words(e) -> str:
+    if e.unflagged:
+        return 'no words: the dialect says it is no error (Gemini API `{"output": …}`, not `{"error": …}`)'
+    return f"`{_cell(e.pattern.pattern)}`"
+
+
+def evidence_table() -> str:
+    rows = [
+        "| step kind | counts for | tool | the result starts with (regular expression) | file_created | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in EVIDENCE:
+        created = {True: "true", False: "false", None: "absent"}[e.file_created] if e.kind == "write_to_file" else ""
+        rows.append(
+            f"| {e.kind} | {_names(e.clients)} | `{e.tool}` | {_words(e)} | {created} | "
+            f"{_cell(e.source)} |"
+        )
     return "\n".join(rows)
 
 
@@ -87,7 +128,13 @@ def tools_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {"formats": formats_table, "not-run": not_run_list, "tools": tools_table}
+TABLES = {
+    "formats": formats_table,
+    "not-run": not_run_list,
+    "tools": tools_table,
+    "clients": clients_table,
+    "evidence": evidence_table,
+}
 
 
 def refresh(text: str) -> str:

@@ -53,12 +53,15 @@ def raw(doc: Any) -> bytes:
     return orjson.dumps(doc)
 
 
-def history(*messages: dict[str, Any]) -> History:
-    return chat.read(body(*messages))
+def history(*messages: dict[str, Any], client: str | None = None) -> History:
+    """The history of a Chat body; ``client``: who sent it (clients.py), whose words count."""
+    h = chat.read(body(*messages))
+    h.client = client
+    return h
 
 
-def plan(*messages: dict[str, Any], **kwargs: Any) -> Plan:
-    return build(history(*messages), **kwargs)
+def plan(*messages: dict[str, Any], client: str | None = None, **kwargs: Any) -> Plan:
+    return build(history(*messages, client=client), **kwargs)
 
 
 def bash(id: str, command: str, **extra: Any) -> dict[str, Any]:

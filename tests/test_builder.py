@@ -46,12 +46,16 @@ def test_parallel_results_in_reverse_order_pair_by_id() -> None:
     p = plan(
         user("check"),
         assistant(bash("a", "true"), bash("b", "false")),
-        tool("b", "Exit code: 1"),
-        tool("a", "Exit code: 0"),
+        tool("b", "Exit code: 1\nOutput:\n"),
+        tool("a", "Exit code: 0\nOutput:\n"),
+        client="codex",
     )
     assert commands(p) == ["true", "false"]
     assert [s.run_command.exit_code for s in p.steps] == [0, 1]
-    assert [s.run_command.combined_output.full for s in p.steps] == ["Exit code: 0", "Exit code: 1"]
+    assert [s.run_command.combined_output.full for s in p.steps] == [
+        "Exit code: 0\nOutput:\n",
+        "Exit code: 1\nOutput:\n",
+    ]
     assert placement(p, "result", "b").step == 1
     assert placement(p, "result", "a").step == 0
 
@@ -147,7 +151,9 @@ def test_unmapped_tool_is_kept_with_its_result() -> None:
 
 def test_kinds_filter_keeps_pairs_of_unselected_kinds() -> None:
     read = call("r", "Read", {"file_path": "/repo/a.py"})
-    h = history(assistant(read, bash("b", "ls")), tool("r", "print(1)"), tool("b", "a.py"))
+    h = history(
+        assistant(read, bash("b", "ls")), tool("r", "     1\tprint(1)"), tool("b", "a.py"), client="claude-code"
+    )
     p = build(h, kinds={"view_file"})
     assert [s.WhichOneof("step") for s in p.steps] == ["view_file"]
     assert placement(p, "call", "b").code == "kind_off"
@@ -190,7 +196,8 @@ def test_every_step_is_done_and_typed() -> None:
     p = plan(
         assistant(bash("a", "ls"), call("r", "Read", {"file_path": "/a"})),
         tool("a", "x"),
-        tool("r", "y"),
+        tool("r", "     1\ty"),
+        client="claude-code",
     )
     assert len(p.steps) == 2
     for s in p.steps:
@@ -349,6 +356,7 @@ def test_builder_on_handmade_history() -> None:
         calls=[ToolCall(0, 0, "k", "Bash", {"command": "ls"})],
         results=[ToolResult(1, 1, "k", "Exit code 2\nls: nope", is_error=True)],
         turns=["calls", "results"],
+        client="claude-code",
     )
     p = build(h)
     assert p.steps[0].run_command.exit_code == 2

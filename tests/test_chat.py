@@ -12,9 +12,12 @@ from native_bridge.core.builder import build
 from native_bridge.core.dialects import DialectError, chat
 
 CHAT_PATH = "/v1/chat/completions"
+# The results below are in Codex's words ("Exit code: N" above "Output:"): Codex sends them.
+CODEX_UA = "codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)"
 
 
 def rw(doc: Any, **kwargs: Any):
+    kwargs.setdefault("client_hint", CODEX_UA)
     return rewrite(raw(doc) if not isinstance(doc, bytes) else doc, path=CHAT_PATH, **kwargs)
 
 
@@ -326,12 +329,12 @@ def test_rewrite_is_deterministic() -> None:
     doc = body(
         user(),
         assistant(bash("a", "ls"), bash("b", "false"), call("t", "TodoWrite", {"todos": []})),
-        tool("b", "[tool error] failed"),
+        tool("b", "Exit code: 1\nOutput:\nfailed"),
         tool("a", "x"),
         tool("t", "ok"),
     )
     data = raw(doc)
-    outs = {rewrite(data, path=CHAT_PATH).body for _ in range(3)}
+    outs = {rewrite(data, path=CHAT_PATH, client_hint=CODEX_UA).body for _ in range(3)}
     assert len(outs) == 1
     (out,) = outs
     assert out is not None
@@ -387,7 +390,7 @@ def test_rewritten_body_is_valid_chat() -> None:
         tool("t", "ok"),
         tool("a", "x"),
         assistant(bash("b", "make")),
-        tool("b", "Exit code: 2"),
+        tool("b", "Exit code: 2\nOutput:\n"),
         user("?"),
     ]
     out = rewritten(body(*msgs))

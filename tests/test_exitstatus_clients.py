@@ -9,7 +9,7 @@ from __future__ import annotations
 import orjson
 import pytest
 from native_bridge.core.exitstatus import RULES, Rule, parse_exit_status
-from native_bridge.core.pipeline import rewrite
+from native_bridge.core.pipeline import Config, rewrite
 
 CASES = [(rule, example) for rule in RULES for example in rule.examples]
 
@@ -62,18 +62,35 @@ def _expected(rule: Rule, example: str) -> int | None:
     raise AssertionError(f"{rule.name}: example has no line of its own format")
 
 
-@pytest.mark.parametrize(("rule", "example"), CASES, ids=[f"{r.name}-{i}" for i, (r, _) in enumerate(CASES)])
+IDS = [f"{r.name}-{i}" for i, (r, _) in enumerate(CASES)]
+
+
+@pytest.mark.parametrize(("rule", "example"), CASES, ids=IDS)
 def test_rule_decides_its_example(rule: Rule, example: str) -> None:
-    status = parse_exit_status(example, True if rule.name.startswith("claude-code") else None)
-    assert status.source == rule.name
-    assert status.verdict == rule.verdict
+    for client in rule.clients:
+        status = parse_exit_status(example, rule.flag, client)
+        assert status.source == rule.name
+        assert status.verdict == rule.verdict
 
 
-@pytest.mark.parametrize(("rule", "example"), CASES, ids=[f"{r.name}-{i}" for i, (r, _) in enumerate(CASES)])
+@pytest.mark.parametrize(("rule", "example"), CASES, ids=IDS)
+def test_rule_counts_only_for_its_clients(rule: Rule, example: str) -> None:
+    """Truth rule 3: a client's frame counts only for that client; an unknown client gets only the flag."""
+    others = [None, "claude-code", "codex", "gemini-cli", "opencode", "openhands", "mini-swe-agent", "zed"]
+    for client in others:
+        if client in rule.clients:
+            continue
+        status = parse_exit_status(example, rule.flag, client)
+        assert status.source != rule.name, client
+        if rule.verdict not in ("running", "not_run"):
+            assert status.code == (1 if rule.flag else None) or status.source.startswith(("gemini", "codex")), client
+
+
+@pytest.mark.parametrize(("rule", "example"), CASES, ids=IDS)
 def test_rule_example_through_rewrite(rule: Rule, example: str) -> None:
-    is_error = rule.name.startswith("claude-code")
+    is_error = bool(rule.flag)
     raw = _anthropic(example, is_error) if is_error else _chat(example)
-    result = rewrite(raw)
+    result = rewrite(raw, Config(client=rule.clients[0]))
     if rule.verdict in ("running", "not_run"):
         # No outcome to state: the pair stays a message, never a DONE step.
         assert result.status == "unchanged"
@@ -89,50 +106,96 @@ def test_rule_example_through_rewrite(rule: Rule, example: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "is_error", "code"),
+    ("client", "text", "is_error", "code"),
     [
         # The client's wrapper wins over a test log that prints "exit code 3".
-        ("Exit code: 0\nWall time: 1.2 seconds\nOutput:\nrunning suite\nexit code 3\n", None, 0),
-        ("make\nexit code 3\n[The command completed with exit code 0.]\n[Command finished with exit code 0]", None, 0),
-        ("<untrusted_context>\nOutput: FAIL: exit code 3\nProcess Group PGID: 42\n</untrusted_context>", None, 0),
-        ("Exit code: 3\nall good\n[Command finished with exit code 0]", None, 0),  # OpenHands trailer over line 1
-        # Words inside the output never count.
-        ("compiling\nthe process exited with code 9 earlier\ndone", None, None),
-        # No signal and no number: absent, not 0.
-        ("src/a.ts\nsrc/b.ts", None, None),
-        ("src/a.ts\nsrc/b.ts", False, None),
-        # Error flags without a number: 1.
-        ("boom", True, 1),
-        ("[tool error] boom", None, 1),
-        ("[tool error] Exit code: 4", None, 4),
-        # Signals, timeouts: failures without a number.
-        ("execution error: Sandbox(Signal(9))", None, 1),
-        # JSON forms.
-        ('{"output": "1 failed\\n", "metadata": {"exit_code": 1, "duration_seconds": 2.3}}', None, 1),
-        ('{"exit_code": 0}', None, 0),
-        ('{"exit_code": true}', None, None),
+        ("codex", "Exit code: 0\nWall time: 1.2 seconds\nOutput:\nrunning suite\nexit code 3\n", None, 0),
         (
+            "openhands",
+            "make\nexit code 3\n[The command completed with exit code 0.]\n[Command finished with exit code 0]",
+            None,
+            0,
+        ),
+        (
+            "gemini-cli",
+            "<untrusted_context>\nOutput: FAIL: exit code 3\nProcess Group PGID: 42\n</untrusted_context>",
+            None,
+            0,
+        ),
+        ("openhands", "Exit code: 3\nall good\n[Command finished with exit code 0]", None, 0),
+        # Words inside the output never count.
+        ("codex", "compiling\nthe process exited with code 9 earlier\ndone", None, None),
+        # No signal and no number: absent, not 0.
+        ("claude-code", "src/a.ts\nsrc/b.ts", None, None),
+        ("claude-code", "src/a.ts\nsrc/b.ts", False, None),
+        # The error flag without a number: 1; it is authoritative in its direction.
+        ("claude-code", "boom", True, 1),
+        (None, "boom", True, 1),
+        (None, "Exit code 4\nboom", True, 1),  # an unknown client's first line is the program's
+        ("claude-code", "Exit code 0\nok", True, None),  # flag against a stated 0: conflict, no claim
+        ("claude-code", "Exit code 99999999999\nboom", True, 1),  # beyond int32: still a failure
+        ("claude-code", "Exit code 3\nboom", False, None),  # Claude Code writes that line only with is_error
+        # A "[tool error]" prefix is no client's frame: words the program may have printed.
+        ("claude-code", "[tool error] boom", None, None),
+        (None, "[tool error] Exit code: 4", None, None),
+        # Signals, timeouts: failures without a number.
+        ("codex", "execution error: Sandbox(Signal(9))", None, 1),
+        # JSON forms: only the client's own structure, as the whole result.
+        ("codex", '{"output": "1 failed\\n", "metadata": {"exit_code": 1, "duration_seconds": 2.3}}', None, 1),
+        (None, '{"output": "1 failed\\n", "metadata": {"exit_code": 1}}', None, None),
+        ("codex", '{"exit_code": 1}', None, None),  # printed by `cat status.json`
+        ("mini-swe-agent", '{\n  "returncode": 2,\n  "output": "ls: cannot access"\n}', None, 2),
+        ("mini-swe-agent", '{"returncode": -1, "output": "", "exception_info": "timed out after 2 seconds"}', None, 1),
+        ("mini-swe-agent", '{"returncode": -1, "output": "", "exception_info": "action was not executed"}', None, None),
+        ("mini-swe-agent", "<returncode>2</returncode>\n<output>\nls: cannot access\n</output>", None, 2),
+        (
+            "mini-swe-agent",
+            "<exception>timed out</exception>\n<returncode>-1</returncode>\n<output>\n</output>",
+            None,
+            1,
+        ),
+        ("claude-code", '{"returncode": 2, "output": "x"}', None, None),
+        (
+            "cline",
             '[{"query":"npm test","result":"[Command exited with code 1]\\nFAIL","error":"Command exited with code 1",'
             '"success":false}]',
             None,
             1,
         ),
-        ('[{"query":"ls","result":"a\\nb","success":true}]', None, 0),
-        # Gemini CLI: no Exit Code line in its own frame is a success; an Error line is a failure.
-        ("<untrusted_context>\nOutput: hello\nProcess Group PGID: 48211\n</untrusted_context>", None, 0),
-        ("Output: (empty)\nError: spawn ENOENT\nProcess Group PGID: 1", None, 1),
+        ("cline", '[{"query":"ls","result":"a\\nb","success":true}]', None, 0),
+        # Gemini CLI family: its frame at its own positions.
+        ("gemini-cli", "<untrusted_context>\nOutput: hello\nProcess Group PGID: 48211\n</untrusted_context>", None, 0),
+        ("gemini-cli", "Output: (empty)\nError: spawn ENOENT\nProcess Group PGID: 1", None, 1),
+        ("gemini-cli", "Output: (empty)\nSignal: 9\nProcess Group PGID: 1", None, 1),
+        ("gemini-cli", "Output: hi\nSignal: 0\nProcess Group PGID: 1", None, 0),
         (
-            "Command: npm test\nDirectory: (root)\nOutput: ok\nError: (none)\nExit Code: 0\nSignal: (none)\n"
+            "qwen-code",
+            "Command: npm test\nDirectory: (root)\nOutput: ok\nError: (none)\nExit Code: 0\nSignal: 0\n"
             "Background PIDs: (none)\nProcess Group PGID: 1234",
             None,
             0,
         ),
+        (
+            "qwen-code",
+            "Command: ls /nope\nDirectory: (root)\nOutput: ls: cannot access '/nope'\nError: (none)\nExit Code: 2\n"
+            "Signal: (none)\nProcess Group PGID: 77",
+            None,
+            2,
+        ),
+        (  # the program printed "Exit Code: 7" last: it sits above the client's own slots
+            "qwen-code",
+            "Command: x\nDirectory: (root)\nOutput: a\nExit Code: 7\nError: (none)\nExit Code: 0\n"
+            "Signal: (none)\nProcess Group PGID: 77",
+            None,
+            0,
+        ),
+        ("qwen-code", "Output: hi\nProcess Group PGID: 1", True, None),  # flag against the frame's success: no claim
         # Cline prefixes its results with the tool description.
-        ("[execute_command for 'npm test'] Result:\nCommand failed with exit code 2.\nOutput:\nFAIL", None, 2),
+        ("cline", "[execute_command for 'npm test'] Result:\nCommand failed with exit code 2.\nOutput:\nFAIL", None, 2),
     ],
 )
-def test_precedence_and_forms(text: str, is_error: bool | None, code: int | None) -> None:
-    assert parse_exit_status(text, is_error).code == code
+def test_precedence_and_forms(client: str | None, text: str, is_error: bool | None, code: int | None) -> None:
+    assert parse_exit_status(text, is_error, client).code == code
 
 
 @pytest.mark.parametrize(
@@ -178,7 +241,7 @@ def test_responses_shell_call_output_structured_code_wins() -> None:
             },
         ],
     }
-    (step,) = rewrite(orjson.dumps(body), path="/v1/responses").steps
+    (step,) = rewrite(orjson.dumps(body), path="/v1/responses").steps  # structured: no client needed
     assert step["runCommand"]["exitCode"] == 1
     assert step["runCommand"]["combinedOutput"]["full"] == "exit code 0 printed by a test\n1 failed\n"
 

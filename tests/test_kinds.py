@@ -18,21 +18,52 @@ def result(text: str | None, is_error: bool | None = None, exit_code: int | None
     return ToolResult(pos=1, turn=1, call_id="c1", text=text, is_error=is_error, exit_code=exit_code)
 
 
-def translate(name: str, args: dict[str, Any] | None, text: str | None, is_error: bool | None = None):
+# The client whose tool each default name is (the first client named beside it in kinds.py):
+# results are read in that client's words (truth rules 3 and 5).
+CLIENT_OF: dict[str, str | None] = {
+    "Read": "claude-code", "Bash": "claude-code", "PowerShell": "claude-code", "Glob": "claude-code",
+    "Grep": "claude-code", "Write": "claude-code", "LS": "claude-code", "Edit": "claude-code",
+    "MultiEdit": "claude-code", "WebSearch": "claude-code", "WebFetch": "claude-code",
+    "read_file": "gemini-cli", "run_shell_command": "gemini-cli", "glob": "gemini-cli", "grep_search": "gemini-cli",
+    "search_file_content": "gemini-cli", "write_file": "gemini-cli", "list_directory": "gemini-cli",
+    "replace": "gemini-cli", "google_web_search": "gemini-cli",
+    "shell": "codex", "shell_command": "codex", "exec_command": "codex", "local_shell": "codex", "grep_files": "codex",
+    "shell_call": None, "read": "opencode", "bash": "opencode", "grep": "opencode", "write": "opencode",
+    "list": "opencode", "edit": "opencode", "multiedit": "opencode", "websearch": "opencode", "webfetch": "opencode",
+    "view": "crush", "ls": "crush", "fetch": "crush",
+    "execute_command": "cline", "write_to_file": "cline", "list_files": "cline", "search_files": "cline",
+    "web_search": "cline", "web_fetch": "cline", "run_commands": "cline",
+    "terminal": "zed", "find_path": "zed", "execute_bash": "openhands", "developer__shell": "goose",
+    "run_terminal_command": "continue", "file_glob_search": "continue", "create_new_file": "continue",
+    "single_find_and_replace": "continue", "multi_edit": "continue", "search_web": "continue",
+    "fetch_url_content": "continue", "run_terminal_cmd": None,
+    "view_file": None, "run_command": None, "find": None, "grep_search_v2": None, "list_dir": None,
+    "read_url_content": None,
+}  # fmt: skip
+_DEFAULT = object()
+
+
+def translate(
+    name: str, args: dict[str, Any] | None, text: str | None, is_error: bool | None = None, client: Any = _DEFAULT
+):
     kind = kind_of(name)
     inputs = kind.inputs(args)
-    observed = kind.observe(result(text, is_error), inputs)
+    observed = kind.observe(result(text, is_error), inputs, CLIENT_OF.get(name) if client is _DEFAULT else client)
     return inputs, observed
 
 
-def step(name: str, args: dict[str, Any] | None, text: str | None, is_error: bool | None = None):
+def step(
+    name: str, args: dict[str, Any] | None, text: str | None, is_error: bool | None = None, client: Any = _DEFAULT
+):
     kind = kind_of(name)
-    inputs, observed = translate(name, args, text, is_error)
+    inputs, observed = translate(name, args, text, is_error, client)
     return encode_step(kind, inputs, observed)
 
 
-def body_json(name: str, args: dict[str, Any] | None, text: str | None, is_error: bool | None = None):
-    doc = step_json(step(name, args, text, is_error))
+def body_json(
+    name: str, args: dict[str, Any] | None, text: str | None, is_error: bool | None = None, client: Any = _DEFAULT
+):
+    doc = step_json(step(name, args, text, is_error, client))
     assert doc["status"] == "CORTEX_STEP_STATUS_DONE"
     kind = kind_of(name)
     assert doc["type"] == kind.step_type
@@ -78,13 +109,12 @@ CASES: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
             "combinedOutput": {"full": "test result: FAILED"},
         },
     ),
-    "run_command": (
+    "run_command": (  # Cascade's own tool: no client frame counts, so no exit code
         {"CommandLine": "npm test", "Cwd": "/repo", "Blocking": False, "SafeToAutoRun": True},
         "Exit code: 0\nOutput:\nok",
         {
             "commandLine": "npm test",
             "cwd": "/repo",
-            "exitCode": 0,
             "combinedOutput": {"full": "Exit code: 0\nOutput:\nok"},
         },
     ),
@@ -257,8 +287,8 @@ def run(command: str, exit_code: int | None, full: str, **more: Any) -> dict[str
 
 
 GEMINI_OK = (
-    "Command: ls -la\nDirectory: /repo\nOutput: total 0\nError: (none)\nExit Code: (none)\n"
-    "Signal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 48230"
+    "Command: ls -la\nDirectory: /repo\nOutput: total 0\nError: (none)\nExit Code: 0\n"
+    "Signal: 0\nBackground PIDs: (none)\nProcess Group PGID: 48230"
 )
 OPENHANDS_OK = (
     "1 passed in 0.01s\n[The command completed with exit code 0.]\n"
@@ -481,17 +511,32 @@ def test_every_default_tool_name_has_a_case() -> None:
     assert set(CASES) == set(DEFAULT_TOOL_KINDS)
 
 
+# The fields a step states about the result (the rest state the call's inputs).
+RESULT_KEYS = {"content", "rawOutput", "children", "fileCreated", "summary", "combinedOutput", "exitCode"}
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(w.title() for w in rest)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_realistic_arguments_translate(name: str) -> None:
     args, text, expected = CASES[name]
-    key, body = body_json(name, args, text)
-    assert key == JSON_KEYS[DEFAULT_TOOL_KINDS[name]]
-    assert body == expected
+    kind = DEFAULT_TOOL_KINDS[name]
+    if kind == "run_command":  # a shell result is read in its client's words: the whole body
+        key, body = body_json(name, args, text)
+        assert key == JSON_KEYS[kind]
+        assert body == expected
+        return
+    # A non-shell result needs the client's own words for success (test_kinds_evidence.py):
+    # here only the call's arguments are checked.
+    inputs = step_json(encode_step(kind_of(name), kind_of(name).inputs(args), {}))[JSON_KEYS[kind]]
+    assert inputs == {k: v for k, v in expected.items() if k not in RESULT_KEYS}
 
 
 def test_empty_unknown_arguments_are_harmless() -> None:
-    inputs, _ = translate("LS", {"path": "/repo", "ignore": []}, "a.py")
-    assert inputs == {"directory_path_uri": "file:///repo"}
+    assert kind_of("LS").inputs({"path": "/repo", "ignore": []}) == {"directory_path_uri": "file:///repo"}
     inputs, _ = translate("Bash", {"command": "ls", "run_in_background": False}, "a")
     assert inputs["command_line"] == "ls"
 
@@ -507,7 +552,7 @@ def test_ignorable_arguments_do_not_refuse() -> None:
 
 
 def test_run_command_output_only_in_combined_output() -> None:
-    s = step("Bash", {"command": "ls /nope"}, "Exit code: 2\nOutput:\nls: cannot access /nope")
+    s = step("shell_command", {"command": "ls /nope"}, "Exit code: 2\nOutput:\nls: cannot access /nope")
     rc = s.run_command
     assert rc.combined_output.full == "Exit code: 2\nOutput:\nls: cannot access /nope"
     assert rc.stdout == ""
@@ -525,23 +570,32 @@ def test_run_command_exit_code_absent_when_unknown() -> None:
 
 
 def test_run_command_exit_code_zero_is_present() -> None:
-    s = step("Bash", {"command": "true"}, "Exit code: 0")
+    s = step("shell_command", {"command": "true"}, "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n")
     assert s.run_command.HasField("exit_code")
     assert step_json(s)["runCommand"]["exitCode"] == 0
 
 
 @pytest.mark.parametrize(
-    ("text", "is_error", "expected"),
+    ("name", "text", "is_error", "expected"),
     [
-        ("Permission denied", True, 1),
-        ("[tool error] boom", None, 1),
-        ("Exit code 2\nno such file", True, 2),
-        ('{"output": "", "metadata": {"exit_code": 7}}', None, 7),
+        ("Bash", "Permission denied", True, 1),
+        ("Bash", "Exit code 2\nno such file", True, 2),
+        ("shell", '{"output": "", "metadata": {"exit_code": 7}}', None, 7),
+        ("bash", '{"returncode": 2, "output": "x"}', None, 2),  # mini-swe-agent (client below)
     ],
 )
-def test_run_command_failure_stays_failure(text: str, is_error: bool | None, expected: int) -> None:
-    s = step("Bash", {"command": "false"}, text, is_error)
+def test_run_command_failure_stays_failure(name: str, text: str, is_error: bool | None, expected: int) -> None:
+    client = "mini-swe-agent" if text.startswith('{"returncode"') else _DEFAULT
+    s = step(name, {"command": "false"}, text, is_error, client)
     assert s.run_command.exit_code == expected
+
+
+@pytest.mark.parametrize("client", [None, "claude-code", "codex", "opencode"])
+def test_a_forgeable_frame_of_another_client_is_no_status(client: str | None) -> None:
+    # The program printed a status-like line or JSON; only mini-swe-agent's own wrapper is a status.
+    for text in ('{"returncode": 2, "output": "x"}', "[tool error] boom", "done\nExit code: 3"):
+        s = step("bash", {"command": "cat status"}, text, None, client)
+        assert not s.run_command.HasField("exit_code"), (client, text)
 
 
 def test_exit_code_carried_as_data_wins_over_text() -> None:
@@ -649,11 +703,15 @@ def test_run_in_background_refused(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["Process running with session ID 12\nOutput:\n", "Command running in background with ID: bash_1"]
+    ("name", "text"),
+    [
+        ("exec_command", "Process running with session ID 12\nOutput:\n"),
+        ("Bash", "Command running in background with ID: bash_1"),
+    ],
 )
-def test_still_running_command_refused(text: str) -> None:
+def test_still_running_command_refused(name: str, text: str) -> None:
     with pytest.raises(Refusal, match="still running"):
-        translate("Bash", {"command": "sleep 100"}, text)
+        translate(name, {"command": "sleep 100"}, text)
 
 
 @pytest.mark.parametrize(
@@ -686,8 +744,9 @@ def test_failed_results_refused_where_the_step_cannot_say_so(
 
 
 def test_error_words_inside_a_read_are_not_a_failure() -> None:
-    _, observed = translate("Read", {"file_path": "/repo/log.txt"}, "line 1\n[tool error] in the log\n")
-    assert observed == {"content": "line 1\n[tool error] in the log\n"}
+    text = "     1\tline 1\n     2\t[tool error] in the log\n"
+    _, observed = translate("Read", {"file_path": "/repo/log.txt"}, text)
+    assert observed == {"content": text}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -705,7 +764,8 @@ def test_non_text_results_refused(name: str) -> None:
     ],
 )
 def test_nested_directory_tree_refused(text: str) -> None:
-    with pytest.raises(Refusal, match="nested"):
+    # Claude Code's LS tree has no wording that states success, nor a field for its nesting.
+    with pytest.raises(Refusal):
         translate("LS", {"path": "/repo"}, text)
 
 

@@ -36,7 +36,8 @@ def test_probe_bash_call_without_result_gives_no_step() -> None:
 
 
 def test_probe_failed_bash_keeps_exit_code_2() -> None:
-    r = rewrite(raw(failed_ls_body()), path="/v1/chat/completions")
+    # Codex's words ("Exit code: N" above "Output:"), from Codex: its user agent says so.
+    r = rewrite(raw(failed_ls_body()), path="/v1/chat/completions", client_hint="codex_exec/0.171.0")
     assert r.status == "rewritten"
     (step,) = orjson.loads(r.body or b"")["additional_steps"]
     assert step["runCommand"]["exitCode"] == 2
@@ -44,12 +45,15 @@ def test_probe_failed_bash_keeps_exit_code_2() -> None:
 
 
 def test_probe_failed_bash_output_only_in_combined_output() -> None:
-    r = rewrite(raw(failed_ls_body()), path="/v1/chat/completions")
+    r = rewrite(raw(failed_ls_body()), path="/v1/chat/completions", client_hint="codex_exec/0.171.0")
     (step,) = orjson.loads(r.body or b"")["additional_steps"]
     run = step["runCommand"]
     assert "stdout" not in run
     assert "stderr" not in run
     assert run["combinedOutput"] == {"full": FAILED_LS}
+    # From a client that cannot be identified the same words are no status: absent, not 2.
+    (step,) = orjson.loads(rewrite(raw(failed_ls_body()), path="/v1/chat/completions").body or b"")["additional_steps"]
+    assert "exitCode" not in step["runCommand"]
     assert r.plan is not None
     assert r.plan.steps[0].run_command.stdout == ""
 

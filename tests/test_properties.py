@@ -16,12 +16,21 @@ import orjson
 from chatkit import assert_valid_rewrite, assistant, body, call, tool, user
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from native_bridge import rewrite
+from native_bridge import Config, rewrite
 from native_bridge.core.builder import build, build_pending
 from native_bridge.core.dialects import chat
 from native_bridge.core.encoder import step_json
 
 CHAT_PATH = "/v1/chat/completions"
+CONFIG = Config(client="codex")
+
+
+def _read(doc: Any) -> Any:
+    h = chat.read(doc)
+    h.client = CONFIG.client
+    return h
+
+
 K = re.compile(r"KK\d{3}")
 R = re.compile(r"RR\d{3}")
 
@@ -30,18 +39,20 @@ BASH_RESULTS = [
     ("{r} ok", True, None),
     ("Exit code: 1\nOutput:\n{r} failed", True, 1),
     ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}\nexit code 3", True, 0),
-    ("[tool error] {r}", True, 1),
+    ("[tool error] {r}", True, None),  # no client's frame: words the program may have printed
     ('{{"output": "{r}", "metadata": {{"exit_code": 2}}}}', True, 2),
     ("Process exited with code 127\nOutput:\n{r}: command not found", True, 127),
     ("Process running with session ID 5\nOutput:\n{r}", False, None),
 ]
+# The client is Codex (CLIENT): its shell frames count; the non-shell tools below have no
+# Codex wording that states their success (kinds.EVIDENCE), so they stay messages.
 READ_RESULTS = [
-    ("     1\t{r} text", True, None),
+    ("     1\t{r} text", False, None),
     ("<tool_use_error>{r} does not exist</tool_use_error>", False, None),
     ("[tool error] {r}", False, None),
 ]
-PLAIN_RESULTS = [("{r} result", True, None)]
-LS_RESULTS = [("{r}.txt", True, None), ("- /w/\n  - {r}.txt", False, None)]
+PLAIN_RESULTS = [("{r} result", False, None)]
+LS_RESULTS = [("{r}.txt", False, None), ("- /w/\n  - {r}.txt", False, None)]
 
 # (tool name, arguments from the call token, the call can be translated, result variants)
 TOOLS: list[tuple[str, Any, bool, list[tuple[str, bool, int | None]]]] = [
@@ -213,7 +224,7 @@ def tokens(doc: Any, pattern: re.Pattern[str]) -> list[str]:
 
 def outcome(case: Case) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """(rewritten messages, steps, delta) as the output bytes say."""
-    r = rewrite(orjson.dumps(body(*case.messages)), path=CHAT_PATH)
+    r = rewrite(orjson.dumps(body(*case.messages)), CONFIG, path=CHAT_PATH)
     assert r.status in ("rewritten", "unchanged"), r.reason
     if r.status == "unchanged":
         assert r.body is None
@@ -284,8 +295,8 @@ def test_rewritten_messages_stay_valid_chat(case: Case) -> None:
 @given(cases())
 def test_deterministic(case: Case) -> None:
     data = orjson.dumps(body(*case.messages))
-    first = rewrite(data, path=CHAT_PATH)
-    again = rewrite(orjson.dumps(orjson.loads(data)), path=CHAT_PATH)
+    first = rewrite(data, CONFIG, path=CHAT_PATH)
+    again = rewrite(orjson.dumps(orjson.loads(data)), CONFIG, path=CHAT_PATH)
     assert first.status == again.status
     assert first.body == again.body
     assert first.steps == again.steps
@@ -294,19 +305,19 @@ def test_deterministic(case: Case) -> None:
 @SETTINGS
 @given(cases())
 def test_idempotent(case: Case) -> None:
-    first = rewrite(orjson.dumps(body(*case.messages)), path=CHAT_PATH)
+    first = rewrite(orjson.dumps(body(*case.messages)), CONFIG, path=CHAT_PATH)
     if first.body is None:
         return
-    second = rewrite(first.body, path=CHAT_PATH)
+    second = rewrite(first.body, CONFIG, path=CHAT_PATH)
     assert second.status in ("skipped", "unchanged")
     assert second.body is None
     # The rewritten messages on their own: nothing left to step, nothing to take out.
     messages = orjson.loads(first.body)["messages"]
     doc = body(*messages)
-    again = build(chat.read(doc))
+    again = build(_read(doc))
     assert again.steps == []
     assert chat.write(doc, again.stepped) == messages
-    alone = rewrite(orjson.dumps(doc), path=CHAT_PATH)
+    alone = rewrite(orjson.dumps(doc), CONFIG, path=CHAT_PATH)
     assert alone.status == "unchanged"
     assert alone.body is None
 
@@ -314,7 +325,7 @@ def test_idempotent(case: Case) -> None:
 @SETTINGS
 @given(cases())
 def test_delta_slice(case: Case) -> None:
-    h = chat.read(body(*case.messages))
+    h = _read(body(*case.messages))
     plan = build(h)
     assert 0 <= plan.delta_start <= len(plan.steps)
     full = [step_json(s) for s in plan.steps[plan.delta_start :]]

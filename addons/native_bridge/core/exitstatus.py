@@ -17,15 +17,18 @@ rules with their sources; tests/test_exitstatus_clients.py tests each one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import orjson
 
+from .clients import counts_for
+
 # code: the rule states the number; success: the client states success (0);
 # failed: a failure with no number (encoded as 1); running: no outcome yet;
-# not_run: the command never ran (rejected, denied, invalid).
-Verdict = Literal["code", "success", "failed", "running", "not_run", "unknown"]
+# not_run: the command never ran (rejected, denied, invalid); conflict: the client's signals
+# disagree (no claim: the code stays absent).
+Verdict = Literal["code", "success", "failed", "running", "not_run", "conflict", "unknown"]
 Where = Literal["json", "header", "trailer", "first", "last"]
 
 FAILED_WITHOUT_CODE = 1
@@ -41,29 +44,28 @@ class ExitStatus:
 @dataclass(frozen=True, slots=True)
 class Rule:
     name: str
-    client: str
+    client: str  # who writes this frame, in words (README)
     source: str  # where the format is defined (repository and path)
     where: Where
     pattern: re.Pattern[str]  # matched against one whole stripped line
     verdict: Verdict
     examples: tuple[str, ...]  # realistic results, each tested in tests/test_exitstatus_clients.py
+    clients: tuple[str, ...] = ()  # the clients (ids or families, clients.py) for which the frame counts
+    flag: bool | None = None  # True: the client writes it only on a result it flags as an error
+
+    def scoped(self, clients: tuple[str, ...], flag: bool | None = None) -> Rule:
+        return replace(self, clients=clients, flag=flag)
 
 
 def _r(name: str, client: str, source: str, where: Where, pattern: str, verdict: Verdict, *examples: str) -> Rule:
     return Rule(name, client, source, where, re.compile(pattern), verdict, examples)
 
 
-N = r"(?P<code>-?\d{1,10})"
-# "Exit code: N", "exit status N", "Process exited with code N", optionally in [] or ().
-_GENERIC = (
-    rf"(?i)[\[(]?(?:exit[ _](?:code|status):?\s*"
-    rf"|(?:(?:the )?(?:process|command|program|shell|script) )?exited with (?:exit )?(?:code|status):?\s*){N}\.?[\])]?"
-)
+N = r"(?P<code>-?\d{1,19})"  # wider than int32: an out-of-range code is still a failure
 
 # Lines that only frame a result (no verdict of their own) and may sit in a trailer.
 _FRAME_LINES = re.compile(
     r"\[Current working directory: .*\]|\[Python interpreter: .*\]"  # OpenHands
-    r"|Process Group PGID: .*|Background PIDs: .*|(?:Error|Signal|Exit Code): \(none\)"  # Gemini CLI
     r"|<cwd>.*</cwd>"  # Crush
     r"|</?(?:shell|bash)_metadata>"  # opencode
     r"|\[Status: .*\]"  # Continue (statuses with a verdict are rules, matched first)
@@ -83,7 +85,7 @@ RULES: tuple[Rule, ...] = (
         "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nls: cannot access '/nope': No such file or directory\n",
         "Command executed in terminal within working directory '/home/u/proj'. Command execution was not successful, "
         "inspect the cause and adjust as needed.\nExit code: 2\nOutput:\nmake: *** [all] Error 2\n",
-    ),
+    ).scoped(("codex", "roo-code")),
     _r(
         "codex-exec-exited",
         "Codex CLI exec_command / write_stdin",
@@ -93,7 +95,7 @@ RULES: tuple[Rule, ...] = (
         "code",
         "Chunk ID: 3c1a9e\nWall time: 2.1000 seconds\nProcess exited with code 1\nOriginal token count: 5\n"
         "Output:\nerror: test failed\n",
-    ),
+    ).scoped(("codex", "agents-sdk")),
     _r(
         "codex-exec-running",
         "Codex CLI exec_command",
@@ -102,7 +104,7 @@ RULES: tuple[Rule, ...] = (
         r"Process running with session ID \d+",
         "running",
         "Chunk ID: f800eb\nWall time: 1.0024 seconds\nProcess running with session ID 32244\nOutput:\n[vite] ready\n",
-    ),
+    ).scoped(("codex", "agents-sdk")),
     _r(
         "cline-failed",
         "Cline >= 3.58 execute_command",
@@ -111,7 +113,7 @@ RULES: tuple[Rule, ...] = (
         rf"Command failed with exit code {N}\.",
         "code",
         "[execute_command for 'npm test'] Result:\nCommand failed with exit code 1.\nOutput:\nFAIL src/a.test.ts\n",
-    ),
+    ).scoped(("cline",)),
     _r(
         "cline-success",
         "Cline >= 3.58 execute_command",
@@ -120,7 +122,7 @@ RULES: tuple[Rule, ...] = (
         r"Command executed successfully \(exit code 0\)\.",
         "success",
         "Command executed successfully (exit code 0).\nOutput:\nok\n",
-    ),
+    ).scoped(("cline",)),
     _r(
         "cline-signal",
         "Cline >= 3.58 execute_command",
@@ -129,7 +131,7 @@ RULES: tuple[Rule, ...] = (
         r"Command terminated by signal \w+\.",
         "failed",
         "Command terminated by signal SIGKILL.\nOutput:\nKilled\n",
-    ),
+    ).scoped(("cline",)),
     _r(
         "roo-signal",
         "Roo Code execute_command",
@@ -139,7 +141,7 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "Command executed in terminal within working directory '/w'. Process terminated by signal SIGKILL\n"
         "Output:\nKilled\n",
-    ),
+    ).scoped(("roo-code",)),
     # ---- trailer: the client's closing frame lines ----------------------------------
     _r(
         "openhands-finished",
@@ -150,7 +152,7 @@ RULES: tuple[Rule, ...] = (
         "code",
         "FAILED tests/test_x.py::test_a\n1 failed in 0.12s\n[The command completed with exit code 1.]\n"
         "[Current working directory: /workspace/repo]\n[Command finished with exit code 1]",
-    ),
+    ).scoped(("openhands",)),
     _r(
         "openhands-completed",
         "OpenHands execute_bash",
@@ -159,7 +161,7 @@ RULES: tuple[Rule, ...] = (
         rf"\[The command completed with exit code {N}\.(?: CTRL\+\w was sent\.)?\]",
         "code",
         "hello\n[The command completed with exit code 0.]",
-    ),
+    ).scoped(("openhands",)),
     _r(
         "openhands-no-output",
         "OpenHands execute_bash",
@@ -171,7 +173,7 @@ RULES: tuple[Rule, ...] = (
         "output by sending empty command '', send other commands to interact with the current process, send keys "
         '("C-c", "C-z", "C-d") to interrupt/kill the previous command before sending your new command, or use the '
         "timeout parameter in execute_bash for future commands.]",
-    ),
+    ).scoped(("openhands",)),
     _r(
         "continue-status",
         "Continue run_terminal_command",
@@ -180,7 +182,7 @@ RULES: tuple[Rule, ...] = (
         rf"\[Status: Command failed with exit code {N}\]",
         "code",
         "FAIL src/a.test.ts\n  x adds (3 ms)\n\n[Status: Command failed with exit code 1]",
-    ),
+    ).scoped(("continue",)),
     _r(
         "continue-timeout",
         "Continue run_terminal_command",
@@ -189,7 +191,7 @@ RULES: tuple[Rule, ...] = (
         r"\[Timeout: process killed after .*\]",
         "failed",
         "waiting...\n[Timeout: process killed after 2 minutes]\n\n[Status: Command completed]",
-    ),
+    ).scoped(("continue",)),
     _r(
         "continue-background",
         "Continue run_terminal_command",
@@ -198,26 +200,7 @@ RULES: tuple[Rule, ...] = (
         r"\[Status: Command is running in the background.*\]",
         "running",
         "\n[Status: Command is running in the background...]",
-    ),
-    _r(
-        "gemini-exit",
-        "Gemini CLI run_shell_command",
-        "google-gemini/gemini-cli packages/core/src/tools/shell.ts",
-        "trailer",
-        rf"Exit Code: {N}",
-        "code",
-        "<untrusted_context>\nOutput: FAILED tests/test_x.py::test_a\nExit Code: 1\nProcess Group PGID: 48230\n"
-        "</untrusted_context>",
-    ),
-    _r(
-        "gemini-signal",
-        "Gemini CLI run_shell_command",
-        "google-gemini/gemini-cli packages/core/src/tools/shell.ts",
-        "trailer",
-        r"Signal: \d+",
-        "failed",
-        "<untrusted_context>\nOutput: (empty)\nSignal: 9\nProcess Group PGID: 48250\n</untrusted_context>",
-    ),
+    ).scoped(("continue",)),
     _r(
         "crush-exit",
         "Crush bash",
@@ -226,7 +209,7 @@ RULES: tuple[Rule, ...] = (
         rf"Exit code {N}",
         "code",
         "--- FAIL: TestX (0.00s)\nFAIL\nexit status 1\nExit code 1\n\n<cwd>/home/u/proj</cwd>",
-    ),
+    ).scoped(("crush",)),
     _r(
         "crush-aborted",
         "Crush bash",
@@ -235,7 +218,7 @@ RULES: tuple[Rule, ...] = (
         r"Command was aborted before completion",
         "failed",
         "building...\nCommand was aborted before completion\n\n<cwd>/home/u/proj</cwd>",
-    ),
+    ).scoped(("crush",)),
     _r(
         "opencode-timeout",
         "opencode bash",
@@ -246,7 +229,7 @@ RULES: tuple[Rule, ...] = (
         "(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 120000 ms. If this "
         "command is expected to take longer and is not waiting for interactive input, retry with a larger timeout "
         "value in milliseconds.\n</shell_metadata>",
-    ),
+    ).scoped(("opencode",)),
     _r(
         "opencode-timeout-old",
         "opencode bash (2025)",
@@ -255,7 +238,7 @@ RULES: tuple[Rule, ...] = (
         r"\((?:Command timed out after \d+ ms|Command was aborted)\)",
         "failed",
         "compiling\n\n(Command timed out after 120000 ms)",
-    ),
+    ).scoped(("opencode",)),
     # ---- first line -------------------------------------------------------------------
     _r(
         "claude-code-exit",
@@ -265,7 +248,7 @@ RULES: tuple[Rule, ...] = (
         rf"Exit code {N}",
         "code",
         "Exit code 1\nnpm ERR! missing script: test",
-    ),
+    ).scoped(("claude-code",), flag=True),
     _r(
         "claude-code-timeout",
         "Claude Code Bash (older builds)",
@@ -274,7 +257,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:Error: )?Command timed out after .*",
         "failed",
         "Command timed out after 2m 0.0s",
-    ),
+    ).scoped(("claude-code",), flag=True),
     _r(
         "claude-code-background",
         "Claude Code Bash",
@@ -284,7 +267,7 @@ RULES: tuple[Rule, ...] = (
         r"budget .*moved to the background) with ID: .*",
         "running",
         "Command running in background with ID: b20hid1oz. Output is being written to: /tmp/claude/b20hid1oz.output",
-    ),
+    ).scoped(("claude-code",)),
     _r(
         "zed-failed",
         "Zed terminal",
@@ -293,7 +276,7 @@ RULES: tuple[Rule, ...] = (
         rf'Command ".*" failed with exit code {N}\.',
         "code",
         'Command "cargo test" failed with exit code 101.\n\n```\nerror[E0425]: cannot find value `x`\n```',
-    ),
+    ).scoped(("zed",)),
     _r(
         "zed-success",
         "Zed terminal",
@@ -302,7 +285,7 @@ RULES: tuple[Rule, ...] = (
         r"Command executed successfully\.",
         "success",
         "Command executed successfully.",
-    ),
+    ).scoped(("zed",)),
     _r(
         "zed-timeout",
         "Zed terminal",
@@ -311,7 +294,7 @@ RULES: tuple[Rule, ...] = (
         r'Command ".*" timed out\..*|Command terminated unexpectedly\..*|The user stopped this command\..*',
         "failed",
         'Command "sleep 100" timed out. No output was captured.',
-    ),
+    ).scoped(("zed",)),
     _r(
         "codex-exec-error",
         "Codex CLI shell (signal, sandbox error)",
@@ -320,7 +303,7 @@ RULES: tuple[Rule, ...] = (
         r"execution error: .*",
         "failed",
         "execution error: Sandbox(Signal(9))",
-    ),
+    ).scoped(("codex",)),
     _r(
         "gemini-timeout",
         "Gemini CLI run_shell_command",
@@ -331,7 +314,7 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "<untrusted_context>\nCommand was automatically cancelled because it exceeded the timeout of 5.0 minutes "
         "without output. There was no output before it was cancelled.\n</untrusted_context>",
-    ),
+    ).scoped(("gemini-cli",)),
     _r(
         "gemini-background",
         "Gemini CLI run_shell_command",
@@ -340,7 +323,16 @@ RULES: tuple[Rule, ...] = (
         r"Command (?:moved to background \(PID: \d+\)|is running in background\. PID: \d+).*",
         "running",
         "Command moved to background (PID: 4821). Output hidden. Press Ctrl+B to view.",
-    ),
+    ).scoped(("gemini-cli",)),
+    _r(
+        "qwen-timeout",
+        "Qwen Code run_shell_command",
+        "QwenLM/qwen-code packages/core/src/tools/shell.ts (captured with 0.24.4)",
+        "first",
+        r"Command timed out after \d+ms before it could complete\..*",
+        "failed",
+        "Command timed out after 1000ms before it could complete. There was no output before it timed out.",
+    ).scoped(("qwen-code",)),
     _r(
         "cline-running",
         "Cline / Roo Code execute_command",
@@ -351,7 +343,7 @@ RULES: tuple[Rule, ...] = (
         r"after \d+ seconds\. Running in background\.",
         "running",
         "Command is still running in the user's terminal.\nHere's the output so far:\nListening on :3000",
-    ),
+    ).scoped(("cline", "roo-code")),
     _r(
         "cline-cancelled",
         "Cline execute_command",
@@ -360,7 +352,7 @@ RULES: tuple[Rule, ...] = (
         r"Command (?:cancelled\.|was cancelled by the user\.|execution timed out after \d+ seconds\.).*",
         "failed",
         "Command execution timed out after 30 seconds. \nOutput so far:\nwaiting",
-    ),
+    ).scoped(("cline",)),
     _r(
         "roo-timeout",
         "Roo Code execute_command",
@@ -369,7 +361,7 @@ RULES: tuple[Rule, ...] = (
         r"The command was terminated after exceeding a user-configured \d+s timeout\..*",
         "failed",
         "The command was terminated after exceeding a user-configured 60s timeout. Do not try to re-run the command.",
-    ),
+    ).scoped(("roo-code",)),
     _r(
         "crush-background",
         "Crush bash",
@@ -379,7 +371,7 @@ RULES: tuple[Rule, ...] = (
         r"with ID: .*",
         "running",
         "Background shell started with ID: 3\n\nUse job_output tool to view output or job_kill to terminate.",
-    ),
+    ).scoped(("crush",)),
     # ---- last line --------------------------------------------------------------------
     _r(
         "goose-exit",
@@ -389,7 +381,7 @@ RULES: tuple[Rule, ...] = (
         rf"Command exited with code {N}",
         "code",
         "FAILED test_x\n1 failed\n\nCommand exited with code 1",
-    ),
+    ).scoped(("goose",)),
     _r(
         "goose-timeout",
         "goose shell",
@@ -398,26 +390,7 @@ RULES: tuple[Rule, ...] = (
         r"Command timed out(?: after \d+ seconds)?",
         "failed",
         "started\n\nCommand timed out after 30 seconds",
-    ),
-    # ---- generic forms (brief): first or last line, optionally bracketed ---------------
-    _r(
-        "generic-exit",
-        "generic (any client)",
-        "design brief: plain-text and bracketed forms",
-        "first",
-        _GENERIC,
-        "code",
-        "[exit code: 3]\nboom",
-    ),
-    _r(
-        "generic-exit-last",
-        "generic (any client)",
-        "design brief: plain-text and bracketed forms",
-        "last",
-        _GENERIC,
-        "code",
-        "boom\n(exit code 5)",
-    ),
+    ).scoped(("goose",)),
 )
 
 # Results that say the command never ran: rejected by the user or a policy, or invalid.
@@ -431,6 +404,7 @@ NOT_RUN = re.compile(
     r"|exec_command failed for|unified exec is unavailable"  # Codex
     r"|\[Operation Cancelled\]|Command was cancelled by user before it could start|Tool execution denied by policy"
     r"|Command injection detected"  # Gemini CLI
+    r"|Blocked: standalone sleep"  # Qwen Code (captured with 0.24.4)
     r"|(?:OBSERVATION:\s*)?Action has been rejected by the user|\[Your command \".*\" is NOT executed"  # OpenHands
     r"|ERROR: (?:Cannot execute multiple commands|No previous running command)"  # OpenHands
     r"|The user denied this operation|Skipping tool due to user rejecting|Tool was interrupted and not executed"
@@ -476,10 +450,17 @@ def _int32(n: int) -> int | None:
     return n if -(2**31) <= n < 2**31 else None
 
 
-def _status(rule: Rule, m: re.Match[str]) -> ExitStatus | None:
+def _code(n: int, source: str) -> ExitStatus:
+    """A stated exit code; one beyond int32 (the step's field) is still a failure, without its number."""
+    code = _int32(n)
+    if code is None:
+        return ExitStatus(FAILED_WITHOUT_CODE, source, "failed")
+    return ExitStatus(code, source, "code")
+
+
+def _status(rule: Rule, m: re.Match[str]) -> ExitStatus:
     if rule.verdict == "code":
-        code = _int32(int(m.group("code")))
-        return None if code is None else ExitStatus(code, rule.name, "code")
+        return _code(int(m.group("code")), rule.name)
     if rule.verdict == "success":
         return ExitStatus(0, rule.name, "success")
     if rule.verdict == "failed":
@@ -487,12 +468,18 @@ def _status(rule: Rule, m: re.Match[str]) -> ExitStatus | None:
     return ExitStatus(None, rule.name, rule.verdict)
 
 
-def _match(where: str, line: str) -> ExitStatus | None:
-    """The status the first of the ``where`` rules that fullmatches ``line`` says."""
+def _counts(rule: Rule, client: str | None, is_error: bool | None) -> bool:
+    return counts_for(client, rule.clients) and (rule.flag is None or rule.flag == bool(is_error))
+
+
+def _match(where: str, line: str, client: str | None, is_error: bool | None) -> ExitStatus | None:
+    """The status the first of the client's ``where`` rules that fullmatches ``line`` says."""
     line = line.strip()
     if not _ANY_BY_WHERE[where].fullmatch(line):
         return None
     for rule in _BY_WHERE[where]:
+        if not _counts(rule, client, is_error):
+            continue
         m = rule.pattern.fullmatch(line)
         if m:
             return _status(rule, m)
@@ -509,15 +496,15 @@ def _header_end(lines: list[str]) -> int | None:
     return None
 
 
-def _header(head: list[str]) -> ExitStatus | None:
+def _header(head: list[str], client: str | None, is_error: bool | None) -> ExitStatus | None:
     for line in head:
-        found = _match("header", line)
+        found = _match("header", line, client, is_error)
         if found:
             return found
     return None
 
 
-def _trailer(lines: list[str]) -> ExitStatus | None:
+def _trailer(lines: list[str], client: str | None, is_error: bool | None) -> ExitStatus | None:
     """The strongest verdict among the trailing frame lines (a failure beats a code)."""
     found: list[ExitStatus] = []
     seen = 0
@@ -527,7 +514,7 @@ def _trailer(lines: list[str]) -> ExitStatus | None:
         if seen == _TRAILER_LIMIT:
             break
         seen += 1
-        status = _match("trailer", line)
+        status = _match("trailer", line, client, is_error)
         if status:
             found.append(status)
         elif not _FRAME_LINES.fullmatch(line.strip()):
@@ -538,31 +525,166 @@ def _trailer(lines: list[str]) -> ExitStatus | None:
     return min(found, key=lambda s: order.get(s.verdict, 9))
 
 
-def _json(text: str) -> ExitStatus | None:
+# ---- results that are JSON objects of the client's own making ------------------------------
+
+
+def _codex_json(doc: dict[str, object]) -> ExitStatus | None:
+    # Codex shell / local_shell (structured output): {"output": ..., "metadata": {"exit_code": N, ...}}.
+    meta = doc.get("metadata")
+    if set(doc) <= {"output", "metadata"} and isinstance(meta, dict) and type(meta.get("exit_code")) is int:
+        return _code(meta["exit_code"], "codex-json")
+    return None
+
+
+_MINI_KEYS = frozenset({"returncode", "output", "exception_info"})
+_MINI_LONG_KEYS = frozenset({"returncode", "output_head", "output_tail", "elided_chars", "warning", "exception_info"})
+_MINI_NOT_RUN = "action was not executed"
+
+
+def _mini(returncode: int, exception_info: str, source: str) -> ExitStatus:
+    """mini-swe-agent: ``returncode`` -1 with ``exception_info`` is its own stand-in (a timeout or
+    an error running the command: a failure; "action was not executed": it never ran)."""
+    if exception_info.strip() == _MINI_NOT_RUN:
+        return ExitStatus(None, source, "not_run")
+    if returncode == -1 and exception_info.strip():
+        return ExitStatus(FAILED_WITHOUT_CODE, source, "failed")
+    return _code(returncode, source)
+
+
+def _mini_json(doc: dict[str, object]) -> ExitStatus | None:
+    keys = set(doc)
+    if "returncode" not in keys or not (keys <= _MINI_KEYS or keys <= _MINI_LONG_KEYS):
+        return None
+    rc, info = doc["returncode"], doc.get("exception_info", "")
+    if type(rc) is not int or not isinstance(info, str):
+        return None
+    return _mini(rc, info, "mini-swe-agent-json")
+
+
+_MINI_XML = re.compile(
+    r"\A(?:<exception>(?P<info>.*?)</exception>\s*)?<returncode>(?P<code>-?\d{1,19})</returncode>\s*"
+    r"<(?:output|warning)>",
+    re.S,
+)
+
+
+def _cline_json(doc: object) -> ExitStatus | None:
+    # Cline v4 run_commands: [{"query", "result", "error"?, "success"}], one command per step.
+    if not (isinstance(doc, list) and len(doc) == 1 and isinstance(doc[0], dict)):
+        return None
+    item = doc[0]
+    if not isinstance(item.get("success"), bool):
+        return None
+    if item["success"]:
+        return ExitStatus(0, "cline-v4-json", "success")
+    m = re.fullmatch(rf"Command exited with code {N}", str(item.get("error") or ""))
+    if m:
+        return _code(int(m.group("code")), "cline-v4-json")
+    return ExitStatus(FAILED_WITHOUT_CODE, "cline-v4-json", "failed")
+
+
+# Whole-result structures: which client writes each (the result IS the structure, so its
+# fields are the client's, not the program's).
+STRUCTURED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
+    # (name, clients, shape, source)
+    (
+        "codex-json",
+        ("codex",),
+        '`{"output": …, "metadata": {"exit_code": N}}`',
+        "openai/codex codex-rs/core/src/tools/mod.rs format_exec_output_for_model_structured",
+    ),
+    (
+        "mini-swe-agent-json",
+        ("mini-swe-agent",),
+        '`{"returncode": N, "output": …}` (`-1` with `exception_info`: failure; "action was not executed": never ran)',
+        "SWE-agent/mini-swe-agent src/minisweagent/config/mini.yaml observation_template",
+    ),
+    (
+        "mini-swe-agent-xml",
+        ("mini-swe-agent",),
+        "`<returncode>N</returncode>` then `<output>` (an `<exception>` first: as above)",
+        "SWE-agent/mini-swe-agent src/minisweagent/config/default.yaml observation_template",
+    ),
+    (
+        "cline-v4-json",
+        ("cline",),
+        '`[{"success": …, "error": "Command exited with code N"}]`',
+        "cline/cline sdk/packages/core/src/extensions/tools/definitions.ts",
+    ),
+)
+_STRUCTURED_CLIENTS = {name: clients for name, clients, _, _ in STRUCTURED}
+
+
+def _structured(text: str, client: str | None) -> ExitStatus | None:
+    """A whole result that is the client's own structure (JSON, or mini-swe-agent's tags)."""
+    if text[:1] == "<":
+        m = _MINI_XML.match(text)
+        if m and counts_for(client, _STRUCTURED_CLIENTS["mini-swe-agent-xml"]):
+            return _mini(int(m.group("code")), m.group("info") or "", "mini-swe-agent-xml")
+        return None
     if text[:1] not in ("{", "["):
         return None
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:
         return None
-    if isinstance(doc, dict):
-        # Codex shell / local_shell: {"output": ..., "metadata": {"exit_code": N}}; or a plain exit_code.
-        for holder in (doc, doc.get("metadata")):
-            if isinstance(holder, dict) and type(holder.get("exit_code")) is int:
-                code = _int32(holder["exit_code"])
-                if code is not None:
-                    return ExitStatus(code, "json-exit-code", "code")
-        return None
-    # Cline v4 run_commands: [{"query", "result", "error"?, "success"}], one command per step.
-    if isinstance(doc, list) and len(doc) == 1 and isinstance(doc[0], dict) and isinstance(doc[0].get("success"), bool):
-        item = doc[0]
-        if item["success"]:
-            return ExitStatus(0, "cline-v4-json", "success")
-        m = re.fullmatch(rf"Command exited with code {N}", str(item.get("error") or ""))
-        if m:
-            return ExitStatus(_int32(int(m.group("code"))), "cline-v4-json", "code")
-        return ExitStatus(FAILED_WITHOUT_CODE, "cline-v4-json", "failed")
+    readers = (("codex-json", _codex_json), ("mini-swe-agent-json", _mini_json))
+    for name, read in readers:
+        if isinstance(doc, dict) and counts_for(client, _STRUCTURED_CLIENTS[name]):
+            found = read(doc)
+            if found:
+                return found
+    if counts_for(client, _STRUCTURED_CLIENTS["cline-v4-json"]):
+        return _cline_json(doc)
     return None
+
+
+# ---- Gemini CLI family: a fixed frame around the output -----------------------------------
+
+GEMINI_CLIENTS = ("gemini-cli",)  # the family: Gemini CLI, Qwen Code
+# The frame's closing lines, in the order the client writes them (each at most once).
+_GEMINI_SLOTS = ("Error", "Exit Code", "Signal", "Background PIDs", "Process Group PGID")
+_GEMINI_START = re.compile(r"\A(?:Command: .*\n)?(?:Directory: .*\n)?Output: ")
+_NONE = ("(none)", "")
+
+
+def _gemini_frame(text: str) -> ExitStatus | None:
+    """Gemini CLI / Qwen Code ``run_shell_command``: ``[Command: …][Directory: …]Output: …`` at the
+    start, then ``Error:``, ``Exit Code:``, ``Signal:``, ``Background PIDs:``, ``Process Group PGID:``
+    lines at the end, each optional, in that order. Gemini CLI writes ``Exit Code`` only when it is
+    not 0; Qwen Code always writes it (``(none)`` for a signal). ``Signal: 0`` or ``(none)`` is no
+    signal. Only lines in the frame's own slots count: a program line that looks like one sits
+    above them, in the output."""
+    if not _GEMINI_START.match(text):
+        return None
+    lines = text.splitlines()
+    frame: dict[str, str] = {}
+    slot = len(_GEMINI_SLOTS)
+    for line in reversed(lines[1:]):
+        key, sep, value = line.partition(": ")
+        if not sep or key not in _GEMINI_SLOTS[:slot]:
+            break
+        slot = _GEMINI_SLOTS.index(key)
+        frame[key] = value.strip()
+    if "Process Group PGID" not in frame and "Exit Code" not in frame:
+        return None  # not the client's closing frame (it always ends on one of these)
+    code_text = frame.get("Exit Code", "(none)")
+    signal = frame.get("Signal", "(none)")
+    error = frame.get("Error", "(none)")
+    signalled = signal not in _NONE and signal != "0"
+    failed = signalled or error not in _NONE
+    if code_text not in _NONE:
+        if not re.fullmatch(r"-?\d{1,19}", code_text):
+            return None
+        status = _code(int(code_text), "gemini-frame")
+        if status.code == 0 and failed:
+            return ExitStatus(None, "gemini-frame", "conflict")
+        return status
+    if failed:
+        return ExitStatus(FAILED_WITHOUT_CODE, "gemini-frame", "failed")
+    if "Exit Code" in frame:  # Qwen Code: "(none)" and no signal, no error: nothing stated
+        return None
+    return ExitStatus(0, "gemini-frame", "success")  # Gemini CLI writes no Exit Code line for 0
 
 
 def has_error_prefix(text: str) -> bool:
@@ -585,55 +707,57 @@ def unframe(text: str) -> tuple[str, bool]:
     return text, flagged
 
 
-def _gemini_frame(lines: list[str]) -> ExitStatus | None:
-    """Gemini CLI prints ``Exit Code``/``Signal`` only on failure (read as trailer rules
-    before this): its frame without them is a success, unless it carries an ``Error:`` line."""
-    if not lines or not lines[-1].strip().startswith("Process Group PGID:"):
+def _client_status(body: str, is_error: bool | None, client: str | None) -> ExitStatus | None:
+    """What the client's own frame says, at the client's own position; None when it says nothing."""
+    if client is None:
         return None
-    for line in reversed(lines):
-        if line.startswith(("Output:", "Command:")):
-            return ExitStatus(0, "gemini-frame", "success")
-        if line.startswith("Error: ") and line.strip() != "Error: (none)":
-            return ExitStatus(FAILED_WITHOUT_CODE, "gemini-error", "failed")
-    return None
-
-
-def parse_exit_status(text: str, is_error: bool | None = None) -> ExitStatus:
-    """What a shell result says about the command's outcome."""
-    body, flagged = unframe(text)
-    if NOT_RUN.match(body):
-        return ExitStatus(None, "not-run", "not_run")
-    found = _json(body)
+    found = _structured(body, client)
     if found:
         return found
+    if counts_for(client, GEMINI_CLIENTS):
+        found = _gemini_frame(body)
+        if found:
+            return found
     lines = body.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     last = next((ln for ln in reversed(lines) if ln.strip()), "")
     end = _header_end(lines)
     if end is not None:
         # The client framed the output below its header: only the header speaks.
-        probes = (lambda: _header(lines[:end]), lambda: _match("first", first) if end else None)
-    elif is_error:
         probes = (
-            lambda: _match("first", first),
-            lambda: _trailer(lines),
-            lambda: _match("last", last),
+            lambda: _header(lines[:end], client, is_error),
+            lambda: _match("first", first, client, is_error) if end else None,
         )
     else:
         probes = (
-            lambda: _trailer(lines),
-            lambda: _match("first", first),
-            lambda: _match("last", last),
+            lambda: _trailer(lines, client, is_error),
+            lambda: _match("first", first, client, is_error),
+            lambda: _match("last", last, client, is_error),
         )
     for probe in probes:
         found = probe()
         if found:
             return found
-    found = _gemini_frame(lines)
-    if found:
+    return None
+
+
+def parse_exit_status(text: str, is_error: bool | None = None, client: str | None = None) -> ExitStatus:
+    """What a shell result says about the command's outcome, for ``client`` (an id of clients.py).
+
+    ``client`` None: the client is unknown, so only what a program's output cannot forge
+    counts (the dialect's error flag ``is_error``); every client's frame is ignored. The error
+    flag is authoritative in its direction: a flagged result is never exit 0 (a frame that
+    says 0 or success conflicts with it: no claim, the code stays absent)."""
+    body, _ = unframe(text)
+    if NOT_RUN.match(body):  # refusals are never claims: recognised for every client
+        return ExitStatus(None, "not-run", "not_run")
+    found = _client_status(body, is_error, client)
+    if found is not None and found.verdict in ("running", "not_run"):
         return found
     if is_error:
-        return ExitStatus(FAILED_WITHOUT_CODE, "error flag", "failed")
-    if flagged:
-        return ExitStatus(FAILED_WITHOUT_CODE, "error prefix", "failed")
-    return ExitStatus(None, "", "unknown")
+        if found is None:
+            return ExitStatus(FAILED_WITHOUT_CODE, "error flag", "failed")
+        if found.code == 0 or found.verdict in ("success", "conflict"):
+            return ExitStatus(None, f"error flag against {found.source}", "conflict")
+        return found
+    return found if found is not None else ExitStatus(None, "", "unknown")

@@ -7,10 +7,8 @@ from typing import Any, Literal
 
 # How a turn (a message, or an input item) takes part in the tool history.
 # "calls": it carries tool calls; "results": it carries tool results and nothing
-# that would end a tool round; "other": anything else (user text, assistant text);
-# "more": calls that go on the model response of the calls turn before the results
-# turn before it (Responses: calls and outputs interleave), one round with it.
-TurnRole = Literal["calls", "results", "other", "more"]
+# that would end a tool round; "other": anything else (user text, assistant text).
+TurnRole = Literal["calls", "results", "other"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +41,6 @@ class History:
     calls: list[ToolCall] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
     turns: list[TurnRole] = field(default_factory=list)
+    # The client that sent the request (an id of clients.py), None when it cannot be told:
+    # its results are read in its own words only (truth rule 3).
+    client: str | None = None

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from .clients import counts_for
 from .exitstatus import NOT_RUN, parse_exit_status, unframe
 from .history import ToolResult
 
@@ -230,7 +231,9 @@ def _result_text(result: ToolResult, kind: str) -> str:
     return result.text
 
 
-# How clients word a tool's failure at the start of its result (README "Exit status formats").
+# Wordings that say a non-shell tool failed or did not run. Only ever a reason to keep a
+# pair as messages (or, on the planner hop, to drop a step), never a claim: so they are
+# recognised whatever the client. Success needs the client's own words (EVIDENCE).
 _TOOL_FAILED = re.compile(
     r"(?is)\A(?:The tool execution failed with the following error"  # Cline
     r"|\S+ failed with the message:"  # Continue
@@ -239,25 +242,334 @@ _TOOL_FAILED = re.compile(
     r"|failed to read file:"  # Codex read_file
     r"|(?:Error: )?File does not exist\."  # Claude Code Read
     r"|Error executing "  # Cline, Roo Code
+    r"|(?:Error: )?File not found"  # Gemini CLI, Qwen Code, opencode
+    r"|Error (?:listing directory|reading file|reading directory|writing file)"  # Gemini CLI, opencode
+    r"|Error: oldString not found|Failed to edit"  # opencode, Gemini CLI
     r"|\{\s*\"(?:error|status\"\s*:\s*\"error)\""  # JSON error objects (Cline v4, Roo Code)
     r")"
 )
 
 
-def signals_failure(result: ToolResult) -> bool:
-    """True when the client marked this result as a failure, or it says the tool did not run."""
+def signals_failure(result: ToolResult, client: str | None = None) -> bool:
+    """True when the client marked this result as a failure, or it says the tool did not run.
+
+    ``client`` is accepted for symmetry with :func:`evidence`: failure words are a reason
+    to make no claim, so they count whoever the client is."""
     if result.is_error:
         return True
     text, flagged = unframe(result.text or "")
     return flagged or bool(NOT_RUN.match(text) or _TOOL_FAILED.match(text))
 
 
-def _succeeded_text(result: ToolResult, kind: str) -> str:
-    """The result text of a kind whose step has no field to state a failure."""
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One client's own words for a non-shell tool's success (truth rule 5)."""
+
+    name: str
+    kind: str
+    clients: tuple[str, ...]  # ids or families (clients.py)
+    tool: str  # the client's tool name, for the README
+    pattern: re.Pattern[str]  # matched at the start of the result
+    source: str
+    example: str  # a real result (tests/test_kinds_evidence.py)
+    file_created: bool | None = None  # write_to_file: what the wording says (None: it does not say)
+    # list_directory: one entry line of the listing after the matched header; group "name".
+    entry: re.Pattern[str] | None = None
+    # The dialect's explicit "not an error" is the client's own success channel (Gemini API
+    # ``{"output": …}`` against ``{"error": …}``): with it, the result needs no words.
+    unflagged: bool = False
+
+
+def _e(
+    name: str,
+    kind: str,
+    clients: tuple[str, ...],
+    tool: str,
+    pattern: str,
+    source: str,
+    example: str,
+    file_created: bool | None = None,
+    entry: str | None = None,
+) -> Evidence:
+    return Evidence(
+        name,
+        kind,
+        clients,
+        tool,
+        re.compile(pattern),
+        source,
+        example,
+        file_created,
+        re.compile(entry) if entry else None,
+    )
+
+
+_CC = "Claude Code 2.1.332 (captured; the wording is in its published binary)"
+_GEM = "google-gemini/gemini-cli packages/core/src/tools/"
+_QWEN = "QwenLM/qwen-code packages/core/src/tools/"
+_OC = "sst/opencode packages/opencode/src/tool/"
+
+EVIDENCE: tuple[Evidence, ...] = (
+    # ---- Claude Code ----------------------------------------------------------------
+    _e(
+        "claude-read",
+        "view_file",
+        ("claude-code",),
+        "Read",
+        r"[ \t]*\d+(?:\t|\u2192)",
+        _CC + " Read",
+        "1\thello interop\n2\tsecond line\n3\n",
+    ),
+    _e(
+        "claude-write-created",
+        "write_to_file",
+        ("claude-code",),
+        "Write",
+        r"File created successfully at: \S",
+        _CC + " Write",
+        "File created successfully at: /w/new.txt",
+        file_created=True,
+    ),
+    _e(
+        "claude-write-updated",
+        "write_to_file",
+        ("claude-code",),
+        "Write",
+        r"The file \S.* has been updated successfully\.",
+        _CC + " Write",
+        "The file /w/hello.txt has been updated successfully.",
+        file_created=False,
+    ),
+    _e(
+        "claude-edit",
+        "propose_code",
+        ("claude-code",),
+        "Edit",
+        r"The file \S.* has been updated(?: successfully)?\.",
+        _CC + " Edit",
+        "The file /w/hello.txt has been updated successfully. (file state is current in your context)",
+    ),
+    _e(
+        "claude-glob",
+        "find",
+        ("claude-code",),
+        "Glob",
+        r"(?:No files found|/[^\n]*)(?:\n|\Z)",
+        _CC + " Glob",
+        "/w/a.py\n/w/b.py",
+    ),
+    _e(
+        "claude-grep",
+        "grep_search_v2",
+        ("claude-code",),
+        "Grep",
+        r"(?:Found \d+ files?\b[^\n]*|No files found|No matches found)(?:\n|\Z)",
+        _CC + " Grep",
+        "Found 2 files\n/w/a.py\n/w/b.py",
+    ),
+    _e(
+        "claude-web-search",
+        "search_web",
+        ("claude-code",),
+        "WebSearch",
+        r'Web search results for query: ".*"\n',
+        _CC + " WebSearch",
+        'Web search results for query: "mitmproxy"\n\nLinks: []\n',
+    ),
+    # ---- Gemini CLI family (Gemini CLI, Qwen Code) ------------------------------------
+    _e(
+        "gemini-write-created",
+        "write_to_file",
+        ("gemini-cli",),
+        "write_file",
+        r"Successfully created and wrote to new file: \S",
+        _GEM + "write-file.ts; " + _QWEN + "write-file.ts",
+        "Successfully created and wrote to new file: /w/new.txt.",
+        file_created=True,
+    ),
+    _e(
+        "gemini-write-overwrote",
+        "write_to_file",
+        ("gemini-cli",),
+        "write_file",
+        r"Successfully overwrote file: \S",
+        _GEM + "write-file.ts; " + _QWEN + "write-file.ts",
+        "Successfully overwrote file: /w/hello.txt.",
+        file_created=False,
+    ),
+    _e(
+        "gemini-edit",
+        "propose_code",
+        ("gemini-cli",),
+        "replace",
+        r"Successfully modified file: \S.* \(\d+ replacements?\)\.",
+        _GEM + "edit.ts",
+        "Successfully modified file: /w/hello.txt (1 replacements).\nHere is the updated code:\n...",
+    ),
+    _e(
+        "qwen-edit",
+        "propose_code",
+        ("qwen-code",),
+        "edit",
+        r"The file: \S.* has been updated\.",
+        _QWEN + "edit.ts",
+        "The file: /w/hello.txt has been updated.",
+    ),
+    _e(
+        "gemini-list",
+        "list_directory",
+        ("gemini-cli",),
+        "list_directory",
+        r"Directory listing for \S.*:\n",
+        _GEM + "ls.ts",
+        "Directory listing for /w:\n[DIR] src\nhello.txt (26 bytes)",
+        entry=r"\[DIR\] (?P<name>.+)|(?P<file>.+) \(\d+ bytes\)",
+    ),
+    _e(
+        "qwen-list",
+        "list_directory",
+        ("qwen-code",),
+        "list_directory",
+        r"Listed \d+ item\(s\) in \S.*:\n---\n",
+        _QWEN + "ls.ts",
+        "Listed 2 item(s) in /w:\n---\n[DIR] src\nhello.txt",
+        entry=r"(?:\[DIR\] )?(?P<name>.+)",
+    ),
+    _e(
+        "gemini-glob",
+        "find",
+        ("gemini-cli",),
+        "glob",
+        r'(?:Found \d+ file\(s\) matching ".*"|No files found matching pattern ".*")',
+        _GEM + "glob.ts",
+        'Found 1 file(s) matching "*.txt" within /w, sorted by modification time (newest first):\n/w/hello.txt',
+    ),
+    _e(
+        "gemini-grep",
+        "grep_search_v2",
+        ("gemini-cli",),
+        "grep_search",
+        r'(?:Found \d+ match(?:es)? for pattern ".*"|No matches found for pattern ".*")',
+        _GEM + "grep.ts",
+        'Found 1 match for pattern "hello" in path "/w":\n---\nFile: hello.txt\nL1: hello interop\n---',
+    ),
+    _e(
+        "gemini-web-search",
+        "search_web",
+        ("gemini-cli",),
+        "google_web_search",
+        r'Web search results for (?:query: )?".*"',
+        _GEM + "web-search.ts",
+        'Web search results for "mitmproxy":\n\nmitmproxy is an interactive HTTPS proxy.',
+    ),
+    Evidence(
+        "gemini-read-output",
+        "view_file",
+        ("gemini-cli",),  # Gemini CLI itself, over the Gemini API; not Qwen Code over Chat Completions
+        "read_file",
+        re.compile(r"(?!)"),
+        "google-gemini/gemini-cli packages/core/src/utils/generateContentResponseUtilities.ts "
+        "(functionResponse {output} on success, {error} on failure); captured with 0.61.0",
+        "hello interop\nsecond line\n",
+        unflagged=True,
+    ),
+    # ---- OpenHands (file_editor) ---------------------------------------------------------
+    _e(
+        "openhands-view",
+        "view_file",
+        ("openhands",),
+        "file_editor (view)",
+        r"Here's the result of running `cat -n` on \S[^\n]*:\n",
+        "OpenHands/software-agent-sdk openhands-tools/openhands/tools/file_editor/editor.py; captured with 1.58.2",
+        "Here's the result of running `cat -n` on /w/hello.txt:\n     1\thello interop\n",
+    ),
+    _e(
+        "openhands-edit",
+        "propose_code",
+        ("openhands",),
+        "file_editor (str_replace)",
+        r"The file \S.* has been edited\.",
+        "OpenHands/software-agent-sdk openhands-tools/openhands/tools/file_editor/editor.py; captured with 1.58.2",
+        "The file /w/hello.txt has been edited. Here's the result of running `cat -n` on a snippet of /w/hello.txt:",
+    ),
+    # ---- opencode family (opencode, Kilo CLI) -----------------------------------------
+    _e(
+        "opencode-read",
+        "view_file",
+        ("opencode",),
+        "read",
+        r"<path>[^\n]+</path>\n<type>file</type>\n<content>\n",
+        _OC + "read.ts",
+        "<path>/w/hello.txt</path>\n<type>file</type>\n<content>\n1: hello interop\n"
+        "(End of file - total 1 lines)\n</content>",
+    ),
+    _e(
+        "opencode-write",
+        "write_to_file",
+        ("opencode",),
+        "write",
+        r"Wrote file successfully\.",
+        _OC + "write.ts",
+        "Wrote file successfully.",
+    ),
+    _e(
+        "opencode-edit",
+        "propose_code",
+        ("opencode",),
+        "edit",
+        r"Edit applied successfully\.",
+        _OC + "edit.ts",
+        "Edit applied successfully.",
+    ),
+    _e(
+        "opencode-glob",
+        "find",
+        ("opencode",),
+        "glob",
+        r"(?:No files found|/[^\n]*)(?:\n|\Z)",
+        _OC + "glob.ts",
+        "/w/hello.txt",
+    ),
+    _e(
+        "opencode-grep",
+        "grep_search_v2",
+        ("opencode",),
+        "grep",
+        r"(?:Found \d+ matches\b[^\n]*|No files found)(?:\n|\Z)",
+        _OC + "grep.ts",
+        "Found 1 matches\n/w/hello.txt:\n  Line 1: hello interop",
+    ),
+)
+
+
+def evidence(result: ToolResult, kind: str, client: str | None) -> Evidence | None:
+    """The client's own words for this kind's success at the start of ``result``, if any."""
+    if client is None or result.text is None:
+        return None
+    text, _ = unframe(result.text)
+    for e in EVIDENCE:
+        if e.kind != kind or not counts_for(client, e.clients):
+            continue
+        if (result.is_error is False) if e.unflagged else bool(e.pattern.match(text)):
+            return e
+    return None
+
+
+def _succeeded(result: ToolResult, kind: str, client: str | None) -> tuple[str, Evidence]:
+    """The result text and the client's words for its success; a kind whose step has no field
+    to state a failure becomes a step only with positive evidence (truth rule 5)."""
     text = _result_text(result, kind)
-    if signals_failure(result):
+    if signals_failure(result, client):
         raise Refusal(f"{kind}: the tool failed and the step has no field to say so")
-    return text
+    found = evidence(result, kind, client)
+    if found is None:
+        who = f"client {client}" if client else "an unidentified client"
+        raise Refusal(f"{kind}: no words of {who} say this succeeded (README: Success evidence)")
+    return text, found
+
+
+def _succeeded_text(result: ToolResult, kind: str, client: str | None) -> str:
+    return _succeeded(result, kind, client)[0]
 
 
 # ---- view_file ---------------------------------------------------------------
@@ -270,8 +582,8 @@ def _view_file_in(a: _Args) -> dict[str, Any]:
     return a.done({"absolute_path_uri": path_uri(path), "offset": a.uint("offset"), "limit": a.uint("limit")})
 
 
-def _view_file_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
-    return {"content": _succeeded_text(r, "view_file")}
+def _view_file_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    return {"content": _succeeded_text(r, "view_file", client)}
 
 
 # ---- run_command -------------------------------------------------------------
@@ -315,9 +627,9 @@ def _command_output(text: str) -> str:
     return text
 
 
-def _run_command_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
+def _run_command_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
     text = _result_text(r, "run_command")
-    status = parse_exit_status(text, r.is_error)
+    status = parse_exit_status(text, r.is_error, client)
     if status.verdict == "not_run":
         raise Refusal("run_command: the command did not run (rejected, denied or invalid)")
     if status.verdict == "running":
@@ -341,8 +653,8 @@ def _find_in(a: _Args) -> dict[str, Any]:
     )
 
 
-def _find_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
-    return {"raw_output": _succeeded_text(r, "find")}
+def _find_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    return {"raw_output": _succeeded_text(r, "find", client)}
 
 
 def _grep_in(a: _Args) -> dict[str, Any]:
@@ -376,8 +688,8 @@ def _grep_in(a: _Args) -> dict[str, Any]:
     )
 
 
-def _grep_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
-    return {"raw_output": _succeeded_text(r, "grep_search_v2")}
+def _grep_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    return {"raw_output": _succeeded_text(r, "grep_search_v2", client)}
 
 
 # ---- list_directory ----------------------------------------------------------
@@ -388,14 +700,19 @@ def _list_in(a: _Args) -> dict[str, Any]:
     return a.done({"directory_path_uri": path_uri(path)})
 
 
-def _list_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
-    text = _succeeded_text(r, "list_directory")
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    indents = {len(ln) - len(ln.lstrip()) for ln in lines}
-    if len(indents) > 1:
-        # A tree: its nesting has no field, so listing names flat would misstate it.
-        raise Refusal("list_directory: a nested listing cannot be stated as children")
-    children = [ln.strip().removeprefix("- ") for ln in lines]
+def _list_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    text, found = _succeeded(r, "list_directory", client)
+    text, _ = unframe(text)
+    header = found.pattern.match(text)
+    assert header is not None and found.entry is not None
+    children = []
+    for line in text[header.end() :].splitlines():
+        if not line.strip():
+            continue
+        m = found.entry.fullmatch(line.rstrip())
+        if m is None:  # a note (entries ignored, truncated) or a nested listing: not children
+            raise Refusal(f"list_directory: {line.strip()[:60]!r} is not an entry of the listing")
+        children.append(m.group("name") or m.group("file"))
     return {"children": children}
 
 
@@ -411,9 +728,10 @@ def _write_in(a: _Args) -> dict[str, Any]:
     return a.done({"target_file_uri": path_uri(path), "code_content": [content]})
 
 
-def _write_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
-    text = _succeeded_text(r, "write_to_file")
-    return {"file_created": bool(re.match(r"(?i)\s*file created", text))}
+def _write_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    _, found = _succeeded(r, "write_to_file", client)
+    # Whether the file was created only when the client's words say so (absent otherwise).
+    return {} if found.file_created is None else {"file_created": found.file_created}
 
 
 # ---- propose_code ------------------------------------------------------------
@@ -452,8 +770,8 @@ def _propose_in(a: _Args) -> dict[str, Any]:
     return a.done({"action_spec": {"command": command}})
 
 
-def _propose_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
-    _succeeded_text(r, "propose_code")
+def _propose_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    _succeeded_text(r, "propose_code", client)
     return {}
 
 
@@ -471,16 +789,16 @@ def _search_in(a: _Args) -> dict[str, Any]:
     return a.done({"query": a.str("query", required=True), "domain": domains})
 
 
-def _search_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
-    return {"summary": _succeeded_text(r, "search_web")}
+def _search_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    return {"summary": _succeeded_text(r, "search_web", client)}
 
 
 def _fetch_in(a: _Args) -> dict[str, Any]:
     return a.done({"url": a.str("url", "Url", required=True)})
 
 
-def _fetch_out(r: ToolResult, inputs: dict[str, Any]) -> dict[str, Any]:
-    return {"summary": _succeeded_text(r, "read_url_content")}
+def _fetch_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    return {"summary": _succeeded_text(r, "read_url_content", client)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,7 +807,8 @@ class Kind:
     step_type: str  # CortexStepType value name
     body: str  # body message name in proto/cortex.proto
     translate: Callable[[_Args], dict[str, Any]]
-    observe: Callable[[ToolResult, dict[str, Any]], dict[str, Any]]
+    # (result, inputs, client): the client (clients.py) whose words the result is read in
+    observe: Callable[[ToolResult, dict[str, Any], str | None], dict[str, Any]]
 
     def inputs(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         if arguments is None:

@@ -45,7 +45,6 @@ import orjson
 from .builder import Part, Placement, assemble
 from .dialects import Cursor, DialectError, Output
 from .history import History, ToolCall, ToolResult
-from .settle import Span, cut_ok, settle
 
 MAX_ENTRIES = 64  # conversations remembered
 MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost about twice as much again
@@ -67,7 +66,6 @@ class Mark:
     out_len: int  # the writer's: items written ...
     pending: Any  # ... the last of them as it was at the cut (a later message may merge into it)
     dropped: bool
-    gap: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)
@@ -217,10 +215,10 @@ def write_marked(
     n = len(items)
     split = max(start, n - tail)
     dialect.write_items(items, start, stepped, out, stop=split)
-    states = {split: (len(out.items), out.items[-1] if out.items else _NONE, out.dropped, out.gap)}
+    states = {split: (len(out.items), out.items[-1] if out.items else _NONE, out.dropped)}
     for i in range(split, n):
         dialect.write_items(items, i, stepped, out, stop=i + 1)
-        states[i + 1] = (len(out.items), out.items[-1] if out.items else _NONE, out.dropped, out.gap)
+        states[i + 1] = (len(out.items), out.items[-1] if out.items else _NONE, out.dropped)
     return states
 
 
@@ -237,32 +235,25 @@ def _marks(
     step_calls: list[ToolCall],
     first_pos: dict[str, int],
     tail_ids: list[tuple[int, str]],
-    dialect: ModuleType,
-    spans: list[Span],
 ) -> list[Mark]:
-    """Marks at the safe cuts among ``reads``; ``end`` is the raw offset just past the last item.
-
-    A cut is not safe either where what was written before it depends on items after it
-    (settle.cut_ok: a pin's span, a Responses reasoning item and the calls that follow it)."""
+    """Marks at the safe cuts among ``reads``; ``end`` is the raw offset just past the last item."""
     last_pos: dict[str, int] = {}
     for pos, x in tail_ids:
         last_pos[x] = max(pos, last_pos.get(x, pos))
     # A cut is unsafe when an id is carried on both sides of it.
-    id_spans = [(first_pos[x], last) for x, last in last_pos.items()]
+    spans = [(first_pos[x], last) for x, last in last_pos.items()]
     step_pos = [c.pos for c in step_calls]
     offsets = {len(items): end}
     for i in range(len(items) - 1, reads[0][0] - 1, -1):  # each item's length, from the end
         offsets[i] = offsets[i + 1] - len(orjson.dumps(items[i])) - 1
     marks = []
     for index, cursor, n_calls, n_results, last_turn in reads:
-        if index == 0 or any(first < cursor.pos <= last for first, last in id_spans):
+        if index == 0 or any(first < cursor.pos <= last for first, last in spans):
             continue
-        if not cut_ok(dialect, items, index, cursor.pos, spans):
-            continue
-        out_len, pending, dropped, gap = writes[index]
+        out_len, pending, dropped = writes[index]
         n_steps = bisect_left(step_pos, cursor.pos)
         marks.append(
-            Mark(index, offsets[index], cursor, last_turn, n_calls, n_results, n_steps, out_len, pending, dropped, gap)
+            Mark(index, offsets[index], cursor, last_turn, n_calls, n_results, n_steps, out_len, pending, dropped)
         )
     return marks
 
@@ -288,7 +279,6 @@ def remember(
     part: Part,
     out: list[Any],
     writes: dict[int, tuple[Any, ...]],
-    spans: list[Span] = (),  # type: ignore[assignment]
 ) -> Entry | None:
     """An entry for a body rewritten in full; ``raw`` must be orjson's encoding of ``doc``."""
     items = doc.get(dialect.ITEMS)
@@ -303,9 +293,7 @@ def remember(
             first_pos[x] = pos
     split = reads[0][1].pos
     tail_ids = _ids([c for c in history.calls if c.pos >= split], [r for r in history.results if r.pos >= split])
-    marks = _marks(
-        items, len(raw) - len(tail), reads, writes, part.step_calls, first_pos, tail_ids, dialect, list(spans)
-    )
+    marks = _marks(items, len(raw) - len(tail), reads, writes, part.step_calls, first_pos, tail_ids)
     if not marks:
         return None
     return _entry(dialect, config, raw, len(head), marks, items, history, part, out, first_pos)
@@ -379,7 +367,7 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     turns = entry.turns[: cur.turns]
     if turns:
         turns[-1] = mark.last_turn
-    h = History([], [], turns)
+    h = History([], [], turns, getattr(config, "client", None))  # the client is part of the config
     try:
         # Marks at the end only: with the mark it went on from, they serve the next turn (the
         # client may edit its last message, Claude Code moves cache_control) and rewinds.
@@ -390,21 +378,13 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     if any(entry.first_pos.get(x, cur.pos) < cur.pos for _, x in _ids(h.calls, h.results)):
         return None
     part = assemble(h, config.kinds, config.tool_kinds, step_base=mark.n_steps)
-
-    def write(new_stepped: frozenset[int]) -> tuple[Output, Any]:
-        prefix = entry.out[: mark.out_len]
-        if prefix:
-            prefix[-1] = mark.pending
-        out = Output(prefix, cur.pos, mark.dropped, mark.gap)
-        return out, write_marked(dialect, items, b, new_stepped, out, tail=0)
-
-    # A pin on a pair before the cut (the new items need it back) means a full rewrite.
-    settled = settle(dialect, items, h, config.kinds, config.tool_kinds, part, write, mark.n_steps, cur.pos)
-    if settled is None:
-        return None
-    part, out, writes, spans = settled
     k = bisect_left(entry.stepped, cur.pos)
     stepped = entry.stepped[:k] + part.stepped
+    prefix = entry.out[: mark.out_len]
+    if prefix:
+        prefix[-1] = mark.pending
+    out = Output(prefix, cur.pos, mark.dropped)
+    writes = write_marked(dialect, items, b, frozenset(part.stepped), out, tail=0)
 
     first_pos = (
         {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
@@ -413,7 +393,9 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     for pos, x in new_ids:
         if pos < first_pos.get(x, pos + 1):
             first_pos[x] = pos
-    whole = History(entry.calls[: mark.n_calls] + h.calls, entry.results[: mark.n_results] + h.results, h.turns)
+    whole = History(
+        entry.calls[: mark.n_calls] + h.calls, entry.results[: mark.n_results] + h.results, h.turns, h.client
+    )
     step_calls = entry.step_calls[: mark.n_steps] + part.step_calls
     joined = Part(
         entry.docs[: mark.n_steps] + part.docs,
@@ -424,7 +406,7 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     )
     end = mark.end + len(orjson.dumps(new)) - 1 if new else mark.end  # just past the last item
     marks = [m for m in entry.marks if m.index <= b]
-    fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids, dialect, spans)
+    fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids)
     marks = _thin(marks + [m for m in fresh if m.index > b])
     successor = _entry(dialect, config, raw, entry.head, marks, items, whole, joined, out.items, first_pos)
     memo.hits += 1

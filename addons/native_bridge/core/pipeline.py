@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Literal
 
@@ -15,15 +15,15 @@ import orjson
 
 from . import memo as _memo
 from .builder import Part, Plan, assemble, delta_start
-from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
+from .clients import identify
+from .dialects import Cursor, DialectError, Output, anthropic, chat, responses
 from .history import History
 from .kinds import DEFAULT_TOOL_KINDS, KINDS
-from .settle import settle
 
 STEPS_KEY = "additional_steps"
 DELTA_KEY = "additional_steps_delta_start"
 
-DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, responses, gemini)}
+DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, responses)}
 
 # rewritten: new body; unchanged: nothing to do; skipped: not rewritable (reason says why);
 # error: the bridge itself failed; observed: the addon's observe mode kept a rewritten body back.
@@ -36,6 +36,7 @@ class Config:
     kinds: frozenset[str] = frozenset(KINDS)
     tool_kinds: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_TOOL_KINDS))
     dialect: str = "auto"  # or a name in DIALECTS: skip detection
+    client: str | None = None  # the client (clients.py) whose words count; None: identify it per request
 
 
 @dataclass(slots=True)
@@ -102,8 +103,6 @@ def dialect_for_path(path: str | None) -> ModuleType | None:
         return anthropic
     if p.endswith("/responses"):
         return responses
-    if p.endswith((":generateContent", ":streamGenerateContent")) and "/models/" in p:
-        return gemini  # /v1beta/models/<model>:generateContent, Vertex's …/publishers/google/models/<model>:…
     return None
 
 
@@ -111,8 +110,6 @@ def dialect_for_body(body: dict[str, Any]) -> ModuleType | None:
     """The dialect a body's shape says, when the path does not."""
     if "input" in body and "messages" not in body:
         return responses
-    if "contents" in body and "messages" not in body:
-        return gemini
     messages = body.get("messages")
     if not isinstance(messages, list):
         return None
@@ -129,12 +126,21 @@ def dialect_for_body(body: dict[str, Any]) -> ModuleType | None:
     return chat if "system" not in body else anthropic
 
 
-def rewrite(raw: bytes, config: Config = Config(), path: str | None = None, memo: _memo.Memo | None = None) -> Rewrite:
+def rewrite(
+    raw: bytes,
+    config: Config = Config(),
+    path: str | None = None,
+    memo: _memo.Memo | None = None,
+    client_hint: str | None = None,
+) -> Rewrite:
     """Rewrite one request body; never raises for bad input, only reports.
 
     With a ``memo`` (the caller's: the addon holds one), a body that continues a
-    conversation rewritten with it before reuses that work (same result, byte for byte: memo.py says why)."""
-    result = _rewrite(raw, config, path, memo)
+    conversation rewritten with it before reuses that work (same result, byte for byte: memo.py says why).
+    ``client_hint``: the request's User-Agent header, to identify the client (clients.py); without
+    it the client is identified from the body alone, or not at all (then only signals a program's
+    output cannot forge count)."""
+    result = _rewrite(raw, config, path, memo, client_hint)
     # orjson reads an integer beyond 64 bits as a float and writes it back as one ("1e+30"):
     # the rewrite would change a field it does not own, so the body goes as it came.
     if result.body is not None and b"e+" in result.body and result.body.count(b"e+") > raw.count(b"e+"):
@@ -142,13 +148,18 @@ def rewrite(raw: bytes, config: Config = Config(), path: str | None = None, memo
     return result
 
 
-def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | None) -> Rewrite:
+def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | None, hint: str | None) -> Rewrite:
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
-    markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS + gemini.MARKERS)
+    markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS)
     if not _may_hold(raw, markers):
         return Rewrite("unchanged", "no tool history", dialect.NAME if dialect else None)
-    if memo is not None and dialect is not None:
+    # The client decides whose words count; the memo keeps its decisions per config, client included.
+    # Known before parsing (configured, or named by the user agent), the memo may resume from raw bytes.
+    early = config.client or identify(hint, None)
+    if early is not None:
+        config = replace(config, client=early)
+    if memo is not None and dialect is not None and early is not None:
         resumed = _resume(memo, raw, dialect, config)
         if resumed is not None:
             result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out)
@@ -161,9 +172,11 @@ def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | No
             raise DialectError("body is not a chat request of a known dialect")
         if STEPS_KEY in body:
             return Rewrite("skipped", f"already carries {STEPS_KEY}", dialect.NAME)
+        if early is None:  # its declared tools may name it
+            config = replace(config, client=identify(hint, body))
         items = body.get(dialect.ITEMS)
         canon = _canonical(body, raw) if memo is not None and isinstance(items, list) else None
-        if canon is not None and canon is not raw:
+        if canon is not None and (canon is not raw or early is None):
             # Not orjson's own bytes (pretty-printed, other escapes): the memo speaks orjson's.
             resumed = _resume(memo, canon, dialect, config)  # type: ignore[arg-type]
             if resumed is not None:
@@ -172,29 +185,22 @@ def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | No
                 memo.put(resumed.entry, resumed.replaces)  # type: ignore[union-attr]
                 return result
         if canon is not None:  # read the same way, noting where the memo may cut
-            history = History()
+            history = History(client=config.client)
             reads = _memo.read_marked(dialect, items, Cursor(), history)
         else:
             history = dialect.read(body)
+            history.client = config.client
     except DialectError as e:
         return Rewrite("skipped", str(e), dialect.NAME if dialect else None)
     if not history.calls and not history.results:
         return Rewrite("unchanged", "no tool history", dialect.NAME)
     part = assemble(history, config.kinds, config.tool_kinds)
-
-    def write(stepped: frozenset[int]) -> tuple[Output, Any]:
-        out = Output([], 0)
-        if canon is None:
-            dialect.write_items(items, 0, stepped, out)
-            return out, None
-        return out, _memo.write_marked(dialect, items, 0, stepped, out)
-
-    # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
-    part, out, writes, spans = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)  # type: ignore[misc]
-    result = _finish(dialect, body, history, part, out.items)
     if canon is None:
-        return result
-    entry = _memo.remember(canon, body, dialect, config, history, reads, part, out.items, writes, spans)
+        return _finish(dialect, body, history, part, None)
+    out = Output([], 0)
+    writes = _memo.write_marked(dialect, items, 0, frozenset(part.stepped), out)
+    result = _finish(dialect, body, history, part, out.items)
+    entry = _memo.remember(canon, body, dialect, config, history, reads, part, out.items, writes)
     if entry is not None:
         memo.put(entry)  # type: ignore[union-attr]
     return result

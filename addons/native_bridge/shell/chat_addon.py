@@ -19,10 +19,7 @@ logger = logging.getLogger(__name__)
 # Chat Completions, Anthropic Messages and OpenAI Responses endpoints: ~u searches the whole URL, so the
 # regex is anchored on the path's end and never looks past the "?" (a query string, /messages/count_tokens
 # and /chat/completions/extra are not selected).
-DEFAULT_FILTER = (
-    r'~m POST & ~u "^[^?#]*(/(chat/completions|messages|responses)'
-    r'|/models/[^/?#:]+:(generateContent|streamGenerateContent))([?#]|$)"'
-)
+DEFAULT_FILTER = r'~m POST & ~u "^[^?#]*/(chat/completions|messages|responses)([?#]|$)"'
 
 
 def comment(result: Rewrite, s: dict[str, Any]) -> str:
@@ -174,7 +171,7 @@ class NativeBridge:
         try:
             raw, result = self._decode(req)
             if result is None:
-                result = rewrite(raw, self.config, req.path, self.memo)
+                result = rewrite(raw, self.config, req.path, self.memo, req.headers.get("user-agent"))
             if result.status == "rewritten":
                 assert result.body is not None
                 was_modified = flow.modified()

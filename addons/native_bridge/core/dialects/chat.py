@@ -58,9 +58,10 @@ def read_items(messages: Any, at: Cursor, h: History, stop: int | None = None) -
                 pos += 1
         elif m.get("role") == "tool":
             turns.append("results")
-            results_out.append(
-                ToolResult(pos, i, opt_str(m.get("tool_call_id")), text_parts(m.get("content"), ("text",)))
-            )
+            text = text_parts(m.get("content"), ("text",))
+            # Codex writes "aborted" for a call whose output it never got, over Chat Completions as
+            # over Responses (codex-rs context manager): a stand-in, not what the tool returned.
+            results_out.append(ToolResult(pos, i, opt_str(m.get("tool_call_id")), text, placeholder=text == "aborted"))
             pos += 1
         else:
             turns.append("other")
