@@ -1,21 +1,27 @@
 """Entry script: ``mitmdump -s addons/bridge.py``.
 
 Loads the bridge from this checkout, or from the installed ``native_bridge``
-package when this file is used on its own.
+package when this file is used on its own. Both hops share one state (ledger and
+observations): the chat hop observes or rewrites agent requests, the planner hop
+corrects the gateway's gRPC requests on the listeners named by ``bridge_planner``.
 """
 
 import os
 import sys
 
 try:
-    from native_bridge.shell import view
-    from native_bridge.shell.chat_addon import NativeBridge
-    from native_bridge.shell.commands import BridgeCommands
+    import native_bridge.shell  # noqa: F401
 except ImportError:  # a checkout whose package is not importable yet
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from native_bridge.shell import view
-    from native_bridge.shell.chat_addon import NativeBridge
-    from native_bridge.shell.commands import BridgeCommands
+
+from native_bridge.shell import view
+from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.shell.commands import BridgeCommands
+from native_bridge.shell.h2c import H2CListener
+from native_bridge.shell.planner_addon import PlannerBridge
+from native_bridge.shell.state import BridgeState
 
 view.register()  # the "Bridge steps" and "Bridge diff" content views
-addons = [NativeBridge(), BridgeCommands()]
+state, h2c = BridgeState(), H2CListener()
+chat = NativeBridge(state)
+addons = [state, h2c, chat, PlannerBridge(state, h2c, chat), BridgeCommands()]

@@ -72,6 +72,9 @@ class Mitmdump:
             str(ROOT / "addons" / "bridge.py"),
             "--set",
             f"bridge_records={records}",
+            # The reference planner reads additional_steps, as a gateway that supports the field does.
+            # (mitmproxy drops every deferred --set of a script option given twice: one only.)
+            *(() if any(str(o).startswith("bridge_mode=") for o in options) else ("--set", "bridge_mode=rewrite")),
             # A private confdir: no user config.yaml leaks in, nothing written to ~/.mitmproxy.
             "--set",
             f"confdir={confdir}",

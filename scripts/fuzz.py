@@ -1017,7 +1017,7 @@ class AddonHarness:
         self._ctx = taddons.context(self.nb)
         self.tctx = self._ctx.__enter__()
         self.tctx.master.addons.invoke_addon_sync(self.nb, hooks.ConfigureHook(set(self.tctx.options.keys())))
-        self.tctx.configure(self.nb, bridge_max_body=2 * 1024 * 1024)
+        self.tctx.configure(self.nb, bridge_mode="rewrite", bridge_max_body=2 * 1024 * 1024)
         self.jobs = _Jobs()
         self.nb.recorder = self.jobs  # type: ignore[assignment]
 

@@ -145,7 +145,7 @@ MUTATIONS: list[Mutation] = [
         "failed-read-stepped",
         "a failed file read becomes a DONE view_file step (the error as content)",
         "5",
-        Edit(f"{PKG}/kinds.py", r"_succeeded_text\(r, \"view_file\"\)", r"_result_text(r, 'view_file')"),
+        Edit(f"{PKG}/kinds.py", r"_succeeded_text\(r, \"view_file\", client\)", r"_result_text(r, 'view_file')"),
     ),
     _m(
         "failure-without-number-is-zero",
@@ -153,7 +153,140 @@ MUTATIONS: list[Mutation] = [
         "3",
         Edit(f"{PKG}/exitstatus.py", r"\nFAILED_WITHOUT_CODE = 1\n", r"\nFAILED_WITHOUT_CODE = 0\n"),
     ),
+    # ---- issue 10: a client's words count only for that client -------------------------------
+    _m(
+        "frames-count-for-every-client",
+        "every client's frame tried on every client's output (a program's line decides the verdict)",
+        "3",
+        Edit(f"{PKG}/clients.py", r"    if client is None:\n        return False\n", r"    return True\n"),
+    ),
+    _m(
+        "claude-code-frame-deleted",
+        "Claude Code's frame (`Exit code N` on the first line) deleted",
+        "3",
+        Edit(
+            f"{PKG}/exitstatus.py",
+            r'\.scoped\(\("claude-code",\), flag=True\),\n(\s+)_r\(\n\s+"claude-code-timeout"',
+            r'.scoped((), flag=True),\n\1_r(\n\1    "claude-code-timeout"',
+        ),
+    ),
+    _m(
+        "codex-header-deleted",
+        "Codex's frame (the header above `Output:`) deleted",
+        "3",
+        Edit(
+            f"{PKG}/exitstatus.py",
+            r'\.scoped\(\("codex", "agents-sdk"\)\),\n(\s+)_r\(\n\s+"codex-exec-running"',
+            r'.scoped(()),\n\1_r(\n\1    "codex-exec-running"',
+        ),
+    ),
+    _m(
+        "gemini-frame-deleted",
+        "the Gemini CLI family's frame deleted",
+        "3",
+        Edit(
+            f"{PKG}/exitstatus.py",
+            r"(def _gemini_frame\(text: str\) -> ExitStatus \| None:\n(\s+)\"\"\"[^\"]*\"\"\"\n)",
+            r"\1\2return None\n",
+        ),
+    ),
+    _m(
+        "gemini-signal-0-is-failure",
+        "Gemini CLI family: `Signal: 0` read as a failure (every command exit 1)",
+        "3",
+        Edit(
+            f"{PKG}/exitstatus.py",
+            r'signalled = signal not in _NONE and signal != "0"',
+            r"signalled = signal not in _NONE",
+        ),
+    ),
+    _m(
+        "mini-swe-agent-frame-deleted",
+        "mini-swe-agent's result structure deleted (its failures reach the planner as unknown)",
+        "3",
+        Edit(
+            f"{PKG}/exitstatus.py",
+            r"(def _mini_json\(doc: dict\[str, object\]\) -> ExitStatus \| None:\n)",
+            r"\1    return None\n",
+        ),
+    ),
+    _m(
+        "codex-json-for-any-client",
+        "a JSON `metadata.exit_code` printed by a program (`cat status.json`) read as the status",
+        "3",
+        Edit(f"{PKG}/exitstatus.py", r"counts_for\(client, _STRUCTURED_CLIENTS\[name\]\)", r"True"),
+    ),
+    _m(
+        "error-flag-precedence",
+        "a flagged result whose text says exit 0 is sent as exit 0",
+        "3",
+        Edit(
+            f"{PKG}/exitstatus.py", r'if found\.code == 0 or found\.verdict in \("success", "conflict"\):', r"if False:"
+        ),
+    ),
+    _m(
+        "out-of-range-loses-failure",
+        "a code beyond int32 loses the failure (absent instead of 1)",
+        "3",
+        Edit(
+            f"{PKG}/exitstatus.py",
+            r'(if code is None:\n\s+)return ExitStatus\(FAILED_WITHOUT_CODE, source, "failed"\)',
+            r'\1return ExitStatus(None, source, "code")',
+        ),
+    ),
+    _m(
+        "non-shell-without-evidence",
+        "a non-shell step without the client's words for success (an unknown wording taken as success)",
+        "5",
+        Edit(f"{PKG}/kinds.py", r"    if found is None:\n        who = ", r"    if False:\n        who = "),
+    ),
+    _m(
+        "failure-words-deleted",
+        "the non-shell failure phrases deleted (a failed list/edit in words is not a failure)",
+        "5",
+        Edit(
+            f"{PKG}/kinds.py", r"_TOOL_FAILED = re\.compile\(\n", r"_TOOL_FAILED = re.compile(r'(?!)') or re.compile(\n"
+        ),
+    ),
+    _m(
+        "file-created-guessed",
+        "file_created stated false for a client that words creation differently",
+        "5",
+        Edit(
+            f"{PKG}/kinds.py",
+            r'return \{\} if found\.file_created is None else \{"file_created": found\.file_created\}',
+            r'return {"file_created": bool(found.file_created)}',
+        ),
+    ),
+    _m(
+        "aborted-over-chat-observed",
+        "Codex's `aborted` stand-in over Chat Completions becomes a DONE step",
+        "2",
+        Edit(f"{PKG}/dialects/chat.py", r'placeholder=text == "aborted"', r"placeholder=False"),
+    ),
 ]
+
+
+def _frame_deletions() -> list[Mutation]:
+    """One mutation per client frame in exitstatus.RULES: the frame counts for no client."""
+    text = (ROOT / PKG / "exitstatus.py").read_text()
+    names = re.findall(r'_r\(\n\s+"([a-z0-9-]+)",', text)
+    return [
+        _m(
+            f"frame-deleted:{name}",
+            f"the client frame {name} deleted (counts for no client)",
+            "3",
+            Edit(
+                f"{PKG}/exitstatus.py",
+                rf'(_r\(\n\s+"{re.escape(name)}",\n(?:(?!    _r\().*\n)*?\s+\)\.scoped\()\([^)]*\)',
+                r"\1()",
+            ),
+        )
+        for name in names
+    ]
+
+
+MUTATIONS += _frame_deletions()
 
 
 # ---- the copy ----------------------------------------------------------------------------------

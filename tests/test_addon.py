@@ -98,6 +98,7 @@ def bridge():
     nb = NativeBridge()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(nb, bridge_mode="rewrite")  # these tests are about the rewrite; observe has its own
         yield nb, tctx
         nb.done()
 
@@ -156,7 +157,7 @@ def test_bad_tool_entries_are_refused(bridge, entry, message):
     assert dict(nb.config.tool_kinds) == dict(DEFAULT_TOOL_KINDS)
 
 
-@pytest.mark.parametrize("value", ["", "openai", "Chat", "gemini"])
+@pytest.mark.parametrize("value", ["", "openai", "Chat", "Gemini", "vertex"])
 def test_unknown_dialect_is_refused(bridge, value):
     nb, tctx = bridge
     with pytest.raises(exceptions.OptionsError, match="bridge_dialect"):
@@ -185,10 +186,12 @@ def test_parse_tool_map_adds_overrides_and_removes():
 def test_entry_script_loads_the_addon_with_its_options():
     with taddons.context() as tctx:
         module = tctx.script(str(BRIDGE_SCRIPT))
-        nb = module.addons[0]  # then the commands addon (tests/test_commands.py)
+        nb = module.chat  # the chat hop (the script's other addons: tests/test_commands.py)
         try:
             assert isinstance(nb, NativeBridge)
             assert tctx.options.bridge_filter == DEFAULT_FILTER
+            assert tctx.options.bridge_mode == "observe"  # the default never removes history
+            tctx.options.update(bridge_mode="rewrite")
             f = chat_flow()
             nb.request(f)
             assert "additional_steps" in body_of(f)
@@ -358,6 +361,10 @@ def test_non_json_body_passes_untouched(bridge):
         "/v1/messages?beta=true",
         "/v1/responses?x=/embeddings",
         "/openai/deployments/gpt/chat/completions",
+        "/v1beta/models/gemini-2.5-pro:generateContent",
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        "/v1/models/gemini-2.5-flash:generateContent",
+        "/v1/projects/p/locations/l/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
     ],
 )
 def test_default_filter_selects_the_endpoint_path_with_or_without_a_query(bridge, path):
@@ -379,6 +386,9 @@ def test_default_filter_selects_the_endpoint_path_with_or_without_a_query(bridge
         pytest.param(lambda: chat_flow(path="/v1/chat/completions/extra"), id="path-continues"),
         pytest.param(lambda: chat_flow(path="/v1/models?x=/v1/messages"), id="query-names-messages"),
         pytest.param(lambda: chat_flow(path="/v1/responsesX"), id="longer-last-segment"),
+        pytest.param(lambda: chat_flow(path="/v1beta/models/gemini-2.5-pro:countTokens"), id="gemini-count-tokens"),
+        pytest.param(lambda: chat_flow(path="/v1beta/models/g:generateContentX"), id="gemini-longer-method"),
+        pytest.param(lambda: chat_flow(path="/v1beta/files?x=/models/g:generateContent"), id="gemini-in-query"),
     ],
 )
 def test_non_selected_flows_are_untouched(bridge, flow):

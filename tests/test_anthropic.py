@@ -217,12 +217,12 @@ def test_removal_merges_the_assistant_turns_it_brings_together() -> None:
         user("go"),
         asst(text("First."), bash("a", "ls")),
         user(res("a", "x")),
-        asst(THINK, text("Second."), use("k", "TodoWrite", todos=[])),
+        asst(text("Second."), use("k", "TodoWrite", todos=[])),
         user(res("k", "ok")),
     )
     assert write(doc) == [
         user("go"),
-        asst(text("First."), THINK, text("Second."), use("k", "TodoWrite", todos=[])),
+        asst(text("First."), text("Second."), use("k", "TodoWrite", todos=[])),
         user(res("k", "ok")),
     ]
 
@@ -242,9 +242,9 @@ def test_same_role_neighbours_the_client_sent_are_not_merged() -> None:
     assert write(doc) == [user("one"), user("two"), asst("a"), asst("b")]
 
 
-def test_a_thinking_only_turn_is_kept_as_it_is() -> None:
+def test_a_thinking_block_that_led_to_a_stepped_call_goes_with_its_turn() -> None:
     doc = body(user("go"), asst(THINK, bash("a", "ls")), user(res("a", "x"), REMINDER))
-    assert write(doc) == [user("go"), asst(THINK), user(REMINDER)]
+    assert write(doc) == [user(text("go"), REMINDER)]
 
 
 def test_kept_tool_use_keeps_its_tool_result_in_the_next_turn() -> None:
@@ -369,3 +369,121 @@ def test_dialect_by_body_shape() -> None:
     doc = body(user("go"), asst(bash("a", "ls")), user(res("a", "x")))
     r = rewrite(orjson.dumps(doc), path="/api/generate")
     assert (r.status, r.dialect) == ("rewritten", "anthropic")
+
+
+# ---- the rewritten request stays valid for the Messages API (issue 10, item 6) ---------------------
+
+
+def kept_codes(doc: dict[str, Any]) -> dict[str | None, str | None]:
+    r = rw(doc)
+    assert r.plan is not None
+    return {p.id: p.code for p in r.plan.kept}
+
+
+def test_a_thinking_block_goes_with_the_call_it_led_to_when_its_turn_goes() -> None:
+    doc = body(user("go"), asst(THINK, bash("a", "ls")), user(res("a", "x")), asst("Listed."), user("thanks"))
+    assert out(doc)["messages"] == [user("go"), asst("Listed."), user("thanks")]
+
+
+def test_a_call_a_thinking_block_led_to_stays_when_its_turn_stays() -> None:
+    todo = use("k", "TodoWrite", todos=[])
+    doc = body(
+        user("go"),
+        asst(THINK, bash("a", "ls"), todo, bash("b", "pwd")),
+        user(res("a", "x"), res("k", "ok"), res("b", "/w")),
+    )
+    after = out(doc)
+    assert [s["runCommand"]["commandLine"] for s in after["additional_steps"]] == ["pwd"]
+    assert after["messages"] == [user("go"), asst(THINK, bash("a", "ls"), todo), user(res("a", "x"), res("k", "ok"))]
+    assert kept_codes(doc)["a"] == "validity"
+
+
+def test_a_merge_never_puts_thinking_after_other_content() -> None:
+    later = asst(THINK, text("Second."), use("k", "TodoWrite", todos=[]))
+    doc = body(
+        user("go"),
+        asst(bash("z", "pwd")),
+        user(res("z", "/w")),
+        asst(text("First."), bash("a", "ls")),
+        user(res("a", "x")),
+        later,
+        user(res("k", "ok")),
+    )
+    after = out(doc)
+    assert [s["runCommand"]["commandLine"] for s in after["additional_steps"]] == ["pwd"]
+    assert after["messages"] == [user("go"), *doc["messages"][3:]]
+    assert kept_codes(doc)["a"] == "validity"
+
+
+def test_a_request_that_ended_on_the_user_never_ends_on_an_assistant_turn() -> None:
+    doc = body(
+        user("go"),
+        asst(bash("z", "pwd")),
+        user(res("z", "/w")),
+        asst(text("Now the listing."), bash("a", "ls")),
+        user(res("a", "x")),
+    )
+    after = out(doc)
+    assert after["messages"] == [user("go"), *doc["messages"][3:]]
+    assert [s["runCommand"]["commandLine"] for s in after["additional_steps"]] == ["pwd"]
+    assert after["additional_steps_delta_start"] == 1  # the pending round stays messages: nothing new
+    assert kept_codes(doc)["a"] == "validity"
+
+
+def test_the_end_is_kept_by_the_least_it_needs() -> None:
+    # Two calls in the last round: keeping one pair is enough to end on the user's turn.
+    doc = body(user("go"), asst(text("Both."), bash("a", "ls"), bash("b", "pwd")), user(res("a", "x"), res("b", "/w")))
+    after = out(doc)
+    assert after["messages"] == [user("go"), asst(text("Both."), bash("b", "pwd")), user(res("b", "/w"))]
+    assert [s["runCommand"]["commandLine"] for s in after["additional_steps"]] == ["ls"]
+
+
+def test_a_user_turn_that_stays_or_a_prefill_the_client_sent_needs_no_pin() -> None:
+    doc = body(user("go"), asst(text("Listing."), bash("a", "ls")), user(res("a", "x"), REMINDER))
+    assert out(doc)["messages"] == [user("go"), asst(text("Listing.")), user(REMINDER)]
+    prefill = body(user("go"), asst(text("Listing."), bash("a", "ls")), user(res("a", "x")), asst("So"))
+    assert out(prefill)["messages"] == [user("go"), asst(text("Listing."), text("So"))]
+
+
+def cc(block: dict[str, Any], ttl: str | None = None) -> dict[str, Any]:
+    return {**block, "cache_control": {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}}
+
+
+def n_breakpoints(doc: Any) -> int:
+    return orjson.dumps(doc).count(b'"cache_control"')
+
+
+def test_a_breakpoint_on_a_removed_block_moves_to_the_nearest_earlier_block_that_stays() -> None:
+    todo = use("k", "TodoWrite", todos=[])
+    doc = body(
+        user("go"),
+        asst(text("Listing."), todo, bash("a", "ls")),
+        user(res("k", "ok"), cc(res("a", "x"), "1h"), REMINDER),
+    )
+    after = out(doc)
+    assert after["messages"] == [user("go"), asst(text("Listing."), todo), user(cc(res("k", "ok"), "1h"), REMINDER)]
+    assert n_breakpoints(after["messages"]) == 1
+
+
+def test_a_breakpoint_crosses_into_the_turn_before_and_skips_thinking_and_empty_text() -> None:
+    doc = body(
+        user(text("go"), text("")),
+        asst(THINK, bash("a", "ls")),
+        user(cc(res("a", "x")), REMINDER),
+    )
+    after = out(doc)
+    # The assistant turn went whole (the thinking with its call): the breakpoint lands on "go".
+    assert after["messages"] == [user(cc(text("go")), text(""), REMINDER)]
+    string_first = body(user("go"), asst(cc(bash("a", "ls"))), user(res("a", "x"), REMINDER))
+    assert out(string_first)["messages"] == [user(cc(text("go")), REMINDER)]
+
+
+def test_breakpoints_are_never_added() -> None:
+    doc = body(
+        user(cc(text("go"))),
+        asst(cc(bash("a", "ls"))),
+        user(cc(res("a", "x")), REMINDER),
+    )
+    after = out(doc)
+    assert after["messages"] == [user(cc(text("go")), REMINDER)]
+    assert n_breakpoints(after) == 1 < n_breakpoints(doc)

@@ -71,7 +71,7 @@ def ctx(tmp_path):
     nb, cmds, view = NativeBridge(), BridgeCommands(), view_addon.View()
     with taddons.context(nb, cmds, view) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_records=str(tmp_path / "live-records"))
+        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "live-records"))
         yield nb, tctx, view
         nb.done()
 
@@ -97,7 +97,13 @@ def test_entry_script_registers_the_commands_with_help():
     with taddons.context() as tctx:
         module = tctx.script(str(BRIDGE_SCRIPT))
         try:
-            assert [type(a).__name__ for a in module.addons] == ["NativeBridge", "BridgeCommands"]
+            assert [type(a).__name__ for a in module.addons] == [
+                "BridgeState",
+                "H2CListener",
+                "NativeBridge",
+                "PlannerBridge",
+                "BridgeCommands",
+            ]
             registered = tctx.master.commands.commands
             for name in COMMANDS:
                 cmd = registered[name]
@@ -107,7 +113,9 @@ def test_entry_script_registers_the_commands_with_help():
                 assert cmd.return_type is str
             assert registered["bridge.export"].signature_help() == "bridge.export flows path -> str"
         finally:
-            module.addons[0].done()
+            for addon in module.addons:
+                if hasattr(addon, "done"):
+                    addon.done()
 
 
 # ---- bridge.stats ----------------------------------------------------------------------

@@ -67,6 +67,7 @@ IDS = [f"{r.name}-{i}" for i, (r, _) in enumerate(CASES)]
 
 @pytest.mark.parametrize(("rule", "example"), CASES, ids=IDS)
 def test_rule_decides_its_example(rule: Rule, example: str) -> None:
+    assert rule.clients, f"{rule.name} counts for no client"
     for client in rule.clients:
         status = parse_exit_status(example, rule.flag, client)
         assert status.source == rule.name

@@ -364,6 +364,7 @@ def addon():
     nb = NativeBridge()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(nb, bridge_mode="rewrite")
         jobs = fuzz._Jobs()
         nb.recorder = jobs
         yield nb, jobs

@@ -227,6 +227,7 @@ def test_a_late_output_of_an_earlier_call_ends_the_pending_round() -> None:
         shell("a", "ls"),
         shell("b", "pwd"),
         out("b", codex_json("/w", 0)),
+        reasoning(1),  # a new response (without it, "c" would go on the response of "a" and "b")
         shell("c", "id"),
         out("c", "uid"),
         out("a", "x"),
@@ -248,9 +249,9 @@ def test_items_the_bridge_does_not_own_stay_in_order_untouched() -> None:
     items = [
         msg("developer", "<permissions instructions>"),
         msg("user", "go"),
-        reasoning(1),
-        shell("a", "ls"),
+        reasoning(1),  # followed by a call that stays: it stays (test_a_reasoning_item_keeps_the_item_...)
         {"type": "custom_tool_call", "call_id": "p", "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch"},
+        shell("a", "ls"),
         fc("u", "update_plan", plan=[{"step": "x", "status": "completed"}]),
         out("a", codex_json("x", 0)),
         out("p", "Success. Updated the following files:\nM a.go\n", "custom_tool_call_output"),
@@ -377,3 +378,81 @@ def test_codex_placeholder_for_a_missing_output_is_not_an_observation() -> None:
     r = rw(doc)
     assert r.status == "unchanged" and r.plan is not None
     assert [p.code for p in r.plan.kept if p.item == "call"] == ["unobserved"]
+
+
+# ---- the rewritten request stays valid for the Responses API (issue 10, item 6) -----------------
+
+
+def cmdlines(doc: dict[str, Any]) -> list[str]:
+    return [s["runCommand"]["commandLine"] for s in doc[STEPS]]
+
+
+def test_a_reasoning_item_goes_with_the_calls_it_led_to() -> None:
+    doc = body(
+        msg("user", "go"),
+        reasoning(1),
+        shell("a", "ls"),
+        shell("b", "pwd"),
+        out("a", "x"),
+        out("b", "/w"),
+        reasoning(2),
+        msg("assistant", "Done."),
+        msg("user", "thanks"),
+    )
+    a = after(doc)
+    assert cmdlines(a) == ["bash -lc ls", "bash -lc pwd"]
+    # The second reasoning item led to a message that stays: it stays with it.
+    assert a["input"] == [msg("user", "go"), reasoning(2), msg("assistant", "Done."), msg("user", "thanks")]
+
+
+def test_a_reasoning_item_keeps_the_item_it_was_followed_by() -> None:
+    plan = fc("k", "update_plan", plan=[])
+    rs = reasoning(1) | {"id": "rs_1"}
+    doc = body(msg("user", "go"), rs, shell("a", "ls"), plan, shell("b", "pwd"),
+               out("a", "x"), out("k", "ok"), out("b", "/w"))  # fmt: skip
+    a = after(doc)
+    # update_plan stays a message, so the reasoning stays, followed by its call "a" as before.
+    assert cmdlines(a) == ["bash -lc pwd"]
+    assert a["input"] == [msg("user", "go"), rs, shell("a", "ls"), plan, out("a", "x"), out("k", "ok")]
+    r = rw(doc)
+    assert r.plan is not None and {p.id: p.code for p in r.plan.kept}["a"] == "validity"
+    # Without ids (Codex sends none, store false) only its place ties it: it stays, followed by a call
+    # of its own response, and "a" can go.
+    no_id = body(*[rs if it is rs else it for it in doc["input"]])
+    no_id["input"][1] = reasoning(1)
+    a = after(no_id)
+    assert cmdlines(a) == ["bash -lc ls", "bash -lc pwd"]
+    assert a["input"] == [msg("user", "go"), reasoning(1), plan, out("k", "ok")]
+    # When the call it was followed by stays anyway, the later ones can go.
+    doc = body(msg("user", "go"), reasoning(1), plan, shell("a", "ls"), out("k", "ok"), out("a", "x"))
+    a = after(doc)
+    assert a["input"] == [msg("user", "go"), reasoning(1), plan, out("k", "ok")]
+
+
+def test_reasoning_before_a_message_or_hosted_call_is_not_ours_to_move() -> None:
+    ws = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    doc = body(msg("user", "go"), reasoning(1), ws, shell("a", "ls"), out("a", "x"), msg("user", "ok"))
+    assert after(doc)["input"] == [msg("user", "go"), reasoning(1), ws, msg("user", "ok")]
+
+
+def test_calls_and_outputs_that_interleave_in_one_response_are_one_round() -> None:
+    doc = body(
+        msg("user", "go"),
+        reasoning(1),
+        shell("a", "ls"),
+        out("a", "x"),
+        shell("b", "pwd"),
+        out("b", "/w"),
+    )
+    h = responses.read(doc)
+    assert h.turns == ["other", "calls", "results", "more", "results"]
+    a = after(doc)
+    assert (cmdlines(a), a[DELTA]) == (["bash -lc ls", "bash -lc pwd"], 0)
+    assert [step_json(s) for s in build_pending(h)] == a[STEPS]
+    # An earlier round stays out of the delta; a user message after it ends the round.
+    earlier = body(msg("user", "go"), shell("z", "id"), out("z", "uid"), msg("user", "more"), *doc["input"][1:])
+    a = after(earlier)
+    assert (cmdlines(a), a[DELTA]) == (["bash -lc id", "bash -lc ls", "bash -lc pwd"], 1)
+    # Without a reasoning item the same shape is one round too (told apart only by reasoning).
+    bare = body(msg("user", "go"), shell("a", "ls"), out("a", "x"), shell("b", "pwd"), out("b", "/w"))
+    assert after(bare)[DELTA] == 0

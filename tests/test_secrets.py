@@ -102,7 +102,7 @@ def bridge(tmp_path: Path):
     nb = NativeBridge()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
         yield nb, tmp_path / "records"
         nb.done()
 

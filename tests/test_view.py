@@ -58,6 +58,7 @@ def bridge():
     nb = NativeBridge()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(nb, bridge_mode="rewrite")
         yield nb, tctx
         nb.done()
 
@@ -238,6 +239,32 @@ def test_responses_dialect(bridge):
     assert "dialect responses" in text and "run_command" in text and "$ ls" in text
     diff = pretty(f, view_name="Bridge diff").text
     assert "input: 3 items before, 1 after" in diff
+
+
+def test_gemini_dialect(bridge):
+    nb, _ = bridge
+    call = {"functionCall": {"id": "g1", "name": "run_shell_command", "args": {"command": "ls"}}}
+    result = {"functionResponse": {"id": "g1", "name": "run_shell_command", "response": {"output": "a.txt"}}}
+    body = orjson.dumps(
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "list files"}]},
+                {"role": "model", "parts": [call]},
+                {"role": "user", "parts": [result]},
+                {"role": "model", "parts": [{"text": "Two files."}]},
+                {"role": "user", "parts": [{"text": "thanks"}]},
+            ],
+        }
+    )
+    f = bridged(nb, body, path="/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
+    assert f.metadata["bridge"]["status"] == "rewritten", f.metadata["bridge"]
+    text = pretty(f).text
+    assert "dialect gemini" in text and "run_command" in text and "$ ls" in text
+    diff = pretty(f, view_name="Bridge diff").text
+    assert "contents: 5 items before, 3 after" in diff
+    assert any(line.startswith("- [") and "call run_shell_command#g1" in line and "→ step #0" in line
+               for line in diff.splitlines())  # fmt: skip
+    assert any(line.startswith("- [") and "result #g1: a.txt" in line for line in diff.splitlines())
 
 
 def test_view_reads_an_encoded_original_from_the_backup(bridge):

@@ -22,6 +22,8 @@ LIMIT = 1 << 20
         (grpc(MSG, gz=True), GRPC, {"grpc-encoding": "gzip"}, Framed(MSG, "grpc", True, "gzip")),
         (connect(MSG), CONNECT, {}, Framed(MSG, "connect", False, None)),
         (connect(MSG, gz=True), CONNECT, {"connect-content-encoding": "gzip"}, Framed(MSG, "connect", True, "gzip")),
+        # gateway 3.9.27 (connect-es): gzip envelopes, only connect-accept-encoding sent
+        (connect(MSG, gz=True), CONNECT, {"connect-accept-encoding": "gzip"}, Framed(MSG, "connect", True, "gzip")),
         (MSG, UNARY, {}, Framed(MSG, "connect-unary", False, None)),
         (gzip.compress(MSG), UNARY, {"content-encoding": "gzip"}, Framed(MSG, "connect-unary", True, "gzip")),
         (
@@ -126,6 +128,21 @@ BAD = [
     ("end-stream flag in gRPC", b"\x02" + grpc(MSG)[1:], GRPC, {}, "not a grpc request flag"),
     ("reserved flag bits", b"\x80" + grpc(MSG)[1:], CONNECT, {}, "not a connect request flag"),
     ("compressed, no encoding", grpc(MSG, gz=True), GRPC, {}, "identity or absent"),
+    ("connect compressed, nothing offered", connect(MSG, gz=True), CONNECT, {}, "identity or absent"),
+    (
+        "connect compressed, several offered",
+        connect(MSG, gz=True),
+        CONNECT,
+        {"connect-accept-encoding": "gzip, br"},
+        "identity or absent",
+    ),
+    (
+        "connect compressed, identity stated",
+        connect(MSG, gz=True),
+        CONNECT,
+        {"connect-content-encoding": "identity", "connect-accept-encoding": "gzip"},
+        "identity or absent",
+    ),
     ("compressed, identity", grpc(MSG, gz=True), GRPC, {"grpc-encoding": "identity"}, "identity or absent"),
     ("compressed, unsupported", grpc(MSG, gz=True), GRPC, {"grpc-encoding": "snappy"}, "unsupported grpc-encoding"),
     ("connect deflate", connect(MSG, gz=True), CONNECT, {"connect-content-encoding": "deflate"}, "unsupported"),

@@ -680,3 +680,121 @@ def test_token_counting_is_not_selected(bridge: Bridge) -> None:
 def test_the_files_are_where_the_generators_write_them() -> None:
     for name in ("anthropic", "responses"):
         assert Path(load_generator(f"make_{name}_session").OUT) == FILES[name]
+
+
+# ---- Gemini API (Gemini CLI) ------------------------------------------------------------------
+
+GEMINI = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+G_SIG = "CiQBVKhc7Mz1Q2l0aG91Z2h0c2lnbmF0dXJl"
+G_HEADERS = {"user-agent": "GeminiCLI/0.9.0 (linux; x64)", "x-goog-api-client": "gl-node/22.17.0"}
+G_CANCELLED = "[Operation Cancelled] Reason: User did not allow tool call"  # scheduler/state-manager.ts
+
+
+def g_shell_result(command: str, output: str, code: int) -> str:
+    """Gemini CLI's run_shell_command result (packages/core/src/tools/shell.ts)."""
+    return (
+        f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\nExit Code: {code}\n"
+        "Signal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 81234"
+    )
+
+
+def g_call(id: str | None, name: str, sig: str | None = None, **args: Any) -> dict[str, Any]:
+    part: dict[str, Any] = {"functionCall": {"name": name, "args": args} | ({"id": id} if id else {})}
+    return part | ({"thoughtSignature": sig} if sig else {})
+
+
+def g_res(id: str | None, name: str, **response: Any) -> dict[str, Any]:
+    return {"functionResponse": {"name": name, "response": response} | ({"id": id} if id else {})}
+
+
+def gemini_session() -> dict[str, Any]:
+    """A Gemini CLI session, as it sends it: ids on calls and responses, the turn's thought
+    signature on its first call, results as {"output"} or {"error"}, same-role contents coalesced."""
+    contents = [
+        {"role": "user", "parts": [{"text": "Why do the tests fail?"}]},
+        {"role": "model", "parts": [g_call("gc-1", "run_shell_command", G_SIG, command="npm test")]},
+        {"role": "user", "parts": [g_res("gc-1", "run_shell_command",
+                                         output=g_shell_result("npm test", "1 failing", 1))]},
+        {"role": "model", "parts": [g_call("gc-2", "read_file", G_SIG, absolute_path="/w/src/sum.js"),
+                                    g_call("gc-3", "write_todos", todos=[{"description": "fix sum"}])]},
+        {"role": "user", "parts": [g_res("gc-2", "read_file", output="export const sum = (a, b) => a - b;\n"),
+                                   g_res("gc-3", "write_todos", output="Todos updated")]},
+        {"role": "model", "parts": [{"text": "I will check git."},
+                                    g_call("gc-4", "run_shell_command", G_SIG, command="git status")]},
+        {"role": "user", "parts": [g_res("gc-4", "run_shell_command", error=G_CANCELLED)]},
+        {"role": "model", "parts": [g_call(None, "run_shell_command", G_SIG, command="ls")]},  # an old client: no id
+        {"role": "user", "parts": [g_res(None, "run_shell_command", output=g_shell_result("ls", "src", 0))]},
+        {"role": "model", "parts": [g_call("gc-6", "read_file", G_SIG, absolute_path="/w/missing.js"),
+                                    g_call("gc-5", "run_shell_command", command="npx eslint src"),
+                                    g_call("gc-7", "read_file", absolute_path="/w/README.md")]},
+        {"role": "user", "parts": [g_res("gc-6", "read_file", error="File not found: /w/missing.js"),
+                                   g_res("gc-5", "run_shell_command", error="Command failed: npx eslint src"),
+                                   g_res("gc-7", "read_file", output="# sum\n")]},
+    ]  # fmt: skip
+    return {
+        "contents": contents,
+        "systemInstruction": {"role": "user", "parts": [{"text": "You are an interactive CLI agent."}]},
+        "tools": [{"functionDeclarations": [{"name": "run_shell_command"}, {"name": "read_file"}]}],
+        "generationConfig": {"temperature": 0, "thinkingConfig": {"includeThoughts": True}},
+    }
+
+
+def test_gemini_session_through_mitmdump(bridge: Bridge) -> None:
+    doc = gemini_session()
+    ex = bridge.send("POST", GEMINI, orjson.dumps(doc), headers=G_HEADERS)
+    got = bridge.upstream(ex)
+    assert ex.response.status_code == 200 and not got.errors
+    after = orjson.loads(got.body)
+    steps = after[STEPS]
+    # By hand: gc-1 (npm test, exit 1 in its frame), gc-5 (a flagged failure) and gc-7 (a read) are
+    # observed pairs of mapped tools that can go. gc-2 is a read too, but its part carries its turn's
+    # thought signature and its content keeps write_todos (unmapped, gc-3): taking it out would tear it
+    # from the signature. gc-4 was cancelled (no outcome); gc-6 is a failed read (view_file cannot say
+    # so); the id-less pair cannot be correlated. gc-6 carries the last turn's signature and stays.
+    commands = [(s["runCommand"]["commandLine"], s["runCommand"].get("exitCode")) for s in steps if "runCommand" in s]
+    assert [c for c, _ in commands] == ["npm test", "npx eslint src"]
+    assert commands[0][1] in (None, 1), "never a false claim: the frame says exit 1"
+    assert commands[1][1] == 1, "the dialect's error flag is a failure without a number"
+    reads = [s["viewFile"]["absolutePathUri"] for s in steps if "viewFile" in s]
+    assert reads == ["file:///w/README.md"]
+    assert len(steps) == 3 and after[DELTA] == 1, "the newest round (gc-5, gc-7) is pending"
+    # What stays, stays valid for the Gemini API: no empty parts, roles alternate, the user's content last.
+    contents = after["contents"]
+    assert all(c["parts"] for c in contents)
+    roles = [c["role"] for c in contents]
+    assert all(a != b for a, b in itertools.pairwise(roles)) and roles[-1] == "user", roles
+    kept = orjson.dumps(contents).decode()
+    for id in ("gc-2", "gc-3", "gc-4", "gc-6"):
+        assert kept.count(f'"{id}"') == 2, f"{id}: both halves stay"
+    for id in ("gc-1", "gc-5", "gc-7"):
+        assert f'"{id}"' not in kept, f"{id}: went to a step"
+    assert all(p.get("thoughtSignature") == G_SIG for c in contents for p in c["parts"][:1] if "functionCall" in p)
+    other = {k: v for k, v in after.items() if k not in ("contents", STEPS, DELTA)}
+    assert other == {k: v for k, v in doc.items() if k != "contents"}
+    _, rec = bridge.record(ex)
+    assert (rec["status"], rec["dialect"]) == ("rewritten", "gemini")
+    kept_codes = {(p["item"], p["id"]): p.get("kept") for p in rec["accounting"] if "step" not in p}
+    assert kept_codes[("call", "gc-2")] == "validity"
+    assert kept_codes[("call", "gc-4")] == "unobserved"
+    assert kept_codes[("call", "gc-6")] == "untranslatable"
+    assert kept_codes[("call", None)] == "no_id"
+
+
+def test_gemini_resumed_conversation_and_compressed_body(bridge: Bridge) -> None:
+    """The next turn of the same conversation, gzip-encoded: same truth, the delta is the new round."""
+    doc = gemini_session()
+    doc["contents"] += [
+        {"role": "model", "parts": [g_call("gc-8", "run_shell_command", G_SIG, command="npm test")]},
+        {"role": "user", "parts": [g_res("gc-8", "run_shell_command",
+                                         output=g_shell_result("npm test", "4 passing", 0))]},
+    ]  # fmt: skip
+    first = bridge.send("POST", GEMINI, orjson.dumps(gemini_session()), headers=G_HEADERS)
+    bridge.upstream(first)
+    ex = bridge.send("POST", GEMINI, gzip.compress(orjson.dumps(doc)), headers=G_HEADERS | {"content-encoding": "gzip"})
+    got = bridge.upstream(ex)
+    after = orjson.loads(got.body)
+    commands = [s["runCommand"]["commandLine"] for s in after[STEPS] if "runCommand" in s]
+    assert commands == ["npm test", "npx eslint src", "npm test"]
+    assert after[DELTA] == 3 and len(after[STEPS]) == 4
+    assert after[STEPS][3]["runCommand"].get("exitCode") in (None, 0)
+    assert [c["role"] for c in after["contents"]][-1] == "user"

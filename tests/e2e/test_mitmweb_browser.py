@@ -143,6 +143,8 @@ class Mitmweb:
                 "-s",
                 str(ROOT / "addons" / "bridge.py"),
                 "--set",
+                "bridge_mode=rewrite",
+                "--set",
                 f"web_password={self.password}",
                 "--set",
                 f"confdir={confdir}",

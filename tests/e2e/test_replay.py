@@ -62,7 +62,14 @@ class Capture:
 def run(*args: str, confdir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """One batch mitmdump run (-nr, -C): no listening proxy, a private confdir."""
     done = subprocess.run(
-        [mitmdump_path(), *args, "--set", f"confdir={confdir}"],
+        # The reference planner reads additional_steps: these captures are of the rewrite mode.
+        [
+            mitmdump_path(),
+            *args,
+            *(("--set", "bridge_mode=rewrite") if "-s" in args else ()),
+            "--set",
+            f"confdir={confdir}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

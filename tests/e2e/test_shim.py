@@ -8,6 +8,7 @@ runs as the gateway starts it: the language server's flags, an allowlisted envir
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import signal
@@ -42,6 +43,12 @@ STARTED = "planner hop on"
 
 def fixture(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
+
+
+def fixture_or_empty(name: str) -> bytes:
+    """For parameters, read at collection time (the module is skipped when the fixtures are absent)."""
+    path = FIXTURES / name
+    return path.read_bytes() if path.exists() else b""
 
 
 class ShimRun:
@@ -255,3 +262,43 @@ def _listening(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (the gateway's runtime)")
+@pytest.mark.parametrize(
+    ("content_type", "headers", "body"),
+    [
+        ("application/grpc", {}, fixture_or_empty("grpc-turn1.bin")),
+        ("application/connect+proto", {}, fixture_or_empty("connect-turn1.bin")),
+        ("application/proto", {"content-encoding": "gzip"}, None),
+    ],
+    ids=["grpc", "connect-streaming", "connect-unary-gzip"],
+)
+def test_the_stand_in_answers_each_transport_and_captures_the_body_as_received(content_type, headers, body):
+    """scripts/fake_language_server.py in process: the reply is framed for the transport, and
+    the capture is the raw body (envelope included)."""
+    import gzip
+    import json
+
+    from fake_language_server import FakeLanguageServer
+
+    if body is None:  # Connect unary: the bare message, compressed per content-encoding
+        body = gzip.compress(message_of(fixture("grpc-turn1.bin")), mtime=0)
+    with FakeLanguageServer() as ls:
+        reply = json.loads(node_post(ls.port, SEND, content_type, body, headers))
+        start_cascade = SEND.replace("SendUserCascadeMessage", "StartCascade")
+        start = json.loads(node_post(ls.port, start_cascade, content_type, b""))
+        [entry] = ls.captured()
+    assert str(reply["status"]) == "200"
+    assert entry["content_type"] == content_type
+    assert entry["body_b64"] == base64.b64encode(body).decode()
+    cascade = bytes.fromhex(start["body"])
+    if content_type == "application/grpc":
+        assert reply["trailers"].get("grpc-status") == "0"
+        assert cascade[5:] == b"\n\x0efake-cascade-1"
+    elif content_type == "application/connect+proto":
+        assert bytes.fromhex(reply["body"]) == b"\x00\x00\x00\x00\x00" + b"\x02\x00\x00\x00\x02{}"
+        assert cascade[5:21] == b"\n\x0efake-cascade-1"
+    else:
+        assert reply["body"] == ""
+        assert cascade == b"\n\x0efake-cascade-1"

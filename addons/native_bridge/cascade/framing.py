@@ -105,6 +105,12 @@ def unframe(
         _check_size(size, max_size)
         return Framed(bytes(data), protocol, False, None)
     encoding = _encoding(headers, protocol)
+    if encoding == "identity" and protocol == "connect" and _ENCODING_HEADER[protocol] not in headers:
+        # connect-es as the known gateway (3.9.27) runs it: gzip envelopes with only
+        # connect-accept-encoding sent. The one encoding it offers is the one it used.
+        offered = {e.strip() for e in headers.get("connect-accept-encoding", "").lower().split(",")}
+        if offered == {"gzip"}:
+            encoding = "gzip"
     if encoding == "identity":
         raise FramingError(f"compressed envelope but {_ENCODING_HEADER[protocol]} is identity or absent")
     return Framed(_decompress(data, encoding, max_size), protocol, True, encoding)

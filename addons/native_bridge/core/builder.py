@@ -28,6 +28,7 @@ KeepCode = Literal[
     "unmapped",  # the tool has no step kind
     "kind_off",  # the kind is mapped but not selected by bridge_kinds
     "untranslatable",  # arguments or result the step cannot state truthfully
+    "validity",  # taking the pair out would leave the request invalid for its API (the writer pinned it)
 ]
 
 
@@ -89,21 +90,24 @@ class Plan:
 
 
 def _pending_turn(history: History) -> int | None:
-    """The turn of the newest tool round, if nothing but its results follow it.
+    """The first turn of the newest tool round, if nothing but its results follow it.
 
-    Histories come in history order (dialect readers append calls and results as they
-    read, turns never go back), so only the tail is looked at."""
+    A round is a calls turn and the ``more`` turns that go on its model response (each
+    after a results turn). Histories come in history order (dialect readers append calls
+    and results as they read, turns never go back), so only the tail is looked at."""
     turns = history.turns
     last = len(turns) - 1
-    while last >= 0 and turns[last] != "calls":
+    while last >= 0 and turns[last] not in ("calls", "more"):
         last -= 1
     if last < 0:
         return None
     if any(role != "results" for role in turns[last + 1 :]):
         return None
+    while turns[last] == "more" and last >= 2 and turns[last - 1] == "results" and turns[last - 2] in ("calls", "more"):
+        last -= 2
     ids = set()
     for c in reversed(history.calls):
-        if c.turn != last:
+        if c.turn < last:
             break
         ids.add(c.id)
     for r in reversed(history.results):
@@ -125,7 +129,9 @@ def delta_start(history: History, step_calls: list[ToolCall]) -> int:
     return i
 
 
-def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str]) -> list[_Decision]:
+def _decide(
+    history: History, kinds: Collection[str], tool_kinds: Mapping[str, str], keep: Mapping[int, str] | None = None
+) -> list[_Decision]:
     call_ids = Counter(c.id for c in history.calls)
     result_ids = Counter(r.call_id for r in history.results)
     results = {r.call_id: r for r in history.results}
@@ -167,6 +173,9 @@ def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, s
         except Refusal as e:
             d.code, d.reason = "untranslatable", str(e)
             continue
+        if keep and (call.pos in keep or result.pos in keep):
+            d.code, d.reason = "validity", keep.get(call.pos) or keep[result.pos]
+            continue
         d.kind = kind
     return decisions
 
@@ -199,9 +208,18 @@ class Part:
     stepped: list[int]  # sorted positions of the calls and results now in steps
 
 
-def assemble(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str], step_base: int = 0) -> Part:
-    """Decide every pair and lay out steps and placements; step indices start at ``step_base``."""
-    decisions = _decide(history, kinds, tool_kinds)
+def assemble(
+    history: History,
+    kinds: Collection[str],
+    tool_kinds: Mapping[str, str],
+    step_base: int = 0,
+    keep: Mapping[int, str] | None = None,
+) -> Part:
+    """Decide every pair and lay out steps and placements; step indices start at ``step_base``.
+
+    ``keep``: positions (of a call or a result) whose pair stays in the messages, and why
+    (the dialect writer's pins: taking the pair out would leave the request invalid)."""
+    decisions = _decide(history, kinds, tool_kinds, keep)
     docs, sources, step_calls, step_of = [], [], [], {}
     for d in decisions:
         if d.kind is not None:
@@ -255,5 +273,5 @@ def build_pending(
     return [
         encode_step(KINDS[d.kind], d.inputs or {}, d.observed)
         for d in _decide(history, kinds, tool_kinds)
-        if d.kind is not None and d.call.turn == pending
+        if d.kind is not None and d.call.turn >= pending
     ]

@@ -7,8 +7,10 @@ from typing import Any, Literal
 
 # How a turn (a message, or an input item) takes part in the tool history.
 # "calls": it carries tool calls; "results": it carries tool results and nothing
-# that would end a tool round; "other": anything else (user text, assistant text).
-TurnRole = Literal["calls", "results", "other"]
+# that would end a tool round; "other": anything else (user text, assistant text);
+# "more": calls that go on the model response of the calls turn before the results
+# turn before it (Responses: calls and outputs interleave), one round with it.
+TurnRole = Literal["calls", "results", "other", "more"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ import orjson
 from .builder import Part, Placement, assemble
 from .dialects import Cursor, DialectError, Output
 from .history import History, ToolCall, ToolResult
+from .settle import Span, cut_ok, settle
 
 MAX_ENTRIES = 64  # conversations remembered
 MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost about twice as much again
@@ -66,6 +67,7 @@ class Mark:
     out_len: int  # the writer's: items written ...
     pending: Any  # ... the last of them as it was at the cut (a later message may merge into it)
     dropped: bool
+    gap: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)
@@ -215,10 +217,10 @@ def write_marked(
     n = len(items)
     split = max(start, n - tail)
     dialect.write_items(items, start, stepped, out, stop=split)
-    states = {split: (len(out.items), out.items[-1] if out.items else _NONE, out.dropped)}
+    states = {split: (len(out.items), out.items[-1] if out.items else _NONE, out.dropped, out.gap)}
     for i in range(split, n):
         dialect.write_items(items, i, stepped, out, stop=i + 1)
-        states[i + 1] = (len(out.items), out.items[-1] if out.items else _NONE, out.dropped)
+        states[i + 1] = (len(out.items), out.items[-1] if out.items else _NONE, out.dropped, out.gap)
     return states
 
 
@@ -235,25 +237,32 @@ def _marks(
     step_calls: list[ToolCall],
     first_pos: dict[str, int],
     tail_ids: list[tuple[int, str]],
+    dialect: ModuleType,
+    spans: list[Span],
 ) -> list[Mark]:
-    """Marks at the safe cuts among ``reads``; ``end`` is the raw offset just past the last item."""
+    """Marks at the safe cuts among ``reads``; ``end`` is the raw offset just past the last item.
+
+    A cut is not safe either where what was written before it depends on items after it
+    (settle.cut_ok: a pin's span, a Responses reasoning item and the calls that follow it)."""
     last_pos: dict[str, int] = {}
     for pos, x in tail_ids:
         last_pos[x] = max(pos, last_pos.get(x, pos))
     # A cut is unsafe when an id is carried on both sides of it.
-    spans = [(first_pos[x], last) for x, last in last_pos.items()]
+    id_spans = [(first_pos[x], last) for x, last in last_pos.items()]
     step_pos = [c.pos for c in step_calls]
     offsets = {len(items): end}
     for i in range(len(items) - 1, reads[0][0] - 1, -1):  # each item's length, from the end
         offsets[i] = offsets[i + 1] - len(orjson.dumps(items[i])) - 1
     marks = []
     for index, cursor, n_calls, n_results, last_turn in reads:
-        if index == 0 or any(first < cursor.pos <= last for first, last in spans):
+        if index == 0 or any(first < cursor.pos <= last for first, last in id_spans):
             continue
-        out_len, pending, dropped = writes[index]
+        if not cut_ok(dialect, items, index, cursor.pos, spans):
+            continue
+        out_len, pending, dropped, gap = writes[index]
         n_steps = bisect_left(step_pos, cursor.pos)
         marks.append(
-            Mark(index, offsets[index], cursor, last_turn, n_calls, n_results, n_steps, out_len, pending, dropped)
+            Mark(index, offsets[index], cursor, last_turn, n_calls, n_results, n_steps, out_len, pending, dropped, gap)
         )
     return marks
 
@@ -279,6 +288,7 @@ def remember(
     part: Part,
     out: list[Any],
     writes: dict[int, tuple[Any, ...]],
+    spans: list[Span] = (),  # type: ignore[assignment]
 ) -> Entry | None:
     """An entry for a body rewritten in full; ``raw`` must be orjson's encoding of ``doc``."""
     items = doc.get(dialect.ITEMS)
@@ -293,7 +303,9 @@ def remember(
             first_pos[x] = pos
     split = reads[0][1].pos
     tail_ids = _ids([c for c in history.calls if c.pos >= split], [r for r in history.results if r.pos >= split])
-    marks = _marks(items, len(raw) - len(tail), reads, writes, part.step_calls, first_pos, tail_ids)
+    marks = _marks(
+        items, len(raw) - len(tail), reads, writes, part.step_calls, first_pos, tail_ids, dialect, list(spans)
+    )
     if not marks:
         return None
     return _entry(dialect, config, raw, len(head), marks, items, history, part, out, first_pos)
@@ -378,13 +390,21 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     if any(entry.first_pos.get(x, cur.pos) < cur.pos for _, x in _ids(h.calls, h.results)):
         return None
     part = assemble(h, config.kinds, config.tool_kinds, step_base=mark.n_steps)
+
+    def write(new_stepped: frozenset[int]) -> tuple[Output, Any]:
+        prefix = entry.out[: mark.out_len]
+        if prefix:
+            prefix[-1] = mark.pending
+        out = Output(prefix, cur.pos, mark.dropped, mark.gap)
+        return out, write_marked(dialect, items, b, new_stepped, out, tail=0)
+
+    # A pin on a pair before the cut (the new items need it back) means a full rewrite.
+    settled = settle(dialect, items, h, config.kinds, config.tool_kinds, part, write, mark.n_steps, cur.pos)
+    if settled is None:
+        return None
+    part, out, writes, spans = settled
     k = bisect_left(entry.stepped, cur.pos)
     stepped = entry.stepped[:k] + part.stepped
-    prefix = entry.out[: mark.out_len]
-    if prefix:
-        prefix[-1] = mark.pending
-    out = Output(prefix, cur.pos, mark.dropped)
-    writes = write_marked(dialect, items, b, frozenset(part.stepped), out, tail=0)
 
     first_pos = (
         {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
@@ -406,7 +426,7 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     )
     end = mark.end + len(orjson.dumps(new)) - 1 if new else mark.end  # just past the last item
     marks = [m for m in entry.marks if m.index <= b]
-    fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids)
+    fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids, dialect, spans)
     marks = _thin(marks + [m for m in fresh if m.index > b])
     successor = _entry(dialect, config, raw, entry.head, marks, items, whole, joined, out.items, first_pos)
     memo.hits += 1

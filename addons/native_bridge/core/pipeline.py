@@ -16,14 +16,15 @@ import orjson
 from . import memo as _memo
 from .builder import Part, Plan, assemble, delta_start
 from .clients import identify
-from .dialects import Cursor, DialectError, Output, anthropic, chat, responses
+from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
 from .kinds import DEFAULT_TOOL_KINDS, KINDS
+from .settle import settle
 
 STEPS_KEY = "additional_steps"
 DELTA_KEY = "additional_steps_delta_start"
 
-DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, responses)}
+DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, responses, gemini)}
 
 # rewritten: new body; unchanged: nothing to do; skipped: not rewritable (reason says why);
 # error: the bridge itself failed; observed: the addon's observe mode kept a rewritten body back.
@@ -103,6 +104,8 @@ def dialect_for_path(path: str | None) -> ModuleType | None:
         return anthropic
     if p.endswith("/responses"):
         return responses
+    if p.endswith((":generateContent", ":streamGenerateContent")) and "/models/" in p:
+        return gemini  # /v1beta/models/<model>:generateContent, Vertex's …/publishers/google/models/<model>:…
     return None
 
 
@@ -110,6 +113,8 @@ def dialect_for_body(body: dict[str, Any]) -> ModuleType | None:
     """The dialect a body's shape says, when the path does not."""
     if "input" in body and "messages" not in body:
         return responses
+    if "contents" in body and "messages" not in body:
+        return gemini
     messages = body.get("messages")
     if not isinstance(messages, list):
         return None
@@ -151,7 +156,7 @@ def rewrite(
 def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | None, hint: str | None) -> Rewrite:
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
-    markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS)
+    markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS + gemini.MARKERS)
     if not _may_hold(raw, markers):
         return Rewrite("unchanged", "no tool history", dialect.NAME if dialect else None)
     # The client decides whose words count; the memo keeps its decisions per config, client included.
@@ -195,12 +200,20 @@ def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | No
     if not history.calls and not history.results:
         return Rewrite("unchanged", "no tool history", dialect.NAME)
     part = assemble(history, config.kinds, config.tool_kinds)
-    if canon is None:
-        return _finish(dialect, body, history, part, None)
-    out = Output([], 0)
-    writes = _memo.write_marked(dialect, items, 0, frozenset(part.stepped), out)
+
+    def write(stepped: frozenset[int]) -> tuple[Output, Any]:
+        out = Output([], 0)
+        if canon is None:
+            dialect.write_items(items, 0, stepped, out)
+            return out, None
+        return out, _memo.write_marked(dialect, items, 0, stepped, out)
+
+    # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
+    part, out, writes, spans = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)  # type: ignore[misc]
     result = _finish(dialect, body, history, part, out.items)
-    entry = _memo.remember(canon, body, dialect, config, history, reads, part, out.items, writes)
+    if canon is None:
+        return result
+    entry = _memo.remember(canon, body, dialect, config, history, reads, part, out.items, writes, spans)
     if entry is not None:
         memo.put(entry)  # type: ignore[union-attr]
     return result

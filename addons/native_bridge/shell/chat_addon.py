@@ -10,23 +10,33 @@ from mitmproxy import ctx, exceptions, flowfilter, http
 
 from ..core.kinds import KINDS, tool_map
 from ..core.memo import Memo
+from ..core.observe import observations
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from . import MARKER, META
 from .records import Recorder, RecordJob
+from .state import BridgeState
+from .store import Observation, call_key, match_key
 
 logger = logging.getLogger(__name__)
 
 # Chat Completions, Anthropic Messages and OpenAI Responses endpoints: ~u searches the whole URL, so the
 # regex is anchored on the path's end and never looks past the "?" (a query string, /messages/count_tokens
 # and /chat/completions/extra are not selected).
-DEFAULT_FILTER = r'~m POST & ~u "^[^?#]*/(chat/completions|messages|responses)([?#]|$)"'
+DEFAULT_FILTER = (
+    r'~m POST & ~u "^[^?#]*(/(chat/completions|messages|responses)'
+    r'|/models/[^/?#:]+:(generateContent|streamGenerateContent))([?#]|$)"'
+)
 
 
 def comment(result: Rewrite, s: dict[str, Any]) -> str:
     """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
-    if result.status != "rewritten":
+    if result.status not in ("rewritten", "observed"):
         return f"bridge: {result.status} ({result.reason})"
-    text = f"bridge: {s['steps']} step{'' if s['steps'] == 1 else 's'}"
+    text = (
+        f"bridge: {s['steps']} step{'' if s['steps'] == 1 else 's'}"
+        if result.status == "rewritten"
+        else f"bridge: observed {s['steps']} steps"
+    )
     if s["failed"]:
         codes = ", ".join(f"exit {c}" for c in s["failed_exit_codes"])
         text += f" ({s['failed']} failed: {codes})"
@@ -44,8 +54,14 @@ def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
         raise exceptions.OptionsError(f"bridge_tools: {e}") from e
 
 
+# observe: read the history, record what it states and hand it to the planner hop, send the body as it came.
+# rewrite: also move the pairs that became steps into additional_steps (for a gateway that reads that field).
+MODES = ("observe", "rewrite")
+
+
 class NativeBridge:
-    def __init__(self) -> None:
+    def __init__(self, state: BridgeState | None = None) -> None:
+        self.state = state or BridgeState()
         self.config = Config()
         self.filter: flowfilter.TFilter | None = None
         self.recorder: Recorder | None = None
@@ -53,7 +69,15 @@ class NativeBridge:
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
 
     def load(self, loader) -> None:
-        loader.add_option("bridge", bool, True, "Rewrite planner-bound tool history into additional_steps.")
+        loader.add_option("bridge", bool, True, "Bridge planner-bound chat requests (see bridge_mode).")
+        loader.add_option(
+            "bridge_mode",
+            str,
+            "observe",
+            "observe: read each chat request's tool history, record it and share it with the planner hop; the "
+            "body goes upstream untouched (safe in front of any gateway). rewrite: also move the pairs that "
+            "became steps into additional_steps, for a gateway that reads that field.",
+        )
         loader.add_option(
             "bridge_filter",
             str,
@@ -112,6 +136,8 @@ class NativeBridge:
                 choices = ", ".join(["auto", *DIALECTS])
                 raise exceptions.OptionsError(f"bridge_dialect: {opts.bridge_dialect!r} is not one of {choices}")
             self.config = Config(frozenset(opts.bridge_kinds), parse_tool_map(opts.bridge_tools), opts.bridge_dialect)
+        if "bridge_mode" in updated and opts.bridge_mode not in MODES:
+            raise exceptions.OptionsError(f"bridge_mode: {opts.bridge_mode!r} is not one of {', '.join(MODES)}")
         if "bridge_max_body" in updated and opts.bridge_max_body <= 0:
             raise exceptions.OptionsError("bridge_max_body must be positive")
         if "bridge_records" in updated:
@@ -172,7 +198,11 @@ class NativeBridge:
             raw, result = self._decode(req)
             if result is None:
                 result = rewrite(raw, self.config, req.path, self.memo, req.headers.get("user-agent"))
-            if result.status == "rewritten":
+            if result.history is not None:
+                self._observe(result)
+            if result.status == "rewritten" and ctx.options.bridge_mode == "observe":
+                result.status, result.body = "observed", None
+            elif result.status == "rewritten":
                 assert result.body is not None
                 was_modified = flow.modified()
                 flow.backup()
@@ -186,7 +216,7 @@ class NativeBridge:
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
             result = Rewrite("error", f"{type(e).__name__}: {e}")
         summary = result.summary()  # walks every step and placement: once per flow
-        if result.status == "rewritten":
+        if result.status in ("rewritten", "observed"):
             if summary["failed"] or summary["unobserved"]:
                 flow.marked = MARKER
             logger.info(f"bridge: flow {flow.id}: {comment(result, summary).removeprefix('bridge: ')}")
@@ -196,6 +226,18 @@ class NativeBridge:
         flow.metadata[META] = {"status": result.status, "reason": result.reason, **summary}
         if self.recorder is not None:
             self._record(flow, result, raw if raw is not None else req.raw_content, summary)
+
+    def _observe(self, result: Rewrite) -> None:
+        """Hand the planner hop what the client's own results say (core/observe.py)."""
+        history = result.history
+        assert history is not None
+        seen = [
+            Observation(
+                match_key(o.kind, o.subject, o.output), call_key("", o.call_id), o.exit_code, o.failed, history.client
+            )
+            for o in observations(history, self.config.tool_kinds)
+        ]
+        self.state.store.observe(seen)
 
     def _decode(self, req: http.Request) -> tuple[bytes | None, Rewrite | None]:
         """The decoded body, or why it cannot be rewritten."""

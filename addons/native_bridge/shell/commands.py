@@ -17,7 +17,7 @@ import mitmproxy.types
 from mitmproxy import command, exceptions, flow, http
 
 from ..core.pipeline import rewrite
-from . import META, explain, redact
+from . import META, explain, native_record, native_view, redact
 from .records import Recorder, RecordJob
 from .view import bridge_config, explain_flow, original_body, verdict
 
@@ -41,6 +41,8 @@ def diff_flow(f: http.HTTPFlow) -> str:
 
 
 def _diff_flow(f: http.HTTPFlow) -> str:
+    if native_view.is_native(f):
+        return f"{_title(f)}\n{native_view.diff_text(native_view.explain_native(f))}"
     if (text := verdict(f)) is not None:  # not rewritten: nothing changed
         return f"{_title(f)}\n{text}\n"
     ex = explain_flow(f)
@@ -72,7 +74,11 @@ def record_job(f: http.HTTPFlow) -> RecordJob:
         summary=summary,
         comment=f.comment,
     )
-    if status == "rewritten":
+    if native_view.is_native(f):
+        job.dialect, job.before = native_view.DIALECT, None
+        job.native = native_record.from_flow(f)
+        job.notes = ["exported from a flow by bridge.export"]
+    elif status == "rewritten":
         ex = explain_flow(f)
         job.before = original_body(f)
         job.after = current

@@ -305,10 +305,34 @@ def _text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def _gemini_line(item: dict[str, Any]) -> str:
+    parts: list[str] = []
+    for p in item["parts"]:
+        if not isinstance(p, dict):
+            continue
+        fc, fr = p.get("functionCall"), p.get("functionResponse")
+        if isinstance(fc, dict):
+            parts.append(f"call {fc.get('name')}#{fc.get('id')}")
+        elif isinstance(fr, dict):
+            response = fr.get("response") if isinstance(fr.get("response"), dict) else {}
+            err = " (error)" if "error" in response else ""
+            shown = response.get("error", response.get("output", ""))
+            parts.append(f"result #{fr.get('id')}{err}: {_short(shown, 40)}")
+        elif p.get("thought") is True:
+            parts.append("thought")
+        elif "text" in p:
+            parts.append(repr(_short(p.get("text", ""), 50)))
+        else:
+            parts.append(next(iter(p), "part"))
+    return f"{item.get('role')}: " + ("; ".join(parts) if parts else "(empty)")
+
+
 def item_line(item: Any) -> str:
-    """One history item (chat or Anthropic message, or Responses input item) in one line."""
+    """One history item (chat or Anthropic message, Responses input item, Gemini content) in one line."""
     if not isinstance(item, dict):
         return _short(item)
+    if isinstance(item.get("parts"), list):
+        return _gemini_line(item)
     parts: list[str] = []
     role = item.get("role")
     kind = item.get("type")
@@ -353,6 +377,12 @@ def item_ids(item: Any) -> list[str]:
     content = item.get("content")
     if isinstance(content, list):
         ids += [b.get("id") or b.get("tool_use_id") for b in content if isinstance(b, dict)]
+    parts = item.get("parts")  # Gemini
+    if isinstance(parts, list):
+        for p in parts:
+            x = p.get("functionCall") or p.get("functionResponse") if isinstance(p, dict) else None
+            if isinstance(x, dict):
+                ids.append(x.get("id"))
     return [i for i in ids if isinstance(i, str)]
 
 

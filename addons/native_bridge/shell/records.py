@@ -23,7 +23,8 @@ from typing import Any
 import orjson
 
 from ..core.conversation import conversation_key
-from . import redact
+from . import native_record, redact
+from .native_record import NativeJob
 from .renderer import Renderer
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class RecordJob:
     summary: dict[str, Any] = field(default_factory=dict)
     comment: str = ""
     notes: list[str] = field(default_factory=list)
+    native: NativeJob | None = None  # the planner hop's material (native_record.py)
 
 
 def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
@@ -110,6 +112,8 @@ def to_record(job: RecordJob) -> dict[str, Any]:
         "steps": redact.body(job.steps),
         "accounting": redact.body(job.accounting),
     }
+    if job.native is not None:
+        rec["native"] = native_record.render(job.native)
     if before_text is not None:
         rec["before_text"] = before_text
     if after_text is not None:

@@ -18,8 +18,8 @@ import logging
 from mitmproxy import contentviews, ctx, http
 from mitmproxy.contentviews import Contentview, Metadata
 
-from ..core.pipeline import Config
-from . import META, explain
+from ..core.pipeline import Config, rewrite
+from . import META, explain, native_view
 
 logger = logging.getLogger(__name__)
 
@@ -51,18 +51,32 @@ def bridge_config() -> Config:
 def explain_flow(flow: http.HTTPFlow) -> explain.Explained:
     """What the bridge did to this flow's request; ValueError unless the bridge rewrote it."""
     meta = flow.metadata.get(META)
-    if not isinstance(meta, dict) or meta.get("status") != "rewritten":
-        raise ValueError("the bridge did not rewrite this request")
-    req = flow.request
-    return explain.explain_bodies(original_body(flow), req.get_content(strict=False), req.path, bridge_config())
+    status = meta.get("status") if isinstance(meta, dict) else None
+    if status not in ("rewritten", "observed"):
+        raise ValueError("the bridge did not rewrite or observe this request")
+    req, config = flow.request, bridge_config()
+    body = req.get_content(strict=False)
+    if status == "rewritten":
+        return explain.explain_bodies(original_body(flow), body, req.path, config)
+    # Observe mode sent the body as it came: show what its history states, as a rewrite would.
+    ex = explain.explain_bodies(body, rewrite(body, config, req.path).body if body else None, req.path, config)
+    ex.notes.insert(
+        0,
+        "observe mode: the request went upstream as the client sent it; these steps are what its "
+        "history states (shared with the planner hop)",
+    )
+    return ex
 
 
 def verdict(flow: http.HTTPFlow) -> str | None:
-    """One line for a flow the bridge did not rewrite (None: it rewrote it)."""
+    """One line for a flow the bridge did not rewrite (None: it rewrote it, or it is a planner-hop flow,
+    whose views always show its steps)."""
     meta = flow.metadata.get(META)
     if not isinstance(meta, dict):
         return "bridge: the bridge did not see this request (no bridge metadata on the flow)"
-    if meta.get("status") == "rewritten":
+    if native_view.is_native(flow):
+        return None
+    if meta.get("status") in ("rewritten", "observed"):
         return None
     return f"bridge: {meta.get('status')} ({meta.get('reason')}): the request went upstream as the client sent it"
 
@@ -83,6 +97,8 @@ class BridgeStepsContentview(Contentview):
         if (text := _not_for(metadata)) is not None:
             return text
         assert isinstance(metadata.flow, http.HTTPFlow)
+        if native_view.is_native(metadata.flow):
+            return native_view.steps_text(native_view.explain_native(metadata.flow))
         text = explain.steps_text(explain_flow(metadata.flow))
         return text + "\n(the message history before and after: view 'Bridge diff')\n"
 
@@ -97,6 +113,8 @@ class BridgeDiffContentview(Contentview):
         if (text := _not_for(metadata)) is not None:
             return text
         assert isinstance(metadata.flow, http.HTTPFlow)
+        if native_view.is_native(metadata.flow):
+            return native_view.diff_text(native_view.explain_native(metadata.flow))
         ex = explain_flow(metadata.flow)
         notes = "".join(f"note: {n}\n" for n in ex.notes)
         return notes + explain.diff_text(ex)

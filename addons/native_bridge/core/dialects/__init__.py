@@ -8,11 +8,20 @@ Each dialect module has NAME, ITEMS (the body key holding the history), MARKERS
 a :class:`Cursor` / :class:`Output` across stretches: reading a history in pieces
 gives exactly what reading it whole gives. The per-conversation memo (memo.py) reads
 and writes only the items a resumed conversation added.
+
+A writer keeps the request valid for its API (truth rule 6). Where taking a stepped
+pair out would break it (a thinking block or a thought signature torn from its call,
+turns merged out of order, a request left ending on a model turn), the writer does not
+improvise: it *pins* the pair (``Output.pins``) and the pipeline decides again with that
+pair kept as messages (builder ``keep``). A dialect may also have ``end_pins(items,
+out)`` (what the end of the written history needs) and ``joins(items, k)`` (True when
+what is written before item ``k`` depends on items from ``k`` on, so the memo must not
+cut there).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -35,11 +44,17 @@ class Cursor:
 @dataclass(slots=True)
 class Output:
     """A writer's state: the items written so far, the history position reached, and
-    (Anthropic) whether the last message was dropped, so its neighbours may merge."""
+    (Anthropic, Gemini) whether the last message was dropped, so its neighbours may merge."""
 
     items: list[Any]
     pos: int
     dropped: bool = False
+    # Positions of the stepped results in the messages dropped since the last written one:
+    # the pair to pin when those messages must come back (a merge or the end needs them).
+    gap: tuple[int, ...] = ()
+    # Pairs the writer needs kept as messages: position of the call or result ->
+    # (why, the last item index the need depends on; len(items) when it depends on the end).
+    pins: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
 def opt_str(value: Any) -> str | None:

@@ -103,27 +103,120 @@ def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
     return out.items
 
 
+THINKING = frozenset({"thinking", "redacted_thinking"})
+PIN_THINKING = "a thinking block leads to this call in a turn that stays: the API needs them together"
+PIN_ORDER = "taking it out would merge two assistant turns with a thinking block after other content"
+PIN_END = "taking it out would leave the request ending on an assistant turn (a prefill), not on the user's"
+
+
+def _attached(blocks: list[Any]) -> dict[int, int]:
+    """Each thinking block of an assistant turn that leads straight to a tool_use: its index -> the tool_use's."""
+    out: dict[int, int] = {}
+    run: list[int] = []
+    for j, b in enumerate(blocks):
+        if b.get("type") in THINKING:
+            run.append(j)
+            continue
+        if b.get("type") == "tool_use":
+            out.update((t, j) for t in run)
+        run = []
+    return out
+
+
+def _cacheable(b: Any) -> bool:
+    """A block the API accepts cache_control on (not thinking, not empty text)."""
+    return isinstance(b, dict) and b.get("type") not in THINKING and not (b.get("type") == "text" and not b.get("text"))
+
+
+def _with_breakpoint(blocks: list[Any], cache_control: Any) -> list[Any] | None:
+    """``blocks`` with the breakpoint moved onto the last block that can carry it (a new list;
+    the same one when that block has a breakpoint already); None when no block can."""
+    for j in range(len(blocks) - 1, -1, -1):
+        if _cacheable(blocks[j]):
+            if "cache_control" in blocks[j]:
+                return blocks
+            return [*blocks[:j], {**blocks[j], "cache_control": cache_control}, *blocks[j + 1 :]]
+    return None
+
+
+def _move_breakpoint(items: list[Any], cache_control: Any) -> None:
+    """Put a removed block's breakpoint on the last block written before it (items[-1], replaced,
+    never changed in place: the memo shares it). None can carry it: it goes (never one more)."""
+    if not items:
+        return
+    m = items[-1]
+    content = m.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    moved = _with_breakpoint(blocks, cache_control) if isinstance(blocks, list) else None
+    if moved is not None and moved is not blocks:
+        items[-1] = {**m, "content": moved}
+
+
+def _starts_thinking(m: dict[str, Any]) -> bool:
+    c = m.get("content")
+    return isinstance(c, list) and bool(c) and isinstance(c[0], dict) and c[0].get("type") in THINKING
+
+
 def write_items(messages: Any, start: int, stepped: Collection[int], out: Output, stop: int | None = None) -> None:
-    """Write ``messages[start:stop]`` onto ``out``, continuing from its state."""
+    """Write ``messages[start:stop]`` onto ``out``, continuing from its state.
+
+    Validity (truth rule 6; what cannot be kept valid is pinned, see dialects/__init__.py):
+    no empty content; turns a removal brings together are merged so user/assistant
+    alternate; a thinking block that leads to a tool_use goes with it when its whole turn
+    goes, and otherwise pins it (the API wants the thinking with the call it led to); a
+    merge never puts a thinking block after other content (the API wants an assistant
+    turn that has thinking to start with it); a removed block's ``cache_control``
+    breakpoint moves to the nearest earlier block that stays."""
     items, pos = out.items, out.pos
-    dropped = out.dropped  # merge only neighbours that a removal brought together
-    for _, m, blocks in _blocks(messages, start, stop):
+    dropped, gap, pins = out.dropped, out.gap, out.pins  # merge only neighbours that a removal brought together
+    for i, m, blocks in _blocks(messages, start, stop):
         if blocks is not None:
-            keep = []
-            for b in blocks:
+            owned = {}  # block index -> its history position
+            for j, b in enumerate(blocks):
                 if _is_call(m, b) or _is_result(m, b):
+                    owned[j] = pos
                     pos += 1
-                    if pos - 1 in stepped:
+            gone = {j for j, p in owned.items() if p in stepped}
+            if gone:
+                attached = _attached(blocks) if m.get("role") == "assistant" else {}
+                whole = all(j in gone or attached.get(j) in gone for j in range(len(blocks)))
+                if not whole:
+                    for j in set(attached.values()) & gone:
+                        pins[owned[j]] = (PIN_THINKING, i)
+                keep: list[Any] = []
+                for j, b in enumerate(blocks):
+                    if whole or j in gone:
+                        cc = b.get("cache_control")
+                        if cc is not None:
+                            moved = _with_breakpoint(keep, cc)
+                            if moved is not None:
+                                keep = moved
+                            else:
+                                _move_breakpoint(items, cc)
                         continue
-                keep.append(b)
-            if not keep:
-                dropped = True
-                continue
-            if len(keep) != len(blocks):
+                    keep.append(b)
+                if not keep:
+                    dropped = True
+                    gap += tuple(owned[j] for j in sorted(gone) if _is_result(m, blocks[j]))
+                    continue
                 m = {**m, "content": keep}
         if dropped and items and items[-1].get("role") == m.get("role"):
+            if m.get("role") == "assistant" and _starts_thinking(m) and not _starts_thinking(items[-1]) and gap:
+                pins[gap[-1]] = (PIN_ORDER, i)
             items[-1] = _merge(items[-1], m)
         else:
             items.append(m)
-        dropped = False
-    out.pos, out.dropped = pos, dropped
+        dropped, gap = False, ()
+    out.pos, out.dropped, out.gap = pos, dropped, gap
+
+
+def end_pins(messages: Any, out: Output) -> dict[int, tuple[str, int]]:
+    """A request that ended on the user's turn must not end on an assistant turn (or on none)."""
+    if not out.gap or not isinstance(messages, list) or not messages:
+        return {}
+    last = messages[-1]
+    if not isinstance(last, dict) or last.get("role") != "user":
+        return {}  # the client's own prefill
+    if out.items and out.items[-1].get("role") == "user":
+        return {}
+    return {out.gap[-1]: (PIN_END, len(messages))}

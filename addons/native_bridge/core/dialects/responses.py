@@ -1,9 +1,20 @@
 """OpenAI Responses: ``input`` items. Calls: ``function_call``, ``custom_tool_call``,
 ``local_shell_call``, ``shell_call``; results: the matching ``*_output`` items.
 
-Items the bridge does not own stay where they were, in order. With
-``previous_response_id`` the input holds only the new items, so what the bridge
-builds from it is already the delta.
+Items the bridge does not own stay where they were, in order, except a ``reasoning``
+item whose calls all became steps: it goes with them (the API rejects a reasoning item
+without the item that followed it). When some calls of its response stay, it stays; if
+it carries an id (the API then checks the very item that followed it), the steps before
+the first call that stays are pinned. With ``previous_response_id`` the input holds only
+the new items, so what the bridge builds from it is already the delta.
+
+A model response's calls and their outputs may interleave (Codex records ``call a,
+output a, call b, output b``): a run of model output that starts with a call right after
+outputs continues the response before it (turn role ``more``), and the builder counts it
+in the same round. A response of a reasoning model starts with its reasoning item, so a
+new response is told apart; without reasoning items two one-call responses look the
+same as one two-call response and count as one round: a resumed planner may get the
+earlier step again, but never misses one.
 """
 
 from __future__ import annotations
@@ -111,11 +122,15 @@ def read_items(items: Any, at: Cursor, h: History, stop: int | None = None) -> C
         # One turn per run of model output (calls, reasoning, assistant text) and per run of results.
         cls = "model" if t in CALLS or _is_model_output(it) else "results" if t in RESULTS else "input"
         if cls != previous or cls == "input":
-            h.turns.append("results" if cls == "results" else "other")
+            if cls == "model" and previous == "results" and t in CALLS:
+                h.turns.append("more")  # the response before goes on: its calls and outputs interleave
+            else:
+                h.turns.append("results" if cls == "results" else "other")
             previous = cls
         turn = len(h.turns) - 1
         if t in CALLS:
-            h.turns[turn] = "calls"
+            if h.turns[turn] != "more":
+                h.turns[turn] = "calls"
             name, args = _call(it, t)
             h.calls.append(ToolCall(pos, turn, opt_str(it.get("call_id")), name, args))
             pos += 1
@@ -131,13 +146,74 @@ def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
     return out.items
 
 
+PIN_REASONING = "a reasoning item (with an id) led to this call and to calls that stay: the API needs its next item"
+
+
+def _owned(it: Any) -> bool:
+    return isinstance(it, dict) and (it.get("type") in CALLS or it.get("type") in RESULTS)
+
+
+def _is_reasoning(it: Any) -> bool:
+    return isinstance(it, dict) and it.get("type") == "reasoning"
+
+
+def _reasoning_fate(
+    items: list[Any], i: int, pos: int, stepped: Collection[int], pins: dict[int, tuple[str, int]]
+) -> bool:
+    """Whether the reasoning item ``items[i]`` goes: True when every call of its response became a step.
+
+    Its response: the calls (with their outputs) straight after it and after the reasoning
+    items next to it. When the call right after it is a step but a later call of the
+    response stays, the steps before the first kept call are pinned, so the reasoning
+    item keeps the item it was followed by."""
+    j = i + 1
+    while j < len(items) and _is_reasoning(items[j]):
+        j += 1
+    if j == len(items) or not (isinstance(items[j], dict) and items[j].get("type") in CALLS):
+        return False  # followed by a message, a hosted call, input, or nothing: not ours to change
+    calls: list[int] = []
+    p = pos
+    k = j
+    while k < len(items) and _owned(items[k]):
+        if items[k]["type"] in CALLS:
+            calls.append(p)
+        p += 1
+        k += 1
+    kept = [c for c in calls if c not in stepped]
+    if not kept:
+        return True
+    if not isinstance(items[i].get("id"), str):
+        # No item ids (Codex: store false): nothing ties the reasoning to one call but its place,
+        # and it is still followed by a call of its own response.
+        return False
+    # With ids the API checks the very item that followed it (rs_... then fc_...): keep that one.
+    for c in calls:
+        if c == kept[0]:
+            break
+        pins[c] = (PIN_REASONING, k if k < len(items) else len(items))
+    return False
+
+
 def write_items(items: Any, start: int, stepped: Collection[int], out: Output, stop: int | None = None) -> None:
     """Write ``items[start:stop]`` onto ``out``, continuing from its state."""
     kept, pos = out.items, out.pos
-    for _, it, t in _items(items, start, stop):
+    for i, it, t in _items(items, start, stop):
         if t is not None:
             pos += 1
             if pos - 1 in stepped:
                 continue
+        elif it.get("type") == "reasoning" and stepped and _reasoning_fate(items, i, pos, stepped, out.pins):
+            continue
         kept.append(it)
     out.pos = pos
+
+
+def joins(items: Any, k: int) -> bool:
+    """Whether what is written before ``items[k]`` depends on items from ``k`` on: the cut falls
+    inside a reasoning item's response (its fate depends on every call of that response)."""
+    if not isinstance(items, list):
+        return False
+    i = k - 1
+    while i >= 0 and _owned(items[i]):
+        i -= 1
+    return i >= 0 and _is_reasoning(items[i])

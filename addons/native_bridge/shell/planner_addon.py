@@ -1,0 +1,236 @@
+"""The planner hop: correct the gateway's SendUserCascadeMessage steps in flight.
+
+Only flows that came in on a planner listener (``bridge_planner``: mode specs) and
+call SendUserCascadeMessage are touched; there only field 9 changes (cascade/).
+The ledger entry for a cascade is written when the language server accepted the
+request, so a failed send is sent again in full next time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mitmproxy import ctx, exceptions, http
+from mitmproxy.proxy import mode_specs
+
+from ..cascade.correct import Observed
+from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request, is_send_user_cascade_message
+from . import MARKER, META
+from .h2c import H2CListener, is_planner
+from .native_record import NativeJob
+from .native_view import DIALECT
+from .records import Recorder, RecordJob
+from .state import BridgeState
+from .store import match_key
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    cascade_id: str
+    digests: list[bytes]
+
+
+class StoreEvidence:
+    """The chat hop's observations as evidence: a step takes one only when exactly one matches."""
+
+    def __init__(self, state: BridgeState) -> None:
+        self.state = state
+
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observed | None:
+        found = self.state.store.candidates(match_key(kind, command_or_path, output))
+        if len(found) != 1:
+            return None  # none, or several calls with this command and output: no claim
+        o = found[0]
+        return Observed(o.exit_code, o.failed, o.client)
+
+
+def summary(result: NativeResult) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for c in result.changes:
+        counts[c.action] = counts.get(c.action, 0) + 1
+    return {
+        "steps_in": len(result.steps_before),
+        "steps_out": len(result.steps_after),
+        "delta_start": result.delta_start,
+        "changes": counts,
+    }
+
+
+def comment(result: NativeResult) -> str:
+    if result.status != "corrected":
+        return f"bridge: planner {result.status} ({result.reason})"
+    s = summary(result)
+    return f"bridge: planner {s['steps_in']} -> {s['steps_out']} steps ({result.reason})"
+
+
+def grpc_status(resp: http.Response) -> str | None:
+    """The gRPC status: in the trailers, or in the headers of a trailers-only reply."""
+    return (resp.trailers or {}).get("grpc-status") or resp.headers.get("grpc-status")
+
+
+def grpc_ok(resp: http.Response) -> bool:
+    """Whether the language server accepted the call (gRPC status 0, or Connect without an error)."""
+    if resp.status_code != 200:
+        return False
+    ctype = resp.headers.get("content-type", "")
+    if ctype.startswith("application/grpc"):
+        return grpc_status(resp) == "0"
+    if ctype.startswith("application/connect+"):
+        body = resp.raw_content or b""
+        # The last envelope ends the stream (flag 0x02); an "error" key in its JSON is a failure.
+        return b'"error"' not in body[-4096:]
+    return True  # Connect unary: the HTTP status is the verdict
+
+
+class PlannerBridge:
+    def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None, chat: Any = None) -> None:
+        self.state = state or BridgeState()
+        self.h2c = h2c or H2CListener()
+        self.chat = chat  # the chat hop's addon: its recorder serves both hops unless bridge_planner_records is set
+        self.evidence = StoreEvidence(self.state)
+        self.own_recorder: Recorder | None = None
+        self._pending: dict[str, _Pending] = {}  # flow id -> what to store once the reply says ok
+
+    def load(self, loader) -> None:
+        loader.add_option(
+            "bridge_planner",
+            Sequence[str],
+            [],
+            "Planner listeners: proxy mode specs (exactly as given to --mode, e.g. "
+            "reverse:http://127.0.0.1:42101@42100) that speak gRPC over prior-knowledge HTTP/2 "
+            "and whose SendUserCascadeMessage requests are corrected.",
+        )
+        loader.add_option(
+            "bridge_planner_client",
+            str | None,
+            None,
+            "The agent client behind the gateway, when one client is (e.g. claude-code): its own "
+            "result frames then count in the planner's step text. Unset: only signals no program "
+            "output can forge, and what the chat hop observed.",
+        )
+        loader.add_option(
+            "bridge_planner_records",
+            str | None,
+            None,
+            "Directory for the planner hop's records (one per SendUserCascadeMessage). Unset: bridge_records.",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        opts = ctx.options
+        if updated & {"bridge_planner", "mode"}:
+            specs = []
+            for spec in opts.bridge_planner:
+                try:
+                    parsed = mode_specs.ProxyMode.parse(spec)
+                except ValueError as e:
+                    raise exceptions.OptionsError(f"bridge_planner: {spec!r}: {e}") from e
+                if parsed.full_spec not in {mode_specs.ProxyMode.parse(m).full_spec for m in opts.mode}:
+                    listeners = ", ".join(opts.mode)
+                    raise exceptions.OptionsError(f"bridge_planner: {spec!r} is not a listener here ({listeners})")
+                specs.append(parsed.full_spec)
+            self.h2c.specs = frozenset(specs)
+        if "bridge_planner_records" in updated:
+            if self.own_recorder is not None:
+                self.own_recorder.close()
+                self.own_recorder = None
+            if opts.bridge_planner_records:
+                self.own_recorder = Recorder(opts.bridge_planner_records, isolate=True)
+
+    @property
+    def recorder(self) -> Recorder | None:
+        return self.own_recorder or getattr(self.chat, "recorder", None)
+
+    def done(self) -> None:
+        if self.own_recorder is not None:
+            self.own_recorder.close()
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if not ctx.options.bridge or META in flow.metadata or not is_planner(flow.client_conn, self.h2c.specs):
+            return
+        req = flow.request
+        if not is_send_user_cascade_message(req.path):
+            return  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
+        if req.stream or req.raw_content is None:
+            result = NativeResult("skipped", "body is streamed (stream_large_bodies), it cannot be corrected")
+        else:
+            result = self._correct(flow)
+        original = req.raw_content
+        if result.status == "corrected":
+            assert result.body is not None
+            flow.backup()  # mitmweb shows the flow as modified and can revert it
+            req.raw_content = result.body  # framed and compressed as it came
+            if any(c.action != "already_delivered" for c in result.changes):
+                flow.marked = MARKER
+        elif result.status == "skipped":
+            logger.warning(f"bridge: planner flow {flow.id}: passed through untouched: {result.reason}")
+        if result.cascade_id is not None and result.status != "skipped":
+            self._pending[flow.id] = _Pending(result.cascade_id, result.digests)
+        flow.comment = comment(result)
+        flow.metadata[META] = {
+            "status": result.status,
+            "reason": result.reason,
+            "dialect": DIALECT,
+            **summary(result),
+            "change_list": [{"index": c.index, "action": c.action, "reason": c.reason} for c in result.changes],
+        }
+        if result.status == "corrected":
+            logger.info(f"bridge: planner flow {flow.id}: {flow.comment.removeprefix('bridge: planner ')}")
+        if self.recorder is not None:
+            self._record(flow, result, original if result.status == "corrected" else req.raw_content)
+
+    def _correct(self, flow: http.HTTPFlow) -> NativeResult:
+        req = flow.request
+        headers = {k.lower(): v for k, v in req.headers.items()}
+        body = req.raw_content or b""
+        max_size = min(ctx.options.bridge_max_body, DEFAULT_MAX_SIZE)
+        return correct_request(
+            body,
+            headers.get("content-type", ""),
+            headers,
+            self.state.store.delivered,
+            self.evidence,
+            max_size,
+            client=ctx.options.bridge_planner_client,
+        )
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        pending = self._pending.pop(flow.id, None)
+        if pending is None or flow.response is None:
+            return
+        if grpc_ok(flow.response):
+            self.state.store.deliver(pending.cascade_id, pending.digests)
+        else:
+            logger.info(
+                f"bridge: planner flow {flow.id}: the language server refused the call "
+                f"(HTTP {flow.response.status_code}, grpc-status {grpc_status(flow.response)}); ledger unchanged"
+            )
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._pending.pop(flow.id, None)
+
+    def _record(self, flow: http.HTTPFlow, result: NativeResult, original: bytes | None) -> None:
+        """Hand the raw material to the recorder: decoding, proto3 JSON and redaction run in its worker."""
+        recorder = self.recorder
+        assert recorder is not None
+        req = flow.request
+        recorder.submit(
+            RecordJob(
+                flow_id=flow.id,
+                timestamp=req.timestamp_start,
+                method=req.method,
+                url=req.pretty_url,
+                headers=list(req.headers.items(multi=True)),
+                status=result.status,
+                reason=result.reason,
+                dialect=DIALECT,
+                before=None,
+                summary=summary(result),
+                comment=flow.comment,
+                native=NativeJob(original, {k.lower(): v for k, v in req.headers.items()}, result),
+            )
+        )

@@ -1,0 +1,191 @@
+"""Responses over WebSocket: the chat hop for ``response.create`` client frames.
+
+Codex CLI with the built-in OpenAI provider opens ``GET /v1/responses`` with
+``Upgrade: websocket`` and sends each model call as one text frame
+``{"type": "response.create", <Responses request fields>}`` (a warm-up frame with
+``"generate": false`` first); the server answers with the Responses stream events,
+one JSON text frame each. mitmproxy hands those frames to the ``websocket_message``
+hook, never to ``request``: this module gives each client frame the same treatment
+as an HTTP request body (same core, same truth rules, observe/rewrite modes, fail
+open) and leaves the server's frames alone.
+
+What a frame leaves behind, per message index ``i`` (its place in
+``flow.websocket.messages``):
+
+- ``flow.metadata["bridge_ws"][str(i)]``: the verdict (status, reason, summary), and
+  for a rewritten frame the original content (``original``), which the views and
+  ``bridge.diff`` compare with the frame as sent. An index present there is never
+  bridged again: ``mitmdump -nr`` replays every ``websocket_message`` hook of a
+  saved flow, whose frames are already the rewritten ones.
+- one record per frame (``websocket_message`` = i, file name ``…-<flow id>-m<i>.json``).
+- ``flow.comment`` / ``flow.marked`` for the flow as a whole: the latest frame's
+  verdict, marked when any frame states a failure or kept unobserved calls.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from mitmproxy import ctx, http
+from mitmproxy.proxy.layers.websocket import Fragmentizer
+
+from ..core.pipeline import Rewrite, rewrite
+from . import MARKER
+from .records import RecordJob
+
+if TYPE_CHECKING:
+    from .chat_addon import NativeBridge
+
+logger = logging.getLogger(__name__)
+
+WS_META = "bridge_ws"  # flow.metadata key: {str(message index): what the bridge did with that client frame}
+FRAME_TYPE = "response.create"
+_FRAME_MARK = FRAME_TYPE.encode()
+
+
+def is_handshake(req: http.Request) -> bool:
+    """A WebSocket opening handshake (the request of a flow that becomes a WebSocket)."""
+    return "websocket" in req.headers.get("upgrade", "").lower()
+
+
+def frame_type(content: bytes) -> str | None:
+    """The ``type`` of a JSON-object frame (None: not a JSON object, or no string type)."""
+    if _FRAME_MARK not in content:  # cheap: every frame the bridge wants names its type
+        return None
+    try:
+        doc = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+    t = doc.get("type") if isinstance(doc, dict) else None
+    return t if isinstance(t, str) else None
+
+
+def frames(flow: http.HTTPFlow) -> dict[str, dict[str, Any]]:
+    """What the bridge did with the client frames of this flow, by message index (as text)."""
+    meta = flow.metadata.get(WS_META)
+    return meta if isinstance(meta, dict) else {}
+
+
+def message_index(flow: http.HTTPFlow, message: Any) -> int | None:
+    """The index of ``message`` (by identity) in the flow's WebSocket messages."""
+    if flow.websocket is None:
+        return None
+    for i, m in enumerate(flow.websocket.messages):
+        if m is message:
+            return i
+    return None
+
+
+def wire(body: bytes) -> bytes:
+    """The rewritten frame as it can travel through mitmproxy unharmed.
+
+    mitmproxy resends a modified message in ``Fragmentizer.FRAGMENT_SIZE`` byte chunks,
+    each decoded on its own (``errors="replace"``): a multi-byte character cut at a chunk
+    boundary would reach the server as U+FFFD. Non-ASCII characters can only be inside
+    JSON strings, so writing them as ``\\uXXXX`` escapes sends the same JSON value, in
+    ASCII that no cut can damage. A body short enough for one chunk goes as it is."""
+    if len(body) <= Fragmentizer.FRAGMENT_SIZE or body.isascii():
+        return body
+    text = body.decode("utf-8")
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if o < 0x80:
+            out.append(ch)
+        elif o < 0x10000:
+            out.append(f"\\u{o:04x}")
+        else:  # a surrogate pair, as JSON spells characters beyond the BMP
+            o -= 0x10000
+            out.append(f"\\u{0xD800 + (o >> 10):04x}\\u{0xDC00 + (o & 0x3FF):04x}")
+    return "".join(out).encode("ascii")
+
+
+def on_message(nb: NativeBridge, flow: http.HTTPFlow) -> None:
+    """The ``websocket_message`` hook: bridge the newest message when it is a selected client frame."""
+    ws = flow.websocket
+    if not ctx.options.bridge or ws is None or not ws.messages:
+        return
+    message = ws.messages[-1]
+    if not message.from_client or not message.is_text or message.dropped:
+        return
+    index = len(ws.messages) - 1
+    if str(index) in frames(flow):  # bridged before (a replay of a saved flow): never twice
+        return
+    if nb.filter is None or not nb.filter(flow):
+        return
+    content = message.content
+    limit = ctx.options.bridge_max_body
+    if len(content) > limit:
+        if _FRAME_MARK not in content:
+            return
+        result: Rewrite | None = Rewrite("skipped", f"frame larger than bridge_max_body ({limit} bytes)")
+    elif frame_type(content) != FRAME_TYPE:
+        return  # not a model call (or not JSON): nothing of the bridge's
+    else:
+        result = None
+    bridge_frame(nb, flow, index, result)
+
+
+def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewrite | None = None) -> Rewrite:
+    """Observe or rewrite the client frame at ``index``; annotate and record it. Fails open."""
+    from .chat_addon import comment  # the one-line verdict, shared with HTTP requests
+
+    assert flow.websocket is not None
+    message = flow.websocket.messages[index]
+    raw = message.content
+    req = flow.request
+    sent: bytes | None = None
+    if result is None:
+        try:
+            result = rewrite(raw, nb.config, req.path, nb.memo, req.headers.get("user-agent"))
+            if result.history is not None:
+                nb._observe(result)
+            if result.status == "rewritten" and ctx.options.bridge_mode == "observe":
+                result.status, result.body = "observed", None
+            elif result.status == "rewritten":
+                assert result.body is not None
+                sent = wire(result.body)
+                message.content = sent  # the last step: on any failure before it the frame is untouched
+        except Exception as e:  # fail open: the frame goes upstream as the client sent it
+            logger.exception(f"bridge: flow {flow.id} message {index}: rewrite failed, sending the original frame")
+            message.content = raw
+            sent = None
+            result = Rewrite("error", f"{type(e).__name__}: {e}")
+    summary = result.summary()
+    where = f"flow {flow.id} message {index}"
+    if result.status in ("rewritten", "observed"):
+        if summary["failed"] or summary["unobserved"]:
+            flow.marked = MARKER
+        logger.info(f"bridge: {where}: {comment(result, summary).removeprefix('bridge: ')}")
+    elif result.status == "skipped":
+        logger.warning(f"bridge: {where}: passed through untouched: {result.reason}")
+    line = comment(result, summary)
+    entry: dict[str, Any] = {"status": result.status, "reason": result.reason, **summary}
+    if sent is not None:
+        entry["original"] = raw  # what the views and bridge.diff compare the frame with
+    flow.metadata.setdefault(WS_META, {})[str(index)] = entry
+    flow.comment = f"bridge: websocket message {index}: {line.removeprefix('bridge: ')}"
+    if nb.recorder is not None:
+        nb.recorder.submit(
+            RecordJob(
+                flow_id=flow.id,
+                timestamp=message.timestamp,
+                method=req.method,
+                url=req.pretty_url,
+                headers=list(req.headers.items(multi=True)),
+                status=result.status,
+                reason=result.reason,
+                dialect=result.dialect,
+                before=raw,
+                after=result.body,
+                steps=result.steps,
+                accounting=[p.to_json() for p in result.plan.accounting] if result.plan else [],
+                summary=summary,
+                comment=line,
+                notes=result.notes,
+                websocket_message=index,
+            )
+        )
+    return result

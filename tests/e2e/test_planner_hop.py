@@ -1,0 +1,274 @@
+"""The planner hop through a real mitmdump, with a real gRPC stack on both ends.
+
+grpcio client (or Node's http2, framing like the gateway) -> mitmdump -s addons/bridge.py
+(prior-knowledge HTTP/2 listener named by bridge_planner) -> grpcio server standing in
+for the language server. The bodies are the real gateway's (shared/fixtures).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from fake_language_server import FakeLanguageServer
+from native_bridge.cascade.framing import unframe
+from native_bridge.cascade.request import parse_request
+from native_bridge.cascade.steps import EXIT_CODE, STDOUT, run_command, to_json, view
+from native_bridge.cascade.wire import fields
+from reference_planner import ReferencePlanner
+
+from .conftest import Mitmdump
+from .grpckit import SEND, LanguageServer, call, fixture, free_ports, node_post, wait_for
+
+pytestmark = pytest.mark.e2e
+# The fixtures' agent is Claude Code (shared/fixtures README): with that client named, its own
+# "Exit code N" line counts; unnamed, only what a program cannot forge does.
+CLAUDE = ("--set", "bridge_planner_client=claude-code")
+# What gateway 3.9.27 (connect-es) sends with its gzip envelopes: no connect-content-encoding.
+CONNECT_HEADERS = {"connect-protocol-version": "1", "connect-accept-encoding": "gzip"}
+BOMB = gzip.compress(b"\0" * (64 * 2**20))  # 64 MiB of zeros in about 64 KB
+
+
+def payload(name: str) -> bytes:
+    """The message inside a captured body (its gRPC or Connect envelope removed)."""
+    body = fixture(name)
+    data = body[5 : 5 + int.from_bytes(body[1:5], "big")]
+    return gzip.decompress(data) if body[0] & 1 else data
+
+
+def outside_field_9(message: bytes) -> list[bytes]:
+    return [message[f.start : f.end] for f in fields(message) if f.number != 9]
+
+
+def commands(message: bytes) -> list[tuple[str | None, int | None, bool]]:
+    """(command line, exit code, stdout present) per run_command step of a request."""
+    out = []
+    for step in parse_request(message).steps:
+        v = view(step)
+        if v.body_field == 28 and v.body is not None:
+            rc = run_command(v.body)
+            has_stdout = any(f.number == STDOUT for f in fields(v.body))
+            code = rc.exit_code if any(f.number == EXIT_CODE for f in fields(v.body)) else None
+            out.append((rc.command_line, code, has_stdout))
+    return out
+
+
+class Planner:
+    """A language server and one mitmdump in front of it (the planner listener), which also
+    fronts the gateway's chat endpoint (the chat hop, observing) as a user may run both hops."""
+
+    def __init__(
+        self, tmp: Path, state: Path | None = None, extra: tuple[str, ...] = (), upstream_port: int | None = None
+    ) -> None:
+        self.ls = LanguageServer().start()
+        self.chat_upstream = ReferencePlanner().start()  # stands in for the gateway's chat endpoint
+        self.port, self.chat_port = free_ports(2)
+        spec = f"reverse:http://127.0.0.1:{upstream_port or self.ls.port}@{self.port}"
+        self.records = tmp / "records"
+        options = ["--mode", spec, "--set", f"bridge_planner={spec}", "--set", "bridge_mode=observe", *extra]
+        if state is not None:
+            options += ["--set", f"bridge_state={state}"]
+        self.proxy = Mitmdump(f"{self.chat_upstream.url}@{self.chat_port}", self.records, tmp / "conf", options)
+
+    def chat(self, name: str) -> None:
+        """The agent's Anthropic request, through the chat hop (observe: it goes upstream untouched)."""
+        body = fixture(name)
+        # The fixtures' agent is Claude Code: it says so in its user agent (core/clients.py).
+        headers = {"user-agent": "claude-cli/2.1.332 (external, cli)", "content-type": "application/json"}
+        reply = httpx.post(f"http://127.0.0.1:{self.chat_port}/v1/messages", content=body, headers=headers, timeout=10)
+        assert reply.status_code < 500
+        [got] = [r for r in self.chat_upstream.received if r.raw == body] or [None]
+        assert got is not None, "observe mode sends the chat body byte for byte"
+
+    def __enter__(self) -> Planner:
+        self.proxy.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proxy.stop()
+        self.ls.stop()
+        self.chat_upstream.stop()
+
+    def sent(self) -> list[bytes]:
+        return [r.body for r in self.ls.sends()]
+
+    def records_json(self, expect: int = 1) -> list[dict]:
+        """The records so far, once at least ``expect`` are written (they are written off the request path)."""
+        wait_for(lambda: len(list(self.records.glob("[!.]*.json"))) >= expect, 15)
+        return [orjson.loads(p.read_bytes()) for p in sorted(self.records.glob("[!.]*.json"))]
+
+
+@pytest.mark.parametrize(
+    ("options", "chat_hop", "exit_code"),
+    [((), True, 1), (CLAUDE, False, None), ((), False, None)],
+    ids=["both-hops", "planner-only-client-named", "planner-only"],
+)
+def test_turn_one_is_corrected_and_everything_else_is_byte_identical(tmp_path: Path, options, chat_hop, exit_code):
+    """Claude Code states "Exit code 1" only with its is_error flag, which the gateway drops: the
+    planner hop alone cannot state the code (absent, never the gateway's 0); with the chat hop's
+    observation of the same call it can."""
+    message = payload("grpc-turn1.bin")
+    with Planner(tmp_path, extra=options) as p:
+        if chat_hop:
+            p.chat("chat-turn1.json")
+        call(p.port, message)
+        [got] = p.sent()
+    assert outside_field_9(got) == outside_field_9(message)
+    cmds = commands(got)
+    assert ("npm run dev", None, False) not in cmds, "a call without a result is not a DONE step"
+    # npm test failed with exit 1. The gateway's 0 is gone either way; the 1 is stated only when
+    # the client's own frame may count. One copy of the output.
+    [(line, code, has_stdout)] = cmds
+    assert (line, code, has_stdout) == ("npm test", exit_code, False)
+    before = parse_request(message).steps
+    after = parse_request(got).steps
+    assert before[1] in after and before[3] in after, "view_file and grep steps go on byte for byte"
+    assert len(after) == 3
+
+
+def test_resumed_cascade_gets_only_the_new_step(tmp_path: Path):
+    with Planner(tmp_path) as p:
+        p.chat("chat-turn1.json")
+        call(p.port, payload("grpc-turn1.bin"))
+        p.chat("chat-turn2.json")
+        call(p.port, payload("grpc-turn2-resumed.bin"))
+        _first, second = p.sent()
+    assert commands(second) == [("cat test_x.py", 2, False)]
+    assert len(parse_request(second).steps) == 1
+    assert outside_field_9(second) == outside_field_9(payload("grpc-turn2-resumed.bin"))
+
+
+def test_a_refused_send_is_not_in_the_ledger(tmp_path: Path):
+    import grpc
+
+    with Planner(tmp_path) as p:
+        p.ls.fail_next = 1
+        with pytest.raises(grpc.RpcError):
+            call(p.port, payload("grpc-turn1.bin"))
+        call(p.port, payload("grpc-turn2-resumed.bin"))
+        _, resumed = p.sent()
+    # Nothing of turn 1 reached the planner: the resumed turn carries every step again.
+    assert [c[0] for c in commands(resumed)] == ["npm test", "cat test_x.py"]
+
+
+def test_ledger_survives_a_restart_with_a_state_file(tmp_path: Path):
+    state = tmp_path / "state" / "bridge.sqlite"
+    with Planner(tmp_path / "a", state) as p:
+        p.chat("chat-turn1.json")
+        call(p.port, payload("grpc-turn1.bin"))
+    with Planner(tmp_path / "b", state) as p:
+        p.chat("chat-turn2.json")
+        call(p.port, payload("grpc-turn2-resumed.bin"))
+        [resumed] = p.sent()
+    assert commands(resumed) == [("cat test_x.py", 2, False)]
+    assert state.stat().st_mode & 0o077 == 0, "the state file is the owner's only"
+
+
+def test_without_a_state_file_a_restart_sends_everything_again(tmp_path: Path):
+    with Planner(tmp_path / "a") as p:
+        call(p.port, payload("grpc-turn1.bin"))
+    with Planner(tmp_path / "b") as p:
+        call(p.port, payload("grpc-turn2-resumed.bin"))
+        [resumed] = p.sent()
+    assert [c[0] for c in commands(resumed)] == ["npm test", "cat test_x.py"]
+
+
+def test_grpc_gzip_request_is_corrected_and_stays_gzip(tmp_path: Path):
+    message = payload("grpc-turn1.bin")
+    with Planner(tmp_path) as p:
+        call(p.port, message, gzip=True)
+        [got] = p.sent()
+    assert outside_field_9(got) == outside_field_9(message)
+    assert [c[0] for c in commands(got)] == ["npm test"]
+
+
+class RawPlanner(Planner):
+    """The same, with the stand-in language server that keeps every body as it arrived
+    (envelope and compression included): Connect and malformed bodies reach it too."""
+
+    def __init__(self, tmp: Path, extra: tuple[str, ...] = ()) -> None:
+        self.raw = FakeLanguageServer().start()
+        super().__init__(tmp, extra=extra, upstream_port=self.raw.port)
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        self.raw.stop()
+
+    def bodies(self) -> list[bytes]:
+        return [base64.b64decode(c["body_b64"]) for c in self.raw.calls() if c["path"] == SEND]
+
+
+node = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (the gateway's runtime)")
+
+
+@node
+def test_connect_gzip_envelope_as_the_gateway_sends_it(tmp_path: Path):
+    body = fixture("connect-turn1.bin")
+    with RawPlanner(tmp_path) as p:
+        p.chat("chat-turn1.json")
+        reply = json.loads(node_post(p.port, SEND, "application/connect+proto", body, CONNECT_HEADERS))
+        [got] = p.bodies()
+    assert str(reply["status"]) == "200"
+    assert got[0] == 1, "still one gzip-compressed Connect envelope"
+    message = gzip.decompress(got[5:])
+    assert outside_field_9(message) == outside_field_9(payload("connect-turn1.bin"))
+    assert commands(message) == [("npm test", 1, False)]
+
+
+@node
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        pytest.param("application/grpc", b"\x00\x00\x00\x10\x00abc", id="truncated"),
+        pytest.param("application/grpc", b"\x00\x7f\xff\xff\xff" + b"x" * 10, id="length-lies"),
+        pytest.param("application/grpc", b"\x00\x00\x00\x00\x03\x4a\x01\xff", id="field-9-not-a-step"),
+        pytest.param("application/grpc", b"\x00\x00\x00\x00\x00" * 2, id="two-envelopes"),
+        pytest.param("application/connect+proto", b"\x01\x00\x00\x00\x05abcde", id="not-gzip"),
+        pytest.param(
+            "application/connect+proto",
+            b"\x01" + len(BOMB).to_bytes(4, "big") + BOMB,
+            id="gzip-bomb",
+        ),
+    ],
+)
+def test_bad_input_passes_byte_identical_and_is_recorded(tmp_path: Path, content_type: str, body: bytes):
+    with RawPlanner(tmp_path) as p:
+        node_post(p.port, SEND, content_type, body, CONNECT_HEADERS if "connect" in content_type else {})
+        [got] = p.bodies()
+        recs = [r for r in p.records_json() if r.get("dialect") == "cascade"]
+        assert p.proxy.alive(), "the proxy keeps serving"
+    assert got == body, "the request passes byte for byte"
+    [rec] = recs
+    assert rec["status"] == "skipped" and rec["reason"]
+    assert f"passed through untouched: {rec['reason']}" in "\n".join(p.proxy.lines)
+
+
+def test_other_methods_and_listeners_pass_untouched(tmp_path: Path):
+    message = payload("grpc-turn1.bin")
+    other = SEND.replace("SendUserCascadeMessage", "GetCascadeTrajectorySteps")
+    with Planner(tmp_path) as p:
+        call(p.port, message, method=other)
+        [r] = [r for r in p.ls.received if r.method == other]
+    assert r.body == message
+
+
+def test_records_hold_the_corrections_and_no_key(tmp_path: Path):
+    with Planner(tmp_path) as p:
+        call(p.port, payload("grpc-turn1.bin"))
+        [rec] = [r for r in p.records_json() if r.get("dialect") == "cascade"]
+    native = rec["native"]
+    actions = sorted(c["action"] for c in native["changes"])
+    assert "dropped" in actions and "stdout_deduplicated" in actions
+    assert all(c["reason"] for c in native["changes"])
+    assert len(native["steps_before"]) == 4 and len(native["steps_after"]) == 3
+    raw = b"".join(f.read_bytes() for f in p.records.rglob("*") if f.is_file())
+    assert b"wsk-FIXTURE-KEY" not in raw
+    assert b"wsk-FIXTURE-KEY" not in bytes.fromhex(native["body_hex"])
+    framed = unframe(bytes.fromhex(native["body_hex"]), "application/grpc", {}, 1 << 20)
+    assert next(to_json(s)["type"] for s in parse_request(framed.payload).steps) == "CORTEX_STEP_TYPE_RUN_COMMAND"

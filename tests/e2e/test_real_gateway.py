@@ -1,0 +1,176 @@
+"""Both hops in front of the REAL gateway (dwgx/WindsurfAPI v3.9.27), through the shim.
+
+scripts/real_gateway.py runs, inside private mount/net/pid namespaces (only ``lo`` up):
+agent (the fixture chat turns, as Claude Code) -> chat hop (mitmdump, bridge_mode=observe)
+-> the gateway (node) -> LS_BINARY_PATH = scripts/language-server-shim -> the shim's mitmdump
+(the planner hop) -> scripts/fake_language_server.py. The two mitmdumps share one SQLite
+state file; the shim's settings name no client, so a stated exit code can only come from
+what the chat hop observed.
+
+Skipped, with the reason, when no copy of the gateway is present ($BRIDGE_GATEWAY_DIR or
+/work/gateway/WindsurfAPI), when node is missing, or when namespaces cannot be created.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import procs
+import pytest
+from native_bridge.cascade import fields, parse_request, to_json
+from native_bridge.cascade.wire import value
+from realgateway import FIXTURES, PLANTED_KEY, ROOT, captured_messages, commands, message_of, read_captures
+
+pytestmark = pytest.mark.e2e
+
+SCRIPT = ROOT / "scripts" / "real_gateway.py"
+sys.path.insert(0, str(SCRIPT.parent))
+import real_gateway  # noqa: E402
+
+VOLATILE_METADATA = (9, 10)  # Metadata fields that change per request (a counter, a session id)
+TURN1 = {"grpc": "grpc-turn1.bin", "connect": "connect-turn1.bin"}
+TURN2 = "grpc-turn2-resumed.bin"  # the message of turn 2 is the same in both transports
+
+
+class Run:
+    def __init__(self, state: Path, transport: str, done: subprocess.CompletedProcess[str]) -> None:
+        self.state = state
+        self.transport = transport
+        self.done = done
+        self.output = done.stdout + done.stderr
+        self.entries = read_captures(state / "out" / "captures.jsonl")
+        self.sent = captured_messages(self.entries)
+        summary = state / "out" / "summary.json"
+        self.summary: dict[str, Any] = json.loads(summary.read_text()) if summary.exists() else {}
+
+    def fail(self, message: str) -> None:
+        logs = []
+        for name in ("gateway.log", "chat-mitmdump.log", "planner-mitmdump.log"):
+            p = self.state / "out" / name
+            logs.append(f"--- {name} ---\n{p.read_text(errors='replace')[-6000:] if p.exists() else '(none)'}")
+        pytest.fail(f"{message}\n--- real_gateway.py ---\n{self.output[-6000:]}\n" + "\n".join(logs))
+
+    def untouched(self) -> list[str]:
+        """The planner hop's log lines for requests it let through uncorrected (and why)."""
+        log = self.state / "out" / "planner-mitmdump.log"
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        return [line for line in lines if "passed through untouched" in line]
+
+    def planner_records(self) -> list[dict[str, Any]]:
+        paths = sorted((self.state / "records" / "planner").glob("[!.]*.json"))
+        return [json.loads(p.read_text()) for p in paths]
+
+
+@pytest.fixture(scope="module", params=["grpc", "connect"])
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    gateway = real_gateway.gateway_dir(None)
+    reason = real_gateway.why_not(gateway)
+    if reason is not None:
+        pytest.skip(f"the real gateway cannot run here: {reason}")
+    transport = request.param
+    state = tmp_path_factory.mktemp(f"real-gateway-{transport}")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--state", str(state), "--transport", transport, "--timeout", "240"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    r = Run(state, transport, done)
+    if done.returncode != 0 or len(r.sent) != 2:
+        r.fail(f"the run failed (exit {done.returncode}, {len(r.sent)} SendUserCascadeMessage received, expected 2)")
+    return r
+
+
+def fixture_message(name: str) -> bytes:
+    body = (FIXTURES / name).read_bytes()
+    return message_of(body, "application/connect+proto" if name.startswith("connect") else "application/grpc")
+
+
+def all_but_steps(message: bytes) -> list[Any]:
+    """Every top-level field but additional_steps, raw; Metadata without its per-request fields."""
+    out: list[Any] = []
+    for f in fields(message):
+        if f.number == 9:
+            continue
+        if f.number == 3:
+            md = value(message, f)
+            out.append([md[g.start : g.end] for g in fields(md) if g.number not in VOLATILE_METADATA])
+        else:
+            out.append(message[f.start : f.end])
+    return out
+
+
+def corrected(step: bytes, exit_code: int) -> dict[str, Any]:
+    """The gateway's run_command step as the planner must receive it: the true exit code, one copy."""
+    j = to_json(step)
+    j["runCommand"].pop("stdout")
+    j["runCommand"]["exitCode"] = exit_code
+    return j
+
+
+def test_the_transport_is_the_one_asked_for(run: Run):
+    want = "application/connect+proto" if run.transport == "connect" else "application/grpc"
+    assert [e["content_type"] for e in run.entries] == [want, want]
+    assert [r["status"] for r in run.summary["responses"]] == [200, 200], "the agent got its replies"
+
+
+def test_turn_one_the_language_server_gets_the_truth(run: Run):
+    got = run.sent[0]
+    gateway = fixture_message(TURN1[run.transport])  # what the gateway sends for this turn (shared/fixtures)
+    before = parse_request(gateway).steps
+    after = parse_request(got).steps
+    # npm test failed with exit 1 (is_error + "Exit code 1" from Claude Code, observed by the chat
+    # hop); its output once; `npm run dev` never got a result: no DONE step for it.
+    assert commands(got) == [("npm test", 1, False)], (commands(got), run.untouched())
+    assert len(after) == 3
+    assert to_json(after[0]) == corrected(before[0], 1)
+    assert after[1:] == [before[1], before[3]], "view_file and grep go on byte for byte"
+    assert all_but_steps(got) == all_but_steps(gateway), "every other field as the gateway sent it"
+
+
+def test_turn_two_the_resumed_cascade_gets_only_the_new_step(run: Run):
+    got = run.sent[1]
+    gateway = fixture_message(TURN2)
+    before = parse_request(gateway).steps
+    after = parse_request(got).steps
+    assert parse_request(got).cascade_id == parse_request(run.sent[0]).cascade_id, "the gateway resumed the cascade"
+    assert commands(got) == [("cat test_x.py", 2, False)], (commands(got), run.untouched())
+    assert [to_json(s) for s in after] == [corrected(before[4], 2)]
+    assert all_but_steps(got) == all_but_steps(gateway)
+
+
+def test_the_exit_codes_came_from_the_chat_hop_through_the_shared_state(run: Run):
+    """The shim names no client: without the chat hop's observations in the SQLite file the
+    planner hop could not state these codes (the field would be absent)."""
+    shim_toml = (run.state / "gwhome" / ".config" / "native-bridge" / "shim.toml").read_text()
+    assert "client" not in shim_toml
+    reasons = [c["reason"] for r in run.planner_records() for c in r["native"]["changes"] if c["action"] == "exit_code"]
+    assert len(reasons) == 2, (reasons, run.untouched())
+    assert all("the chat hop observed" in reason for reason in reasons), reasons
+    assert (run.state / "bridge.sqlite").exists()
+
+
+def test_no_key_in_any_record_or_state_file(run: Run):
+    files = [
+        *(run.state / "records").rglob("*"),
+        *run.state.glob("bridge.sqlite*"),
+        *(run.state / "out").glob("*mitmdump.log"),
+    ]
+    assert any(p.suffix == ".json" for p in files), "records were written"
+    leaked = [str(p) for p in files if p.is_file() and PLANTED_KEY in p.read_bytes()]
+    assert not leaked, leaked
+    assert run.summary["planted_key_in"] == []
+    assert all(PLANTED_KEY in m for m in run.sent), (
+        "the language server itself gets the gateway's key (it needs it), so there was one to leak"
+    )
+
+
+def test_no_process_is_left_behind(run: Run):
+    assert run.summary["leftover"] == [], "alive in the namespace after the gateway and the chat hop stopped"
+    state = str(run.state)
+    alive = [p for p in procs.pids() if procs.alive(p) and state in procs.cmdline(p)]
+    assert not alive, [procs.cmdline(p) for p in alive]
