@@ -3,7 +3,8 @@
 Run them from mitmweb's command bar or mitmproxy's console, e.g.
 ``bridge.stats @all``, ``bridge.diff @focus``, ``bridge.export @marked ~/bridge-records``.
 They read what the bridge left on each flow (``flow.metadata["bridge"]`` and the
-backup of the original request) and re-derive the rest with the same core.
+backup of the original request; for a WebSocket, ``flow.metadata["bridge_ws"]`` per
+client frame: websocket.py) and re-derive the rest with the same core.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import mitmproxy.types
 from mitmproxy import command, exceptions, flow, http
 
 from ..core.pipeline import rewrite
-from . import META, explain, native_record, native_view, redact
+from . import META, explain, native_record, native_view, redact, websocket
 from .records import Recorder, RecordJob
 from .view import bridge_config, explain_flow, original_body, verdict
 
@@ -25,7 +26,18 @@ logger = logging.getLogger(__name__)
 
 
 def _bridged(flows: Sequence[flow.Flow]) -> list[http.HTTPFlow]:
-    return [f for f in flows if isinstance(f, http.HTTPFlow) and isinstance(f.metadata.get(META), dict)]
+    return [
+        f
+        for f in flows
+        if isinstance(f, http.HTTPFlow) and (isinstance(f.metadata.get(META), dict) or websocket.frames(f))
+    ]
+
+
+def _verdicts(f: http.HTTPFlow) -> list[dict]:
+    """What the bridge left per request: the flow's, or one per WebSocket client frame it saw."""
+    if isinstance(f.metadata.get(META), dict):
+        return [f.metadata[META]]
+    return [v for v in websocket.frames(f).values() if isinstance(v, dict)]
 
 
 def _title(f: http.HTTPFlow) -> str:
@@ -41,6 +53,8 @@ def diff_flow(f: http.HTTPFlow) -> str:
 
 
 def _diff_flow(f: http.HTTPFlow) -> str:
+    if f.websocket is not None and websocket.frames(f):
+        return f"{_title(f)}\n{websocket.diff_text(f, bridge_config())}"
     if native_view.is_native(f):
         return f"{_title(f)}\n{native_view.diff_text(native_view.explain_native(f))}"
     if (text := verdict(f)) is not None:  # not rewritten: nothing changed
@@ -93,12 +107,12 @@ def record_job(f: http.HTTPFlow) -> RecordJob:
 
 def stats_text(flows: Sequence[flow.Flow]) -> str:
     bridged = _bridged(flows)
-    by_status = Counter(str(f.metadata[META].get("status")) for f in bridged)
+    verdicts = [v for f in bridged for v in _verdicts(f)]
+    by_status = Counter(str(v.get("status")) for v in verdicts)
     steps = failed = unobserved = 0
     exit_codes: Counter[int] = Counter()
     kept: Counter[str] = Counter()
-    for f in bridged:
-        s = f.metadata[META]
+    for s in verdicts:
         if s.get("status") != "rewritten":
             continue
         steps += int(s.get("steps", 0))
@@ -109,6 +123,7 @@ def stats_text(flows: Sequence[flow.Flow]) -> str:
     rows = [
         ("flows chosen", len(flows)),
         ("seen by the bridge", len(bridged)),
+        *([("  requests (each WebSocket frame counts)", len(verdicts))] if len(verdicts) != len(bridged) else []),
         *((f"  {status}", n) for status, n in sorted(by_status.items())),
         ("steps sent", steps),
         ("failures found (commands with exit != 0)", failed),
@@ -143,12 +158,11 @@ class BridgeCommands:
         written = 0
         for f in bridged:
             try:
-                job = record_job(f)
+                jobs = websocket.record_jobs(f, bridge_config()) if websocket.frames(f) else [record_job(f)]
             except Exception as e:  # one damaged flow must not stop the export
                 logger.warning(f"bridge.export: flow {f.id}: {type(e).__name__}: {e}")
                 continue
-            if recorder.write(job) is not None:
-                written += 1
+            written += sum(recorder.write(job) is not None for job in jobs)
         if bridged and not written:
             raise exceptions.CommandError(f"bridge.export: no record could be written to {recorder.directory}")
         text = f"bridge.export: wrote {written} records to {recorder.directory}"

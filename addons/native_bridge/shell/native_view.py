@@ -86,7 +86,14 @@ def headline(ex: NativeExplained) -> str:
 
 
 def change_lines(ex: NativeExplained) -> list[str]:
-    return [f"  step {c.get('index')}: {c.get('action')}: {c.get('reason')}" for c in ex.changes]
+    """One line per change, naming the gateway's step it changed (kind and subject)."""
+    out = []
+    for c in ex.changes:
+        i = c.get("index")
+        step = ex.before[i] if ex.before is not None and isinstance(i, int) and 0 <= i < len(ex.before) else None
+        what = f" ({explain.step_kind(step)} {explain.step_subject(step)})".rstrip() if step else ""
+        out.append(f"  step {i}{what}: {c.get('action')}: {c.get('reason')}")
+    return out
 
 
 def steps_text(ex: NativeExplained) -> str:

@@ -9,6 +9,11 @@ priority, so mitmproxy's own views keep it.
 The original body comes from the flow's backup (``flow.backup()`` before the
 rewrite stores the whole pre-rewrite flow state in ``flow._backup``; it survives
 ``-w`` files and is what mitmweb's "revert" restores).
+
+The same views show a WebSocket client frame the bridge saw (Responses over
+WebSocket, websocket.py): mitmweb's Messages tab renders each message with its own
+view, so a bridged ``response.create`` frame gets "Bridge steps", its original
+content from the flow's ``bridge_ws`` metadata; server frames keep mitmproxy's views.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from mitmproxy import contentviews, ctx, http
 from mitmproxy.contentviews import Contentview, Metadata
 
 from ..core.pipeline import Config, rewrite
-from . import META, explain, native_view
+from . import META, explain, native_view, websocket
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +86,20 @@ def verdict(flow: http.HTTPFlow) -> str | None:
     return f"bridge: {meta.get('status')} ({meta.get('reason')}): the request went upstream as the client sent it"
 
 
+def _frame(metadata: Metadata) -> int | None:
+    """The index of the WebSocket message shown, when the view shows one (websocket.py)."""
+    if metadata.websocket_message is None or not isinstance(metadata.flow, http.HTTPFlow):
+        return None
+    return websocket.message_index(metadata.flow, metadata.websocket_message)
+
+
 def _not_for(metadata: Metadata) -> str | None:
     """Why the bridge views have nothing to say about this message (None: they do)."""
     flow = metadata.flow
+    if (i := _frame(metadata)) is not None:
+        assert isinstance(flow, http.HTTPFlow)
+        frame_text = websocket.frame_verdict(flow, i)
+        return frame_text + "\n" if frame_text is not None else None
     if not isinstance(flow, http.HTTPFlow) or metadata.http_message is not flow.request:
         return "bridge: the bridge views show HTTP requests only\n"
     text = verdict(flow)
@@ -97,6 +113,9 @@ class BridgeStepsContentview(Contentview):
         if (text := _not_for(metadata)) is not None:
             return text
         assert isinstance(metadata.flow, http.HTTPFlow)
+        if (i := _frame(metadata)) is not None:
+            text = explain.steps_text(websocket.explain_frame(metadata.flow, i, bridge_config()))
+            return text + "\n(the message history before and after: view 'Bridge diff')\n"
         if native_view.is_native(metadata.flow):
             return native_view.steps_text(native_view.explain_native(metadata.flow))
         text = explain.steps_text(explain_flow(metadata.flow))
@@ -115,7 +134,8 @@ class BridgeDiffContentview(Contentview):
         assert isinstance(metadata.flow, http.HTTPFlow)
         if native_view.is_native(metadata.flow):
             return native_view.diff_text(native_view.explain_native(metadata.flow))
-        ex = explain_flow(metadata.flow)
+        i = _frame(metadata)
+        ex = explain_flow(metadata.flow) if i is None else websocket.explain_frame(metadata.flow, i, bridge_config())
         notes = "".join(f"note: {n}\n" for n in ex.notes)
         return notes + explain.diff_text(ex)
 

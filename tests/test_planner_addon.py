@@ -1,0 +1,138 @@
+"""The planner hop's addon under mitmproxy's test context: selection, correction, ledger,
+metadata, views and commands on native flows (the real gateway's bodies)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mitmproxy import contentviews, exceptions, hooks, http
+from mitmproxy.proxy import mode_specs
+from mitmproxy.test import taddons, tflow
+from native_bridge.cascade.framing import unframe
+from native_bridge.cascade.request import parse_request
+from native_bridge.shell import MARKER, META, native_record, records, view
+from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.shell.commands import BridgeCommands, diff_flow, record_job
+from native_bridge.shell.h2c import H2CListener
+from native_bridge.shell.planner_addon import PlannerBridge
+from native_bridge.shell.state import BridgeState
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "gateway-3.9.27"
+SPEC = "reverse:http://127.0.0.1:42101@42100"
+SEND = "/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage"
+
+
+def fixture(name: str) -> bytes:
+    path = FIXTURES / name
+    if not path.is_file():
+        pytest.skip(f"gateway fixture {path} is absent (it lives in ../shared/fixtures)")
+    return path.read_bytes()
+
+
+@pytest.fixture
+def planner():
+    state, h2c = BridgeState(), H2CListener()
+    chat = NativeBridge(state)
+    pb = PlannerBridge(state, h2c, chat)
+    with taddons.context(state, h2c, chat, pb, BridgeCommands()) as tctx:
+        for addon in (state, chat, pb):
+            tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(pb, mode=["regular", SPEC], bridge_planner=[SPEC])
+        yield pb, tctx
+
+
+def native_flow(body: bytes, spec: str = SPEC, path: str = SEND, ok: bool = True) -> http.HTTPFlow:
+    f = tflow.tflow()
+    f.client_conn.proxy_mode = mode_specs.ProxyMode.parse(spec)
+    f.request.method = "POST"
+    f.request.path = path
+    f.request.http_version = "HTTP/2.0"
+    f.request.headers.clear()
+    f.request.headers["content-type"] = "application/grpc"
+    f.request.headers["te"] = "trailers"
+    f.request.raw_content = body
+    f.response = http.Response.make(200, b"\x00\x00\x00\x00\x00", {"content-type": "application/grpc"})
+    f.response.trailers = http.Headers(**{"grpc-status": "0" if ok else "14"})
+    return f
+
+
+def steps_of(body: bytes) -> list[bytes]:
+    return parse_request(unframe(body, "application/grpc", {}, 1 << 20).payload).steps
+
+
+def test_a_planner_listener_must_be_one_of_the_proxy_modes(planner):
+    pb, tctx = planner
+    with pytest.raises(exceptions.OptionsError, match="not a listener"):
+        tctx.configure(pb, bridge_planner=["reverse:http://127.0.0.1:1@2"])
+
+
+def test_first_turn_is_corrected_backed_up_marked_and_annotated(planner):
+    pb, _ = planner
+    body = fixture("grpc-turn1.bin")
+    f = native_flow(body)
+    pb.request(f)
+    assert f.request.raw_content != body and f.modified()
+    assert f.marked == MARKER
+    meta = f.metadata[META]
+    assert meta["status"] == "corrected" and meta["dialect"] == "cascade"
+    assert (meta["steps_in"], meta["steps_out"]) == (4, 3)
+    assert {c["action"] for c in meta["change_list"]} >= {"dropped", "stdout_deduplicated", "exit_code"}
+    assert f.comment.startswith("bridge: planner 4 -> 3 steps")
+    f.revert()
+    assert f.request.raw_content == body
+
+
+def test_ledger_is_written_only_when_the_planner_accepts(planner):
+    pb, _ = planner
+    refused = native_flow(fixture("grpc-turn1.bin"), ok=False)
+    pb.request(refused)
+    pb.response(refused)
+    resumed = native_flow(fixture("grpc-turn2-resumed.bin"))
+    pb.request(resumed)
+    assert len(steps_of(resumed.request.raw_content)) == 4, "nothing was delivered: every step again"
+    pb.response(resumed)
+    again = native_flow(fixture("grpc-turn2-resumed.bin"))
+    pb.request(again)
+    assert again.metadata[META]["status"] == "unchanged" or len(steps_of(again.request.raw_content)) == 0
+
+
+def test_other_listeners_methods_and_handled_flows_are_left_alone(planner):
+    pb, _ = planner
+    body = fixture("grpc-turn1.bin")
+    for f in (
+        native_flow(body, spec="regular"),
+        native_flow(body, path=SEND.replace("SendUserCascadeMessage", "GetCascadeTrajectorySteps")),
+    ):
+        pb.request(f)
+        assert f.request.raw_content == body and META not in f.metadata
+    handled = native_flow(body)
+    pb.request(handled)
+    corrected = handled.request.raw_content
+    pb.request(handled)  # a replay (-nr, -C) sees the flow again: never corrected twice
+    assert handled.request.raw_content == corrected
+
+
+def test_views_show_the_changes_and_the_steps_sent(planner):
+    pb, _ = planner
+    view.register()
+    f = native_flow(fixture("grpc-turn1.bin"))
+    pb.request(f)
+    steps = contentviews.prettify_message(f.request, f, view_name="Bridge steps").text
+    assert "bridge (planner hop): corrected, 4 -> 3 steps" in steps
+    assert "dropped" in steps and "npm run dev" in steps.split("steps sent")[0]
+    assert "npm run dev" not in steps.split("steps sent")[1]
+    diff = contentviews.prettify_message(f.request, f, view_name="Bridge diff").text
+    assert any(line.startswith("-") and "npm run dev" in line for line in diff.splitlines())
+
+
+def test_diff_command_and_export_of_a_native_flow(planner, tmp_path: Path):
+    pb, _ = planner
+    f = native_flow(fixture("grpc-turn1.bin"))
+    pb.request(f)
+    assert "npm run dev" in diff_flow(f)
+    job = record_job(f)
+    assert job.dialect == "cascade" and isinstance(job.native, native_record.NativeJob)
+    rec = records.to_record(job)
+    assert len(rec["native"]["steps_before"]) == 4 and len(rec["native"]["steps_after"]) == 3
+    assert "wsk-FIXTURE-KEY" not in str(rec)
