@@ -54,7 +54,7 @@ A_RUN_COMMANDS = [
     (A_RENDER, 1),  # "Exit code 1" + is_error: ModuleNotFoundError
     (".venv/bin/" + A_RENDER, None),
     ("grep -E 'BD-10[1478]|^key' /home/dev/src/burndown/data/sprint14.csv", None),
-    (A_TESTS, 1),  # "Exit code 1" + is_error: a failing test
+    # (A_TESTS, 1) of message 33 stays a message: see A_PINNED.
     (".venv/bin/pip install -q tzdata", None),  # "(Bash completed with no output)"
     (
         ".venv/bin/python -m burndown render /home/dev/src/burndown/data/sprint15.csv --start 2025-11-24 "
@@ -66,6 +66,11 @@ A_RUN_COMMANDS = [
     ("git diff --stat", None),
     ("git status --short", None),
 ]
+# Pairs kept as messages for the request's validity (truth rule 6), read off the session by hand:
+# message 33 (Bash: the failing test run) and its result (34) are a whole round; taking them out
+# would merge assistant message 31 (text, no thinking) with 35 (thinking first): the merged turn
+# would have a thinking block after other content, which the Messages API refuses.
+A_PINNED = {"toolu_01Fu2Oef2vG9VwUChgpmcVnf"}
 A_NOT_STEPS = {  # commands that must not become steps, and why
     "git stash && git checkout main": "rejected by the user",
     "python -m http.server 8123 -d /tmp": "run in the background",
@@ -158,6 +163,7 @@ def a_special(doc: dict[str, Any]) -> dict[str, set[str]]:
             i for i, r in result_of.items() if r.get("is_error") and text_of[i].startswith("<tool_use_error>")
         },
         "background": {c["id"] for c in calls if c["input"].get("run_in_background")},
+        "validity": set(A_PINNED),
     }
 
 
@@ -211,19 +217,35 @@ def anthropic_problems(before: list[dict[str, Any]], after: list[dict[str, Any]]
     if roles != ["user", "assistant"] * (len(roles) // 2) + ["user"] * (len(roles) % 2):
         problems.append(f"roles do not alternate from user: {roles}")
 
-    # Every block in place: the blocks of the input, minus the stepped tool blocks, in order, untouched.
+    if before[-1]["role"] == "user" and roles[-1:] != ["user"]:
+        problems.append("the request no longer ends on the user's turn")
+
+    # Every block in place: the blocks of the input, minus the stepped tool blocks (and a turn that
+    # held nothing else but the thinking that led to them), in order, untouched.
     def is_stepped(b: dict[str, Any]) -> bool:
         return (b["type"] == "tool_use" and b["id"] in stepped) or (
             b["type"] == "tool_result" and b["tool_use_id"] in stepped
         )
 
-    source = [(i, m["role"], b) for i, m in enumerate(before) for b in blocks(m) if not is_stepped(b)]
+    def goes(bs: list[dict[str, Any]]) -> bool:
+        def led_to(j: int) -> dict[str, Any]:
+            return next((x for x in bs[j:] if x["type"] != "thinking"), {"type": "none"})
+
+        return all(is_stepped(b) or (b["type"] == "thinking" and is_stepped(led_to(j))) for j, b in enumerate(bs))
+
+    dropped = {i for i, m in enumerate(before) if goes(blocks(m))}
+    source = [
+        (i, m["role"], b) for i, m in enumerate(before) if i not in dropped for b in blocks(m) if not is_stepped(b)
+    ]
     flat = [(m["role"], b) for m in after for b in blocks(m)]
     if flat != [(role, b) for _, role, b in source]:
         problems.append("the kept blocks are not the input's blocks, in order and untouched")
         return problems
+    for j, m in enumerate(after):
+        bs = blocks(m)
+        if any(b["type"] == "thinking" for b in bs) and bs[0]["type"] != "thinking":
+            problems.append(f"messages[{j}]: a thinking block after other content")
     # Merged only where a removal made two same-role turns neighbours.
-    dropped = {i for i, m in enumerate(before) if all(is_stepped(b) for b in blocks(m))}
     k = 0
     for j, m in enumerate(after):
         origins = sorted({source[k + n][0] for n in range(len(blocks(m)))})
@@ -379,14 +401,26 @@ def test_anthropic_history_stays_valid(mains: dict[str, Any]) -> None:
         and b["id"] not in {r["tool_use_id"] for r in blocks(nxt) if r["type"] == "tool_result"}
     }
     assert unanswered == special["unobserved"]
-    # The thinking blocks (with their signatures) and the system-reminder blocks all made it, untouched.
+    # The system-reminder blocks all made it, untouched; the thinking blocks (with their signatures) did,
+    # but for those whose turn went whole with the calls they led to.
     for pick in (
-        lambda b: b["type"] == "thinking",
         lambda b: b["type"] == "text" and b["text"].startswith("<system-reminder>"),
         lambda b: b["type"] == "tool_result" and a_text(b) is None,  # the image result
     ):
         before_blocks = [b for m in doc["messages"] for b in blocks(m) if pick(b)]
         assert before_blocks and [b for m in after["messages"] for b in blocks(m) if pick(b)] == before_blocks
+    stepped_ids = a_ids(doc["messages"]) - kept
+    led = [  # thinking blocks of turns that held only them and stepped calls
+        b
+        for m in doc["messages"]
+        if m["role"] == "assistant" and all(x["type"] == "thinking" or x.get("id") in stepped_ids for x in blocks(m))
+        for b in blocks(m)
+        if b["type"] == "thinking"
+    ]
+    thinking = [b for m in doc["messages"] for b in blocks(m) if b["type"] == "thinking"]
+    assert led and [b for m in after["messages"] for b in blocks(m) if b["type"] == "thinking"] == [
+        b for b in thinking if not any(b is x for x in led)
+    ]
     # Everything but the messages is the client's own.
     rest = lambda d: {k: v for k, v in d.items() if k not in ("messages", STEPS, DELTA)}  # noqa: E731
     assert rest(after) == rest(doc)
@@ -417,6 +451,7 @@ def test_anthropic_record(mains: dict[str, Any], bridge: Bridge) -> None:
         {(item, i): "unmapped" for i in special["unmapped"] for item in ("call", "result")}
         | {("call", i): "unobserved" for i in special["unobserved"]}
         | {(item, i): "untranslatable" for i in untranslatable for item in ("call", "result")}
+        | {(item, i): "validity" for i in special["validity"] for item in ("call", "result")}
     )
     s = rec["summary"]
     assert (s["steps"], s["delta_start"], s["failed_exit_codes"]) == (
@@ -482,8 +517,21 @@ def test_responses_history_stays_valid(mains: dict[str, Any]) -> None:
     doc, after = doc_of("responses"), mains["responses"][1]
     kept = kept_ids(r_special(doc))
     owned = lambda it: it.get("type") in R_OWNED  # noqa: E731
-    # Exactly the stepped call/output items are gone; everything else stays, in order, untouched.
-    assert after["input"] == [it for it in doc["input"] if not owned(it) or it["call_id"] in kept]
+    stays = lambda it: not owned(it) or it["call_id"] in kept  # noqa: E731
+    # Exactly the stepped call/output items are gone, and each reasoning item whose response's calls
+    # all went (Codex sends no item ids: with some call of its response kept, a reasoning item stays,
+    # followed by a call of its own); everything else stays, in order, untouched.
+    items = doc["input"]
+    gone_reasoning = set()
+    for i, it in enumerate(items):
+        if it.get("type") == "reasoning" and i + 1 < len(items) and owned(items[i + 1]):
+            j = i + 1
+            while j < len(items) and owned(items[j]):
+                j += 1
+            if not any(stays(x) for x in items[i + 1 : j]):
+                gone_reasoning.add(i)
+    assert gone_reasoning == {4, 7, 15, 18, 21, 54, 56}, "by hand: every response whose calls all became steps"
+    assert after["input"] == [it for i, it in enumerate(items) if stays(it) and i not in gone_reasoning]
     for i in kept:  # every kept pair: its call, then its output
         pair = [it["type"] for it in after["input"] if owned(it) and it["call_id"] == i]
         assert len(pair) == 2 and pair[1] in (pair[0] + "_output", "function_call_output"), pair
