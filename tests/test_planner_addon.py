@@ -67,6 +67,13 @@ def test_a_planner_listener_must_be_one_of_the_proxy_modes(planner):
         tctx.configure(pb, bridge_planner=["reverse:http://127.0.0.1:1@2"])
 
 
+def test_the_planner_client_must_be_a_known_client(planner):
+    pb, tctx = planner
+    with pytest.raises(exceptions.OptionsError, match="not one of"):
+        tctx.configure(pb, bridge_planner_client="claude")
+    tctx.configure(pb, bridge_planner_client="claude-code")
+
+
 def test_first_turn_is_corrected_backed_up_marked_and_annotated(planner):
     pb, _ = planner
     body = fixture("grpc-turn1.bin")

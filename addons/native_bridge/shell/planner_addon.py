@@ -18,6 +18,7 @@ from mitmproxy.proxy import mode_specs
 
 from ..cascade.correct import Observed
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request, is_send_user_cascade_message
+from ..core.clients import CLIENTS
 from . import MARKER, META
 from .h2c import H2CListener, is_planner
 from .native_record import NativeJob
@@ -134,6 +135,12 @@ class PlannerBridge:
                     raise exceptions.OptionsError(f"bridge_planner: {spec!r} is not a listener here ({listeners})")
                 specs.append(parsed.full_spec)
             self.h2c.specs = frozenset(specs)
+        if "bridge_planner_client" in updated and opts.bridge_planner_client is not None:
+            known = [c.id for c in CLIENTS]
+            if opts.bridge_planner_client not in known:
+                raise exceptions.OptionsError(
+                    f"bridge_planner_client: {opts.bridge_planner_client!r} is not one of {', '.join(known)}"
+                )
         if "bridge_planner_records" in updated:
             if self.own_recorder is not None:
                 self.own_recorder.close()
