@@ -38,8 +38,10 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from native_bridge._proto import cortex_pb2
 from native_bridge.cascade import steps as wire_steps
+from native_bridge.cascade.correct import correct
 from native_bridge.cascade.framing import unframe
 from native_bridge.cascade.request import SECRET_METADATA_FIELDS, parse_request
+from native_bridge.cascade.wire import len_field, varint_field
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "gateway-3.9.27"
 
@@ -388,13 +390,16 @@ def test_service_and_method_names_are_the_official_ones() -> None:
     assert [m.name for m in service.methods] == ["SendUserCascadeMessage"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: read_url_content's official result field is web_document (2), where the known gateway "
-    "puts a WebFetch result; the planner hop looks only at our summary (5), so such a step looks unobserved",
-)
 def test_planner_hop_sees_a_read_url_content_result_in_web_document() -> None:
+    """The official result field is web_document (2), where the known gateway puts a WebFetch result:
+    such a step is observed (not dropped as unobserved), and its text is the document's text."""
     assert 2 in wire_steps.RESULT_FIELDS["read_url_content"]
+    document = len_field(2, b"page text")  # KnowledgeBaseItem.text = 2
+    body = len_field(1, b"https://example.com") + len_field(2, document)
+    step = varint_field(1, 40) + varint_field(4, 3) + len_field(40, body)
+    fixed = correct([step])
+    assert fixed.steps == [step] and not fixed.changes
+    assert wire_steps.result_text(wire_steps.view(step)) == "page text"
 
 
 # ---- (2) step type numbers: ours differ from the official enum, by decision ---------------

@@ -33,6 +33,9 @@ def _numbers(kind: str, *names: str) -> tuple[int, ...]:
     return tuple(body.fields_by_name[n].number for n in names)
 
 
+WEB_DOCUMENT = 2  # CortexStepReadUrlContent.web_document in the official schema (not in our subset)
+_WEB_DOCUMENT_TEXT = (WEB_DOCUMENT, 2)  # KnowledgeBaseItem.text
+
 # The fields that carry a kind's observation (its result). An empty tuple: the kind has
 # none, so an observed and an unobserved step look the same (write_to_file, propose_code;
 # grep_search's fields are not known).
@@ -43,7 +46,9 @@ RESULT_FIELDS: Mapping[str, tuple[int, ...]] = {
     "find": _numbers("find", "raw_output"),
     "list_directory": _numbers("list_directory", "children"),
     "search_web": _numbers("search_web", "summary"),
-    "read_url_content": _numbers("read_url_content", "summary"),
+    # Ours: summary (5). The official schema's result is web_document (2, KnowledgeBaseItem),
+    # where the known gateway writes a WebFetch result (tests/test_proto_official.py).
+    "read_url_content": (*_numbers("read_url_content", "summary"), WEB_DOCUMENT),
     "write_to_file": (),
     "propose_code": (),
     "grep_search": (),
@@ -188,6 +193,8 @@ def result_text(v: StepView) -> str | None:
     numbers = RESULT_FIELDS.get(v.kind or "", ())
     if v.body is None or not numbers or not has_any(v.body_fields, numbers):
         return None
+    if v.kind == "read_url_content" and has_any(v.body_fields, (WEB_DOCUMENT,)):
+        return nested_string(v.body, _WEB_DOCUMENT_TEXT) or ""  # a message: its text, not its bytes
     return "\n".join(s for n in numbers for s in strings(v.body, v.body_fields, n))
 
 
