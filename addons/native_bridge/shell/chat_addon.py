@@ -12,7 +12,7 @@ from ..core.kinds import KINDS, tool_map
 from ..core.memo import Memo
 from ..core.observe import observations
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
-from . import MARKER, META
+from . import MARKER, META, websocket
 from .records import Recorder, RecordJob
 from .state import BridgeState
 from .store import Observation, call_key, match_key
@@ -22,9 +22,13 @@ logger = logging.getLogger(__name__)
 # Chat Completions, Anthropic Messages and OpenAI Responses endpoints: ~u searches the whole URL, so the
 # regex is anchored on the path's end and never looks past the "?" (a query string, /messages/count_tokens
 # and /chat/completions/extra are not selected).
+# Second branch: Responses over WebSocket (Codex), a GET /responses whose handshake the server accepted
+# (~websocket: the flow carries a WebSocket); its client frames go to the websocket_message hook
+# (websocket.py). A plain GET /responses (no upgrade) is not selected.
 DEFAULT_FILTER = (
-    r'~m POST & ~u "^[^?#]*(/(chat/completions|messages|responses)'
-    r'|/models/[^/?#:]+:(generateContent|streamGenerateContent))([?#]|$)"'
+    r'(~m POST & ~u "^[^?#]*(/(chat/completions|messages|responses)'
+    r'|/models/[^/?#:]+:(generateContent|streamGenerateContent))([?#]|$)")'
+    r' | (~websocket & ~m GET & ~u "^[^?#]*/responses([?#]|$)")'
 )
 
 
@@ -158,9 +162,14 @@ class NativeBridge:
             return
         if flow.live and (flow.response or flow.error):
             return
+        if flow.websocket is not None or websocket.is_handshake(flow.request):
+            return  # a WebSocket's frames are its requests: websocket_message
         if self.filter is None or not self.filter(flow):
             return
         self.run(flow)
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        websocket.on_message(self, flow)  # Responses over WebSocket: response.create client frames
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         # mitmproxy buffers a reply unless told to stream it: an agent waiting on SSE

@@ -61,12 +61,17 @@ def summarize(steps: list[dict[str, Any]], accounting: list[dict[str, Any]] | No
 
 
 def explain_bodies(
-    before: bytes | None, after: bytes | None, path: str | None = None, config: Config | None = None
+    before: bytes | None,
+    after: bytes | None,
+    path: str | None = None,
+    config: Config | None = None,
+    client_hint: str | None = None,
 ) -> Explained:
     """From the original and the rewritten body: steps as sent, accounting re-derived by the core.
 
     The accounting is shown only when the current rules, run on ``before``, give
-    exactly ``after``; otherwise a note says why it is missing.
+    exactly ``after``; otherwise a note says why it is missing. ``client_hint``: the
+    request's User-Agent, as the addon passed it to the core (it names the client).
     """
     after_doc = load_json(after)
     before_doc = load_json(before)
@@ -77,7 +82,7 @@ def explain_bodies(
     if before is None:
         notes.append("the original body is not available (no backup of this flow): no accounting, no diff")
     else:
-        result: Rewrite = rewrite(before, config or Config(), path)
+        result: Rewrite = rewrite(before, config or Config(), path, client_hint=client_hint)
         dialect = result.dialect
         if result.status == "rewritten" and result.body == after:
             assert result.plan is not None

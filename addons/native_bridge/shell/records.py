@@ -57,6 +57,7 @@ class RecordJob:
     comment: str = ""
     notes: list[str] = field(default_factory=list)
     native: NativeJob | None = None  # the planner hop's material (native_record.py)
+    websocket_message: int | None = None  # a WebSocket client frame: its index in the flow's messages
 
 
 def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
@@ -112,6 +113,8 @@ def to_record(job: RecordJob) -> dict[str, Any]:
         "steps": redact.body(job.steps),
         "accounting": redact.body(job.accounting),
     }
+    if job.websocket_message is not None:  # a frame of the flow's WebSocket, not its HTTP request
+        rec["websocket_message"] = job.websocket_message
     if job.native is not None:
         rec["native"] = native_record.render(job.native)
     if before_text is not None:
@@ -136,7 +139,8 @@ def record_name(job: RecordJob) -> str:
     safe_id = re.sub(r"[^A-Za-z0-9-]", "_", job.flow_id)[:48] or "flow"
     if safe_id != job.flow_id:  # altered: a digest of the real id keeps distinct ids apart
         safe_id += "-" + hashlib.sha256(job.flow_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"{stamp}-{safe_id}.json"
+    frame = f"-m{job.websocket_message}" if job.websocket_message is not None else ""  # one record per frame
+    return f"{stamp}-{safe_id}{frame}.json"
 
 
 class Recorder:

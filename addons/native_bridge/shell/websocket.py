@@ -31,8 +31,8 @@ import orjson
 from mitmproxy import ctx, http
 from mitmproxy.proxy.layers.websocket import Fragmentizer
 
-from ..core.pipeline import Rewrite, rewrite
-from . import MARKER
+from ..core.pipeline import Config, Rewrite, rewrite
+from . import MARKER, explain
 from .records import RecordJob
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ _FRAME_MARK = FRAME_TYPE.encode()
 
 
 def is_handshake(req: http.Request) -> bool:
-    """A WebSocket opening handshake (the request of a flow that becomes a WebSocket)."""
-    return "websocket" in req.headers.get("upgrade", "").lower()
+    """A WebSocket opening handshake (a GET asking to become a WebSocket; RFC 6455 allows no other method)."""
+    return req.method.upper() == "GET" and "websocket" in req.headers.get("upgrade", "").lower()
 
 
 def frame_type(content: bytes) -> str | None:
@@ -189,3 +189,110 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
             )
         )
     return result
+
+
+# ---- views, bridge.diff, bridge.export: what became of a frame, re-derived with the same core ----------
+
+
+def _canonical(content: bytes) -> bytes:
+    """A sent frame as the core wrote it (orjson's bytes: :func:`wire` may have escaped it)."""
+    try:
+        return orjson.dumps(orjson.loads(content))
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return content
+
+
+def frame_verdict(flow: http.HTTPFlow, index: int) -> str | None:
+    """One line for a message the bridge did not rewrite or observe (None: it did)."""
+    assert flow.websocket is not None
+    message = flow.websocket.messages[index]
+    if not message.from_client:
+        return "bridge: a server frame (model output): the bridge leaves it as it came"
+    entry = frames(flow).get(str(index))
+    if not isinstance(entry, dict):
+        return f"bridge: the bridge did not bridge this frame (not a {FRAME_TYPE} frame of a selected flow)"
+    if entry.get("status") in ("rewritten", "observed"):
+        return None
+    return f"bridge: {entry.get('status')} ({entry.get('reason')}): the frame went upstream as the client sent it"
+
+
+def explain_frame(flow: http.HTTPFlow, index: int, config: Config) -> explain.Explained:
+    """What the bridge did with the client frame at ``index``; ValueError unless it rewrote or observed it."""
+    entry = frames(flow).get(str(index))
+    status = entry.get("status") if isinstance(entry, dict) else None
+    if status not in ("rewritten", "observed") or flow.websocket is None:
+        raise ValueError("the bridge did not rewrite or observe this frame")
+    assert isinstance(entry, dict)
+    content, path = flow.websocket.messages[index].content, flow.request.path
+    ua = flow.request.headers.get("user-agent")  # as the addon passed it: it names the client
+    if status == "rewritten":
+        original = entry.get("original")
+        before = original if isinstance(original, bytes) else None
+        return explain.explain_bodies(before, _canonical(content), path, config, ua)
+    again = rewrite(content, config, path, client_hint=ua).body
+    ex = explain.explain_bodies(content, again, path, config, ua)
+    ex.notes.insert(
+        0,
+        "observe mode: the frame went upstream as the client sent it; these steps are what its "
+        "history states (shared with the planner hop)",
+    )
+    return ex
+
+
+def bridged_indexes(flow: http.HTTPFlow) -> list[int]:
+    """The message indexes of the client frames the bridge saw, in order."""
+    n = len(flow.websocket.messages) if flow.websocket is not None else 0
+    return sorted(int(k) for k in frames(flow) if k.isdigit() and int(k) < n)
+
+
+def diff_text(flow: http.HTTPFlow, config: Config) -> str:
+    """bridge.diff for a WebSocket flow: each bridged frame, steps in one line each, then its history diff."""
+    out: list[str] = []
+    for i in bridged_indexes(flow):
+        out.append(f"-- websocket message {i} ({FRAME_TYPE})")
+        if (text := frame_verdict(flow, i)) is not None:
+            out.append(text)
+            continue
+        ex = explain_frame(flow, i, config)
+        out.append(explain.headline(ex.summary))
+        out += [f"note: {n}" for n in ex.notes]
+        out.append("steps:")
+        out += ["  " + explain.step_brief(s, step) for s, step in enumerate(ex.steps)]
+        out += explain.diff_lines(ex)
+    return "\n".join(out) + "\n"
+
+
+def record_jobs(flow: http.HTTPFlow, config: Config) -> list[RecordJob]:
+    """The records the recorder would have written for this flow's frames, rebuilt from the flow."""
+    assert flow.websocket is not None
+    req, jobs = flow.request, []
+    for i in bridged_indexes(flow):
+        entry = frames(flow)[str(i)]
+        message = flow.websocket.messages[i]
+        status = str(entry.get("status"))
+        job = RecordJob(
+            flow_id=flow.id,
+            timestamp=message.timestamp,
+            method=req.method,
+            url=req.pretty_url,
+            headers=list(req.headers.items(multi=True)),
+            status=status,
+            reason=str(entry.get("reason", "")),
+            dialect=None,
+            before=message.content,
+            summary={k: v for k, v in entry.items() if k not in ("status", "reason", "original")},
+            comment=flow.comment,
+            notes=["exported from a flow by bridge.export"],
+            websocket_message=i,
+        )
+        if status == "rewritten":
+            ex = explain_frame(flow, i, config)
+            original = entry.get("original")
+            job.before = original if isinstance(original, bytes) else None
+            job.after = _canonical(message.content)
+            job.dialect, job.steps, job.accounting = ex.dialect, ex.steps, ex.accounting or []
+            job.notes += ex.notes
+        else:
+            job.dialect = rewrite(message.content, config, req.path, client_hint=req.headers.get("user-agent")).dialect
+        jobs.append(job)
+    return jobs

@@ -1,0 +1,372 @@
+"""Responses over WebSocket (Codex's built-in OpenAI provider): response.create client frames are
+selected, observed or rewritten, annotated, recorded and shown like HTTP requests (shell/websocket.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mitmproxy import eventsequence, hooks, http, io
+from mitmproxy.contentviews import Metadata
+from mitmproxy.proxy.layers.websocket import Fragmentizer
+from mitmproxy.test import taddons, tflow
+from mitmproxy.websocket import WebSocketMessage
+from native_bridge.shell import MARKER, META, commands, view
+from native_bridge.shell import websocket as ws_module
+from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.shell.websocket import WS_META, wire
+from wsproto.frame_protocol import Opcode
+
+CODEX_UA = "codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)"
+
+
+def fc(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "function_call", "name": name, "arguments": json.dumps(arguments), "call_id": call_id}
+
+
+def out(call_id: str, output: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def codex_json(output: str, code: int) -> str:
+    return json.dumps({"output": output, "metadata": {"exit_code": code, "duration_seconds": 0.1}})
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def frame(*items: Any, **extra: Any) -> bytes:
+    doc = {"type": "response.create", "model": "gpt-5-codex", "instructions": "You are Codex.", "input": list(items)}
+    return orjson.dumps({**doc, **extra})
+
+
+def shell(call_id: str, script: str) -> dict[str, Any]:
+    return fc(call_id, "shell", command=["bash", "-lc", script], workdir="/w")
+
+
+# A failed build (exit 2) and a listing (exit 0): two steps, one failed.
+FAILED = frame(
+    user("build it"),
+    shell("c1", "make"),
+    out("c1", codex_json("make: *** [all] Error 2", 2)),
+    shell("c2", "ls"),
+    out("c2", codex_json("a.txt", 0)),
+)
+WARMUP = frame(user("build it"), generate=False)
+
+
+def ws_flow(path: str = "/v1/responses", ua: str = CODEX_UA) -> http.HTTPFlow:
+    f = tflow.twebsocketflow(messages=False)
+    f.websocket.messages = []
+    f.request.path = path
+    f.request.headers["user-agent"] = ua
+    return f
+
+
+def send(nb: NativeBridge, f: http.HTTPFlow, content: bytes, from_client: bool = True, text: bool = True) -> int:
+    """Deliver one message as mitmproxy does: append it, then run the websocket_message hook."""
+    f.websocket.messages.append(WebSocketMessage(Opcode.TEXT if text else Opcode.BINARY, from_client, content))
+    nb.websocket_message(f)
+    return len(f.websocket.messages) - 1
+
+
+@pytest.fixture
+def bridge(tmp_path: Path):
+    nb = NativeBridge()
+    with taddons.context(nb) as tctx:
+        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
+        yield nb, tctx
+        nb.done()
+
+
+def records(nb: NativeBridge, tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
+    assert nb.recorder is not None and nb.recorder.flush()
+    files = sorted((tmp_path / "records").glob("*.json"))
+    return [(p.name, json.loads(p.read_text())) for p in files]
+
+
+# ---- selection -----------------------------------------------------------------------------------
+
+
+def test_default_filter_selects_the_websocket_handshake_of_responses_only(bridge):
+    nb, _ = bridge
+    assert nb.filter(ws_flow())
+    assert nb.filter(ws_flow("/v1/responses?client=codex"))
+    assert nb.filter(ws_flow("/backend-api/codex/responses"))
+    assert not nb.filter(ws_flow("/v1/realtime"))
+    assert not nb.filter(ws_flow("/v1/responses/extra"))
+    plain = tflow.tflow()  # GET /v1/responses without an upgrade: no WebSocket, not selected
+    plain.request.method, plain.request.path = "GET", "/v1/responses"
+    assert not nb.filter(plain)
+    upgrade_asked = tflow.tflow()  # asked to upgrade but never became a WebSocket (no 101)
+    upgrade_asked.request.method, upgrade_asked.request.path = "GET", "/v1/responses"
+    upgrade_asked.request.headers["upgrade"] = "websocket"
+    assert not nb.filter(upgrade_asked)
+    post = tflow.tflow()
+    post.request.method, post.request.path = "POST", "/v1/responses"
+    assert nb.filter(post)
+
+
+def test_the_handshake_request_is_not_bridged_as_a_request(bridge, tmp_path):
+    nb, _ = bridge
+    f = ws_flow()
+    nb.request(f)  # -nr replays the request hook of a saved WebSocket flow
+    live = ws_flow()
+    live.websocket = None  # live: the request hook runs before the 101
+    live.response = None
+    nb.request(live)
+    assert META not in f.metadata and META not in live.metadata
+    assert records(nb, tmp_path) == []
+
+
+# ---- rewrite and observe -------------------------------------------------------------------------
+
+
+def test_a_response_create_frame_is_rewritten_in_place(bridge, tmp_path):
+    nb, _ = bridge
+    f = ws_flow()
+    i = send(nb, f, FAILED)
+    sent = json.loads(f.websocket.messages[i].content)
+    assert sent["type"] == "response.create" and next(iter(sent)) == "type"
+    assert [(s["runCommand"]["commandLine"], s["runCommand"].get("exitCode")) for s in sent["additional_steps"]] == [
+        ("bash -lc make", 2),
+        ("bash -lc ls", 0),
+    ]
+    assert [it.get("type") for it in sent["input"]] == ["message"]
+    entry = f.metadata[WS_META][str(i)]
+    assert entry["status"] == "rewritten" and entry["failed_exit_codes"] == [2]
+    assert entry["original"] == FAILED
+    assert f.marked == MARKER
+    assert f.comment.startswith(f"bridge: websocket message {i}: 2 steps (1 failed: exit 2)")
+    assert META not in f.metadata  # the HTTP request (the handshake) was not bridged
+
+
+def test_observe_mode_leaves_the_frame_and_shares_what_it_states(bridge):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_mode="observe")
+    f = ws_flow()
+    i = send(nb, f, FAILED)
+    assert f.websocket.messages[i].content == FAILED
+    entry = f.metadata[WS_META][str(i)]
+    assert entry["status"] == "observed" and "original" not in entry
+    assert entry["failed_exit_codes"] == [2]
+    assert f.comment.startswith(f"bridge: websocket message {i}: observed 2 steps")
+
+
+def test_server_frames_and_other_client_frames_are_left_alone(bridge, tmp_path):
+    nb, _ = bridge
+    f = ws_flow()
+    event = orjson.dumps({"type": "response.completed", "response": {"output": [shell("c9", "rm -rf /")]}})
+    send(nb, f, event, from_client=False)
+    send(nb, f, FAILED, from_client=False)  # even one that looks like a request
+    send(nb, f, orjson.dumps({"type": "response.cancel"}))
+    send(nb, f, b"not json, says response.create")
+    send(nb, f, FAILED, text=False)  # binary: Codex sends text frames
+    assert [m.content for m in f.websocket.messages] == [
+        event,
+        FAILED,
+        b'{"type":"response.cancel"}',
+        b"not json, says response.create",
+        FAILED,
+    ]
+    assert WS_META not in f.metadata and not f.comment
+    assert records(nb, tmp_path) == []
+
+
+def test_an_unselected_websocket_is_left_alone(bridge, tmp_path):
+    nb, _ = bridge
+    f = ws_flow("/socket")
+    i = send(nb, f, FAILED)
+    assert f.websocket.messages[i].content == FAILED and WS_META not in f.metadata
+    assert records(nb, tmp_path) == []
+
+
+def test_bridge_off_leaves_frames_alone(bridge):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge=False)
+    f = ws_flow()
+    i = send(nb, f, FAILED)
+    assert f.websocket.messages[i].content == FAILED and WS_META not in f.metadata
+
+
+def test_previous_response_id_frames_send_every_step_as_the_delta(bridge):
+    nb, _ = bridge
+    f = ws_flow()
+    send(nb, f, WARMUP)
+    nxt = frame(shell("c1", "make"), out("c1", codex_json("boom", 2)), previous_response_id="resp_1")
+    i = send(nb, f, nxt)
+    sent = json.loads(f.websocket.messages[i].content)
+    assert sent["previous_response_id"] == "resp_1"
+    assert sent["additional_steps_delta_start"] == 0
+    assert [s["runCommand"]["exitCode"] for s in sent["additional_steps"]] == [2]
+    assert f.metadata[WS_META]["0"]["status"] == "unchanged"  # the warm-up: no tool history
+
+
+def test_a_frame_is_never_rewritten_twice(bridge, tmp_path):
+    nb, tctx = bridge
+    f = ws_flow()
+    i = send(nb, f, FAILED)
+    once = f.websocket.messages[i].content
+    nb.websocket_message(f)  # the hook again for the same message (an addon re-invoking it)
+    assert f.websocket.messages[i].content == once
+    # mitmdump -nr: a saved flow's hooks run again, its frames already the rewritten ones
+    path = tmp_path / "flows"
+    with path.open("wb") as fo:
+        io.FlowWriter(fo).add(f)
+    with path.open("rb") as fo:
+        (loaded,) = list(io.FlowReader(fo).stream())
+    for hook in eventsequence.iterate(loaded):
+        tctx.master.addons.invoke_addon_sync(nb, hook)
+    assert [m.content for m in loaded.websocket.messages] == [once]
+    assert loaded.metadata[WS_META][str(i)]["original"] == FAILED
+    assert len(records(nb, tmp_path)) == 1
+
+
+def test_a_saved_flow_captured_without_the_bridge_is_bridged_on_replay(bridge, tmp_path):
+    nb, tctx = bridge
+    f = ws_flow()
+    f.websocket.messages = [
+        WebSocketMessage(Opcode.TEXT, True, WARMUP),
+        WebSocketMessage(Opcode.TEXT, False, b'{"type":"response.completed"}'),
+        WebSocketMessage(Opcode.TEXT, True, FAILED),
+    ]
+    for hook in eventsequence.iterate(f):
+        tctx.master.addons.invoke_addon_sync(nb, hook)
+    assert sorted(f.metadata[WS_META]) == ["0", "2"]
+    assert "additional_steps" in json.loads(f.websocket.messages[2].content)
+    assert [r["websocket_message"] for _, r in records(nb, tmp_path)] == [0, 2]
+
+
+def test_fail_open_leaves_the_frame_logs_and_records(bridge, tmp_path, monkeypatch, caplog):
+    nb, _ = bridge
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("core fault")
+
+    monkeypatch.setattr(ws_module, "rewrite", boom)
+    f = ws_flow()
+    i = send(nb, f, FAILED)
+    assert f.websocket.messages[i].content == FAILED
+    assert f.metadata[WS_META][str(i)]["status"] == "error"
+    assert "core fault" in f.comment
+    assert any("rewrite failed, sending the original frame" in r.getMessage() for r in caplog.records)
+    ((_, rec),) = records(nb, tmp_path)
+    assert rec["status"] == "error" and rec["before"]["type"] == "response.create"
+
+
+def test_a_frame_larger_than_max_body_passes_and_is_recorded(bridge, tmp_path):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_max_body=100)
+    f = ws_flow()
+    i = send(nb, f, FAILED)
+    assert f.websocket.messages[i].content == FAILED
+    assert f.metadata[WS_META][str(i)]["status"] == "skipped"
+    ((_, rec),) = records(nb, tmp_path)
+    assert rec["status"] == "skipped" and "bridge_max_body" in rec["reason"]
+
+
+# ---- records -------------------------------------------------------------------------------------
+
+
+def test_one_record_per_frame_with_distinct_names(bridge, tmp_path):
+    nb, _ = bridge
+    f = ws_flow()
+    f.request.headers["authorization"] = "Bearer sk-secret-token-value-1234567890"
+    send(nb, f, WARMUP)
+    send(nb, f, b'{"type":"response.created"}', from_client=False)
+    send(nb, f, FAILED)
+    got = records(nb, tmp_path)
+    assert [name.endswith(f"-{f.id}-m{i}.json") for (name, _), i in zip(got, (0, 2), strict=True)] == [True, True]
+    (_, warm), (_, rec) = got
+    assert warm["status"] == "unchanged" and warm["websocket_message"] == 0
+    assert rec["websocket_message"] == 2 and rec["flow_id"] == f.id and rec["method"] == "GET"
+    assert rec["url"].endswith("/v1/responses") and rec["dialect"] == "responses"
+    assert rec["before"] == json.loads(FAILED)
+    assert [s["runCommand"]["exitCode"] for s in rec["after"]["additional_steps"]] == [2, 0]
+    assert [s["runCommand"]["exitCode"] for s in rec["steps"]] == [2, 0]
+    assert "sk-secret" not in json.dumps(rec)
+
+
+# ---- views and commands --------------------------------------------------------------------------
+
+
+def _meta(f: http.HTTPFlow, i: int) -> Metadata:
+    return Metadata(flow=f, websocket_message=f.websocket.messages[i])
+
+
+def test_views_show_a_bridged_frame_and_leave_server_frames(bridge):
+    nb, _ = bridge
+    f = ws_flow()
+    send(nb, f, b'{"type":"response.created"}', from_client=False)
+    i = send(nb, f, FAILED)
+    m = f.websocket.messages
+    assert view.steps_view.render_priority(m[i].content, _meta(f, i)) == view.PRIORITY
+    assert view.steps_view.render_priority(m[0].content, _meta(f, 0)) == -1
+    text = view.steps_view.prettify(m[i].content, _meta(f, i))
+    assert "make" in text and "exit 2" in text
+    assert "server frame" in view.steps_view.prettify(m[0].content, _meta(f, 0))
+    diff = view.diff_view.prettify(m[i].content, _meta(f, i))
+    assert "- " in diff and "c1" in diff
+    assert "the current rules" not in diff  # the accounting re-derives: the views read the same core
+
+
+def test_views_undo_the_escapes_of_a_long_non_ascii_frame(bridge):
+    nb, _ = bridge
+    f = ws_flow()
+    long = frame(user("é" * 5000), shell("c1", "make"), out("c1", codex_json("boom ✗", 2)))
+    i = send(nb, f, long)
+    sent = f.websocket.messages[i].content
+    assert sent.isascii() and json.loads(sent)["input"][0]["content"][0]["text"] == "é" * 5000
+    diff = view.diff_view.prettify(sent, _meta(f, i))
+    assert "the current rules" not in diff
+
+
+def test_observe_mode_views_re_derive_the_steps(bridge):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_mode="observe")
+    f = ws_flow()
+    i = send(nb, f, FAILED)
+    text = view.steps_view.prettify(FAILED, _meta(f, i))
+    assert "observe mode" in text and "make" in text
+
+
+def test_bridge_diff_stats_and_export_cover_websocket_frames(bridge, tmp_path):
+    nb, _ = bridge
+    f = ws_flow()
+    send(nb, f, WARMUP)
+    send(nb, f, FAILED)
+    diff = commands.diff_flow(f)
+    assert "websocket message 0" in diff and "websocket message 1" in diff and "make" in diff
+    stats = commands.stats_text([f])
+    assert "requests (each WebSocket frame counts)  2" in stats and "exit 2" in stats
+    cmds = commands.BridgeCommands()
+    text = cmds.export([f], str(tmp_path / "export"))
+    assert "wrote 2 records" in text
+    exported = sorted((tmp_path / "export").glob("*.json"))
+    recs = [json.loads(p.read_text()) for p in exported]
+    assert [r["websocket_message"] for r in recs] == [0, 1]
+    assert recs[1]["before"] == json.loads(FAILED) and recs[1]["status"] == "rewritten"
+    assert [s["runCommand"]["exitCode"] for s in recs[1]["steps"]] == [2, 0]
+
+
+# ---- wire ------------------------------------------------------------------------------------------
+
+
+def test_wire_escapes_non_ascii_only_when_mitmproxy_would_cut_it():
+    short = '{"a":"é✗"}'.encode()
+    assert wire(short) == short
+    ascii_long = b'{"a":"' + b"x" * 5000 + b'"}'
+    assert wire(ascii_long) is ascii_long
+    doc = {"a": "é" * 3000, "b": "🙂 ✗", "n": 1.5}
+    body = orjson.dumps(doc)
+    assert len(body) > Fragmentizer.FRAGMENT_SIZE
+    sent = wire(body)
+    assert sent.isascii() and orjson.loads(sent) == doc
+    # what mitmproxy does to a modified text message: every chunk survives its own decode
+    chunks = [m.data for m in Fragmentizer([b""], True)(sent)]
+    assert orjson.loads("".join(chunks)) == doc
