@@ -206,6 +206,8 @@ class Part:
     step_calls: list[ToolCall]
     placements: list[Placement]  # sorted by pos
     stepped: list[int]  # sorted positions of the calls and results now in steps
+    # The decisions behind it (assemble's own, never a joined part's): observe.py reuses them.
+    decisions: list[_Decision] | None = field(default=None, repr=False, compare=False)
 
 
 def assemble(
@@ -248,7 +250,7 @@ def assemble(
     placements += [_result_placement(r, by_id, step_of) for r in history.results]
     placements.sort(key=_POS)
     stepped = [p.pos for p in placements if p.step is not None]
-    return Part(docs, sources, step_calls, placements, stepped)
+    return Part(docs, sources, step_calls, placements, stepped, decisions)
 
 
 def build(

@@ -100,6 +100,8 @@ class Resumed:
     out: list[Any]
     entry: Entry
     replaces: Entry | None
+    fresh: History | None = None  # the calls and results after the cut: the only ones decided now
+    decisions: list[Any] | None = None  # their decisions, before settle pinned any (observe.py)
 
 
 class Memo:
@@ -390,6 +392,7 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     if any(entry.first_pos.get(x, cur.pos) < cur.pos for _, x in _ids(h.calls, h.results)):
         return None
     part = assemble(h, config.kinds, config.tool_kinds, step_base=mark.n_steps)
+    decisions = part.decisions
 
     def write(new_stepped: frozenset[int]) -> tuple[Output, Any]:
         prefix = entry.out[: mark.out_len]
@@ -433,4 +436,5 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     # Going on from near the end of the entry's body, this is the same conversation: it takes
     # the entry's place. From early on (another conversation with the same system prompt, an
     # old fork), both are kept.
-    return Resumed(doc, whole, joined, out.items, successor, entry if 2 * b >= len(entry.items) else None)
+    replaces = entry if 2 * b >= len(entry.items) else None
+    return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions)

@@ -8,10 +8,10 @@ line or path) and output (cascade/correct.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .builder import _decide
+from .builder import _decide, _Decision
 from .history import History
 from .kinds import KINDS, Refusal, signals_failure
 
@@ -29,10 +29,17 @@ class Observed:
     failed: bool | None  # True: the client says it failed; False: positive evidence of success; None: unknown
 
 
-def observations(history: History, tool_kinds: Mapping[str, str]) -> list[Observed]:
-    """One observation per pair the builder correlates by id (truth rule 1) whose tool has a kind."""
+def observations(
+    history: History, tool_kinds: Mapping[str, str], decisions: Sequence[_Decision] | None = None
+) -> list[Observed]:
+    """One observation per pair the builder correlates by id (truth rule 1) whose tool has a kind.
+
+    ``decisions``: the builder's own for ``history`` with every kind and these ``tool_kinds``
+    (pipeline.Rewrite.decisions), so that nothing is decided twice; None: decide here."""
     out = []
-    for d in _decide(history, frozenset(KINDS), tool_kinds):
+    if decisions is None:
+        decisions = _decide(history, frozenset(KINDS), tool_kinds)
+    for d in decisions:
         result, kind = d.result, tool_kinds.get(d.call.name)
         if result is None or kind is None or result.text is None or not d.call.id:
             continue

@@ -50,6 +50,10 @@ class Rewrite:
     steps: list[dict[str, Any]] = field(default_factory=list)  # proto3 JSON
     notes: list[str] = field(default_factory=list)  # facts worth a line in the record
     history: History | None = field(default=None, repr=False)  # what was read (observe mode uses it)
+    # The part of ``history`` decided by this call (after the memo's cut; all of it on a full
+    # read) and, when made for every kind, those decisions: observe.py needs nothing else.
+    fresh: History | None = field(default=None, repr=False)
+    decisions: list[Any] | None = field(default=None, repr=False)
 
     def summary(self) -> dict[str, Any]:
         if self.plan is None:
@@ -137,6 +141,8 @@ def rewrite(
     path: str | None = None,
     memo: _memo.Memo | None = None,
     client_hint: str | None = None,
+    *,
+    emit: bool = True,
 ) -> Rewrite:
     """Rewrite one request body; never raises for bad input, only reports.
 
@@ -144,8 +150,10 @@ def rewrite(
     conversation rewritten with it before reuses that work (same result, byte for byte: memo.py says why).
     ``client_hint``: the request's User-Agent header, to identify the client (clients.py); without
     it the client is identified from the body alone, or not at all (then only signals a program's
-    output cannot forge count)."""
-    result = _rewrite(raw, config, path, memo, client_hint)
+    output cannot forge count).
+    ``emit=False``: the caller will not send a new body (observe mode): everything is decided and
+    the memo filled as usual, but the body is not written; the status is then "observed"."""
+    result = _rewrite(raw, config, path, memo, client_hint, emit)
     # orjson reads an integer beyond 64 bits as a float and writes it back as one ("1e+30"):
     # the rewrite would change a field it does not own, so the body goes as it came.
     if result.body is not None and b"e+" in result.body and result.body.count(b"e+") > raw.count(b"e+"):
@@ -153,7 +161,9 @@ def rewrite(
     return result
 
 
-def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | None, hint: str | None) -> Rewrite:
+def _rewrite(
+    raw: bytes, config: Config, path: str | None, memo: _memo.Memo | None, hint: str | None, emit: bool = True
+) -> Rewrite:
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
     markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS + gemini.MARKERS)
@@ -167,7 +177,8 @@ def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | No
     if memo is not None and dialect is not None and early is not None:
         resumed = _resume(memo, raw, dialect, config)
         if resumed is not None:
-            result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out)
+            result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit)
+            _fresh(result, resumed.fresh, resumed.decisions, config)
             memo.put(resumed.entry, resumed.replaces)
             return result
     try:
@@ -186,7 +197,8 @@ def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | No
             resumed = _resume(memo, canon, dialect, config)  # type: ignore[arg-type]
             if resumed is not None:
                 del body, items  # the memo holds the items before the cut: free these first
-                result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out)
+                result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit)
+                _fresh(result, resumed.fresh, resumed.decisions, config)
                 memo.put(resumed.entry, resumed.replaces)  # type: ignore[union-attr]
                 return result
         if canon is not None:  # read the same way, noting where the memo may cut
@@ -200,6 +212,7 @@ def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | No
     if not history.calls and not history.results:
         return Rewrite("unchanged", "no tool history", dialect.NAME)
     part = assemble(history, config.kinds, config.tool_kinds)
+    decisions = part.decisions
 
     def write(stepped: frozenset[int]) -> tuple[Output, Any]:
         out = Output([], 0)
@@ -210,7 +223,8 @@ def _rewrite(raw: bytes, config: Config, path: str | None, memo: _memo.Memo | No
 
     # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
     part, out, writes, spans = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)  # type: ignore[misc]
-    result = _finish(dialect, body, history, part, out.items)
+    result = _finish(dialect, body, history, part, out.items, emit)
+    _fresh(result, history, decisions, config)
     if canon is None:
         return result
     entry = _memo.remember(canon, body, dialect, config, history, reads, part, out.items, writes, spans)
@@ -238,7 +252,23 @@ def _canonical(body: dict[str, Any], raw: bytes) -> bytes | None:
     return raw if canon == raw else canon
 
 
-def _finish(dialect: ModuleType, body: dict[str, Any], history: History, part: Part, out: list[Any] | None) -> Rewrite:
+def _fresh(result: Rewrite, fresh: History | None, decisions: list[Any] | None, config: Config) -> None:
+    """Note what this call decided, for observe.py (decisions made for fewer kinds are not its)."""
+    result.fresh = fresh
+    result.decisions = decisions if config.kinds >= _ALL_KINDS else None
+
+
+_ALL_KINDS = frozenset(KINDS)
+
+
+def _finish(
+    dialect: ModuleType,
+    body: dict[str, Any],
+    history: History,
+    part: Part,
+    out: list[Any] | None,
+    emit: bool = True,
+) -> Rewrite:
     """The rewrite's result from its plan; ``out`` is the written history (None: write it now)."""
     delta = delta_start(history, part.step_calls)
     plan = Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
@@ -250,6 +280,8 @@ def _finish(dialect: ModuleType, body: dict[str, Any], history: History, part: P
     steps = list(plan.docs)
     if not steps:
         return Rewrite("unchanged", "no pair became a step", dialect.NAME, plan=plan, notes=notes, history=history)
+    if not emit:  # observe mode: the body would not be sent, so it is not written
+        return Rewrite("observed", "", dialect.NAME, None, plan, steps, notes, history)
     new = dict(body)
     new[dialect.ITEMS] = dialect.write(body, plan.stepped) if out is None else out
     new[STEPS_KEY] = steps

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from mitmproxy import ctx, exceptions, flowfilter, http
 
 from ..core.kinds import KINDS, tool_map
 from ..core.memo import Memo
-from ..core.observe import observations
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from . import MARKER, META, websocket
+from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed
 from .records import Recorder, RecordJob
 from .state import BridgeState
-from .store import Observation, call_key, match_key
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +31,7 @@ DEFAULT_FILTER = (
 )
 
 
-def comment(result: Rewrite, s: dict[str, Any]) -> str:
+def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
     """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
     if result.status not in ("rewritten", "observed"):
         return f"bridge: {result.status} ({result.reason})"
@@ -70,6 +69,7 @@ class NativeBridge:
         self.filter: flowfilter.TFilter | None = None
         self.recorder: Recorder | None = None
         self.memo = Memo()  # the conversations this addon has rewritten: a resumed one costs only its new part
+        self.offloader: Offloader | None = None  # large bodies: bridged in a worker process (offload.py)
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
 
     def load(self, loader) -> None:
@@ -156,8 +156,11 @@ class NativeBridge:
     def done(self) -> None:
         if self.recorder is not None:
             self.recorder.close()
+        if self.offloader is not None:
+            self.offloader.close()
+            self.offloader = None
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         if not ctx.options.bridge or META in flow.metadata:
             return
         if flow.live and (flow.response or flow.error):
@@ -166,7 +169,7 @@ class NativeBridge:
             return  # a WebSocket's frames are its requests: websocket_message
         if self.filter is None or not self.filter(flow):
             return
-        self.run(flow)
+        return self.run(flow)
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         websocket.on_message(self, flow)  # Responses over WebSocket: response.create client frames
@@ -200,53 +203,79 @@ class NativeBridge:
     def error(self, flow: http.HTTPFlow) -> None:
         self._tees.pop(flow.id, None)
 
-    def run(self, flow: http.HTTPFlow) -> None:
+    def run(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Bridge one selected flow. A body of ``OFFLOAD_BYTES`` or more is bridged in a worker
+        process: then this returns an awaitable (mitmproxy awaits what a hook returns) and the
+        event loop serves every other connection meanwhile."""
         req = flow.request
         raw: bytes | None = None
         try:
-            raw, result = self._decode(req)
-            if result is None:
-                result = rewrite(raw, self.config, req.path, self.memo, req.headers.get("user-agent"))
-            if result.history is not None:
-                self._observe(result)
-            if result.status == "rewritten" and ctx.options.bridge_mode == "observe":
-                result.status, result.body = "observed", None
-            elif result.status == "rewritten":
-                assert result.body is not None
+            raw, skipped = self._decode(req)
+            if skipped is not None:
+                out = Outcome(skipped.status, skipped.reason)
+            else:
+                assert raw is not None
+                job = Job(
+                    raw,
+                    self.config,
+                    req.path,
+                    req.headers.get("user-agent"),
+                    emit=ctx.options.bridge_mode == "rewrite",
+                    record=self.recorder is not None,
+                )
+                if len(raw) >= OFFLOAD_BYTES:
+                    return self._offloaded(flow, raw, job)
+                out = bridge(job, self.memo, rewrite)
+        except Exception as e:  # fail open: the original request goes upstream untouched
+            logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
+            out = Outcome("error", f"{type(e).__name__}: {e}")
+        self._apply(flow, raw, out)
+        return None
+
+    async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
+        try:
+            if self.offloader is None:
+                self.offloader = Offloader()
+            out = await self.offloader.bridge(job)
+        except Exception as e:  # fail open, as inline
+            logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
+            out = Outcome("error", f"{type(e).__name__}: {e}")
+        self._apply(flow, raw, out)
+
+    def _apply(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome) -> None:
+        """Hand the observations over, write the new body (rewrite mode), annotate, record."""
+        req = flow.request
+        try:
+            if out.observations:
+                self.state.store.observe(out.observations)
+            if out.status == "rewritten":
+                assert out.body is not None
                 was_modified = flow.modified()
                 flow.backup()
                 try:
-                    req.set_content(result.body)  # encodes first: on failure the body is unchanged
+                    req.set_content(out.body)  # encodes first: on failure the body is unchanged
                 except Exception:
                     if not was_modified:
                         flow.revert()  # our backup only: the flow is not marked modified for nothing
                     raise
         except Exception as e:  # fail open: the original request goes upstream untouched
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
-            result = Rewrite("error", f"{type(e).__name__}: {e}")
-        summary = result.summary()  # walks every step and placement: once per flow
-        if result.status in ("rewritten", "observed"):
+            out = Outcome("error", f"{type(e).__name__}: {e}")
+        summary = out.summary
+        if out.status in ("rewritten", "observed"):
             if summary["failed"] or summary["unobserved"]:
                 flow.marked = MARKER
-            logger.info(f"bridge: flow {flow.id}: {comment(result, summary).removeprefix('bridge: ')}")
-        elif result.status == "skipped":
-            logger.warning(f"bridge: flow {flow.id}: passed through untouched: {result.reason}")
-        flow.comment = comment(result, summary)
-        flow.metadata[META] = {"status": result.status, "reason": result.reason, **summary}
+            logger.info(f"bridge: flow {flow.id}: {comment(out, summary).removeprefix('bridge: ')}")
+        elif out.status == "skipped":
+            logger.warning(f"bridge: flow {flow.id}: passed through untouched: {out.reason}")
+        flow.comment = comment(out, summary)
+        flow.metadata[META] = {"status": out.status, "reason": out.reason, **summary}
         if self.recorder is not None:
-            self._record(flow, result, raw if raw is not None else req.raw_content, summary)
+            self._record(flow, out, raw if raw is not None else req.raw_content)
 
     def _observe(self, result: Rewrite) -> None:
         """Hand the planner hop what the client's own results say (core/observe.py)."""
-        history = result.history
-        assert history is not None
-        seen = [
-            Observation(
-                match_key(o.kind, o.subject, o.output), call_key("", o.call_id), o.exit_code, o.failed, history.client
-            )
-            for o in observations(history, self.config.tool_kinds)
-        ]
-        self.state.store.observe(seen)
+        self.state.store.observe(observed(result, self.config.tool_kinds))
 
     def _decode(self, req: http.Request) -> tuple[bytes | None, Rewrite | None]:
         """The decoded body, or why it cannot be rewritten."""
@@ -264,7 +293,7 @@ class NativeBridge:
             return None, too_big
         return raw, None
 
-    def _record(self, flow: http.HTTPFlow, result: Rewrite, before: bytes | None, summary: dict[str, Any]) -> None:
+    def _record(self, flow: http.HTTPFlow, result: Outcome, before: bytes | None) -> None:
         assert self.recorder is not None
         req = flow.request
         self.recorder.submit(
@@ -280,8 +309,8 @@ class NativeBridge:
                 before=before,
                 after=result.body,
                 steps=result.steps,
-                accounting=[p.to_json() for p in result.plan.accounting] if result.plan else [],
-                summary=summary,
+                accounting=result.accounting,
+                summary=result.summary,
                 comment=flow.comment,
                 notes=result.notes,
             )

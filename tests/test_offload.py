@@ -1,0 +1,172 @@
+"""Bridging off the event loop (shell/offload.py) and the cheap observe path (issue 11).
+
+- observe mode decides and records what rewrite mode does, without writing a body;
+- the planner hop's observations are taken from the pairs a rewrite decided (after the
+  memo's cut) with the builder's own decisions: over an agent loop they add up to what
+  deciding every whole history again gives;
+- a large body is bridged in a worker process: mitmproxy gets an awaitable from the
+  request hook, and the flow ends up exactly as the inline path leaves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from mitmproxy import hooks
+from mitmproxy.test import taddons, tflow
+from native_bridge.core.memo import Memo
+from native_bridge.core.pipeline import Config, rewrite
+from native_bridge.shell import META, offload
+from native_bridge.shell import chat_addon as addon_module
+from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.shell.offload import Job, Offloader, bridge, observed
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import bench
+
+PATHS = bench.DIALECT_PATHS
+UA = "claude-cli/2.1.332 (external, cli)"
+
+
+@pytest.mark.parametrize("dialect", list(PATHS))
+@pytest.mark.parametrize("hint", [UA, None])
+def test_observe_mode_decides_what_rewrite_mode_does_without_writing(dialect, hint):
+    s = bench.Session(dialect, parallel=4, seed=3)
+    memo_a, memo_b = Memo(), Memo()
+    for rounds in range(1, 9):
+        raw = s.body(rounds)
+        a = rewrite(raw, Config(), PATHS[dialect], memo_a, hint)
+        b = rewrite(raw, Config(), PATHS[dialect], memo_b, hint, emit=False)
+        assert b.body is None
+        assert b.status == ("observed" if a.status == "rewritten" else a.status)
+        assert (b.steps, b.summary(), b.notes) == (a.steps, a.summary(), a.notes)
+
+
+@pytest.mark.parametrize("dialect", list(PATHS))
+@pytest.mark.parametrize("hint", [UA, None])
+def test_observations_of_the_fresh_pairs_add_up_to_the_whole_history(dialect, hint):
+    """An agent loop through one memo: each turn hands over only what it decided, and all the
+    turns together hand over exactly what deciding each whole history again would."""
+    s = bench.Session(dialect, parallel=1, seed=5)
+    memo, config = Memo(), Config()
+    handed: set = set()
+    for rounds in range(1, 16):
+        result = rewrite(s.body(rounds), config, PATHS[dialect], memo, hint, emit=False)
+        whole = result.history
+        assert whole is not None and result.fresh is not None
+        fresh = set(observed(result, config.tool_kinds))
+        full = set(observed(_without_fresh(result), config.tool_kinds))
+        assert fresh <= full
+        handed |= fresh
+        assert handed == full, rounds
+    assert memo.hits, "the memo never resumed: the test would prove nothing"
+
+
+def _without_fresh(result):
+    """The same result as a caller that decides the whole history sees it."""
+    result.fresh, result.decisions = None, None
+    return result
+
+
+def test_decisions_made_for_fewer_kinds_are_not_reused():
+    s = bench.Session("chat", parallel=4, seed=3)
+    result = rewrite(s.body(6), Config(kinds=frozenset({"view_file"})), PATHS["chat"], Memo(), UA)
+    assert result.fresh is not None and result.decisions is None
+    full = rewrite(s.body(6), Config(), PATHS["chat"], None, UA)
+    assert set(observed(result, Config().tool_kinds)) == set(observed(full, Config().tool_kinds))
+
+
+def test_the_worker_gives_what_the_inline_path_gives():
+    s = bench.Session("anthropic", parallel=4, seed=9)
+    off, memo = Offloader(), Memo()  # the worker keeps a memo: so does the inline path here
+    try:
+        for emit in (True, False):
+            for rounds in (3, 4, 5):
+                job = Job(s.body(rounds), Config(), PATHS["anthropic"], UA, emit=emit, record=True)
+                inline = bridge(job, memo)
+                worker = asyncio.run(off.bridge(job))
+                assert worker == inline
+        assert off.pid is not None
+    finally:
+        off.close()
+    assert off.pid is None
+
+
+@pytest.fixture
+def small_offload(monkeypatch):
+    monkeypatch.setattr(addon_module, "OFFLOAD_BYTES", 2000)
+
+
+def _addon(mode: str):
+    nb = NativeBridge()
+    ctx = taddons.context(nb)
+    tctx = ctx.__enter__()
+    tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+    tctx.configure(nb, bridge_mode=mode)
+    return nb, ctx
+
+
+def _flow(raw: bytes):
+    f = tflow.tflow()
+    f.request.method, f.request.path = "POST", PATHS["chat"]
+    f.request.headers["content-type"] = "application/json"
+    f.request.headers["user-agent"] = UA
+    f.request.content = raw
+    return f
+
+
+@pytest.mark.parametrize("mode", ["rewrite", "observe"])
+def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload, mode):
+    s = bench.Session("chat", parallel=1, seed=4)
+    raws = [s.body(r) for r in (3, 4, 5)]
+    assert all(len(r) >= 2000 for r in raws)
+    nb, ctx = _addon(mode)
+    ref, ref_ctx = _addon(mode)
+    try:
+        for raw in raws:
+            f, g = _flow(raw), _flow(raw)
+            pending = nb.request(f)
+            assert pending is not None, "a large body must be awaited, not bridged on the loop"
+            assert META not in f.metadata  # nothing happened yet: the loop was free
+            asyncio.run(pending)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
+                assert ref.request(g) is None  # inline
+            assert f.metadata[META] == g.metadata[META]
+            assert f.comment == g.comment and f.marked == g.marked
+            assert f.request.raw_content == g.request.raw_content
+            assert f.modified() == g.modified() == (f.metadata[META]["status"] == "rewritten")
+            assert f.metadata[META]["status"] == ("rewritten" if mode == "rewrite" else "observed")
+        # the observations came back from the worker and were handed to the planner hop
+        seen = bridge(Job(raws[-1], Config(), PATHS["chat"], UA, emit=False, record=False), None).observations
+        assert seen and all(nb.state.store.candidates(o.key) for o in seen)
+    finally:
+        for a, c in ((nb, ctx), (ref, ref_ctx)):
+            a.done()
+            c.__exit__(None, None, None)
+    assert nb.offloader is None
+
+
+def test_a_failing_worker_fails_open(small_offload, monkeypatch):
+    nb, ctx = _addon("rewrite")
+    try:
+
+        async def broken(self, job):
+            raise RuntimeError("worker exploded")
+
+        monkeypatch.setattr(Offloader, "bridge", broken)
+        raw = bench.Session("chat", 1, 4).body(3)
+        f = _flow(raw)
+        asyncio.run(nb.request(f))
+        assert f.request.raw_content == raw and not f.modified()
+        assert f.metadata[META]["status"] == "error"
+    finally:
+        nb.done()
+        ctx.__exit__(None, None, None)
+
+
+def test_offload_threshold_is_above_the_common_case():
+    assert offload.OFFLOAD_BYTES >= 256 * 1024
