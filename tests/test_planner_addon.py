@@ -143,3 +143,22 @@ def test_diff_command_and_export_of_a_native_flow(planner, tmp_path: Path):
     rec = records.to_record(job)
     assert len(rec["native"]["steps_before"]) == 4 and len(rec["native"]["steps_after"]) == 3
     assert "wsk-FIXTURE-KEY" not in str(rec)
+
+
+def test_a_request_corrected_upstream_is_left_alone(planner):
+    """Two bridges chained: the second lacks the first one's evidence and would undo its claims."""
+    from native_bridge.shell.planner_addon import HANDLED_HEADER
+
+    pb, _ = planner
+    first = native_flow(fixture("grpc-turn1.bin"))
+    pb.request(first)
+    assert first.request.headers[HANDLED_HEADER] == "corrected"
+    second = native_flow(first.request.raw_content)  # what the next proxy receives
+    second.request.headers[HANDLED_HEADER] = first.request.headers[HANDLED_HEADER]
+    pb.request(second)
+    assert second.request.raw_content == first.request.raw_content
+    assert second.metadata[META]["status"] == "skipped"
+    assert "already corrected by a bridge upstream" in second.metadata[META]["reason"]
+    pb.response(second)  # nothing pending: the ledger is the first bridge's business
+    first.revert()
+    assert HANDLED_HEADER not in first.request.headers, "the backup is the request as it came"

@@ -29,6 +29,12 @@ from .store import match_key
 
 logger = logging.getLogger(__name__)
 
+# Set on every request this hop corrected: a second bridge downstream (two proxies chained) leaves
+# such a request alone, since it lacks the evidence the first one used and would undo its claims
+# (an exit code the chat hop observed) or take a repeated step for one already delivered. gRPC and
+# Connect servers ignore metadata they do not know; the body is not touched for it.
+HANDLED_HEADER = "x-native-bridge"
+
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
@@ -162,7 +168,11 @@ class PlannerBridge:
         req = flow.request
         if not is_send_user_cascade_message(req.path):
             return  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
-        if req.stream or req.raw_content is None:
+        if HANDLED_HEADER in req.headers:
+            result = NativeResult(
+                "skipped", f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})"
+            )
+        elif req.stream or req.raw_content is None:
             result = NativeResult("skipped", "body is streamed (stream_large_bodies), it cannot be corrected")
         else:
             result = self._correct(flow)
@@ -171,8 +181,11 @@ class PlannerBridge:
             assert result.body is not None
             flow.backup()  # mitmweb shows the flow as modified and can revert it
             req.raw_content = result.body  # framed and compressed as it came
+            req.headers[HANDLED_HEADER] = "corrected"
             if any(c.action != "already_delivered" for c in result.changes):
                 flow.marked = MARKER
+        elif result.status == "skipped" and HANDLED_HEADER in req.headers:
+            logger.info(f"bridge: planner flow {flow.id}: {result.reason}")
         elif result.status == "skipped":
             logger.warning(f"bridge: planner flow {flow.id}: passed through untouched: {result.reason}")
         if result.cascade_id is not None and result.status != "skipped":
