@@ -8,15 +8,27 @@ bundled Claude-Code-like session through it, and prints what changed, how the
 known gateway would have translated the same history, and where the records went.
 Exit status 0: the planner accepted the rewritten request and its steps validated.
 
+The same mitmdump also opens a planner listener (``bridge_planner``, prior-knowledge
+HTTP/2) in front of a stand-in language server (scripts/fake_language_server.py, in
+process), and a client framing like the gateway sends the real gateway's two
+SendUserCascadeMessage bodies through it (scripts/sessions/gateway-grpc-*.bin: turn 1,
+then the resumed cascade's turn 2), each after the agent's chat request that produced it
+(gateway-chat-*.json, through the chat listener: the chat hop's observation). Part (d)
+shows the four defects of the gateway's steps before and after: exit code 0 for a failed
+command, stdout written twice, a DONE step for a call that never got a result, and the
+whole history sent again on a resumed cascade.
+
 :class:`Mitmdump` and :func:`find_records` are reused by tests/e2e.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,13 +45,29 @@ import orjson
 SCRIPTS = Path(__file__).resolve().parent
 ROOT = SCRIPTS.parent
 SESSION = SCRIPTS / "sessions" / "chat_session.json"
+# The real gateway's (dwgx/WindsurfAPI 3.9.27) SendUserCascadeMessage bodies and the agent's chat
+# requests that produced them; Metadata.api_key is a planted fake key.
+GATEWAY_TURNS = (
+    (SCRIPTS / "sessions" / "gateway-chat-turn1.json", SCRIPTS / "sessions" / "gateway-grpc-turn1.bin"),
+    (SCRIPTS / "sessions" / "gateway-chat-turn2.json", SCRIPTS / "sessions" / "gateway-grpc-turn2-resumed.bin"),
+)
+SEND = "/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage"
+CLAUDE_CODE_UA = "claude-cli/2.1.332 (external, cli)"  # the agent behind the gateway: its own frames count
 sys.path.insert(0, str(SCRIPTS))
 
+import fake_language_server  # noqa: E402
 import known_gateway  # noqa: E402
+from native_bridge.cascade.framing import unframe  # noqa: E402
+from native_bridge.cascade.request import parse_request  # noqa: E402
+from native_bridge.cascade.steps import STDOUT, run_command, view  # noqa: E402
+from native_bridge.cascade.wire import fields  # noqa: E402
 from native_bridge.shell import redact  # noqa: E402
 from reference_planner import STEPS_KEY, Received, ReferencePlanner, validate_steps  # noqa: E402
 
 DELTA_KEY = "additional_steps_delta_start"
+_ls_log = fake_language_server.log
+# The stand-in language server logs every call to stderr; the demo's report says what it received.
+fake_language_server.log = lambda message: None if message.startswith("POST ") else _ls_log(message)
 RUN_HEADER = "x-bridge-run"
 # mitmdump's startup line, e.g. "reverse proxy to http://127.0.0.1:9 listening at 127.0.0.1:50195."
 _LISTENING = re.compile(r"listening at \S+:(\d+)\.?\s*$")
@@ -324,6 +352,196 @@ def probes(session: dict[str, Any], after: dict[str, Any]) -> str:
     return table(("probe", "the known gateway", "bridge (what the planner received)"), rows)
 
 
+# ---- the planner hop -----------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def grpc_post(port: int, path: str, body: bytes, headers: Sequence[tuple[str, str]] = ()) -> tuple[str, str, bytes]:
+    """One unary gRPC call as the gateway makes it: prior-knowledge HTTP/2 (no TLS, no upgrade),
+    the body sent as given (already framed). (HTTP status, grpc-status, response body)."""
+    from h2.config import H2Configuration
+    from h2.connection import H2Connection
+    from h2.events import DataReceived, ResponseReceived, StreamEnded, StreamReset, TrailersReceived
+
+    conn = H2Connection(H2Configuration(client_side=True, header_encoding="utf-8"))
+    status, grpc_status, data = "", "", bytearray()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        conn.initiate_connection()
+        sid = conn.get_next_available_stream_id()
+        request_headers = [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":authority", f"127.0.0.1:{port}"),
+            (":path", path),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+            *headers,
+        ]
+        conn.send_headers(sid, request_headers)
+        step = conn.max_outbound_frame_size  # the bodies here are far below the initial window
+        for i in range(0, len(body), step):
+            conn.send_data(sid, body[i : i + step], end_stream=i + step >= len(body))
+        sock.sendall(conn.data_to_send())
+        ended = False
+        while not ended:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            for event in conn.receive_data(chunk):
+                if isinstance(event, ResponseReceived | TrailersReceived):
+                    h = dict(event.headers)
+                    status = h.get(":status", status)
+                    grpc_status = h.get("grpc-status", grpc_status)
+                elif isinstance(event, DataReceived):
+                    data += event.data
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, StreamEnded | StreamReset):
+                    ended = True
+            sock.sendall(conn.data_to_send())
+        conn.close_connection()
+        sock.sendall(conn.data_to_send())
+    return status, grpc_status, bytes(data)
+
+
+def _message(body: bytes) -> bytes:
+    return unframe(body, "application/grpc", {}, 1 << 24).payload
+
+
+def _run_steps(message: bytes) -> list[dict[str, Any]]:
+    """The run_command steps of a SendUserCascadeMessage: command, exit code, stdout twice, output."""
+    out = []
+    for step in parse_request(message).steps:
+        v = view(step)
+        if v.kind != "run_command" or v.body is None:
+            continue
+        rc = run_command(v.body)
+        twice = any(f.number == STDOUT for f in fields(v.body)) and rc.stdout == rc.full and rc.combined_output
+        out.append(
+            {
+                "command": rc.command_line,
+                "exit_code": rc.exit_code,
+                "stdout_twice": bool(twice),
+                "observed": rc.combined_output or rc.stdout is not None,
+                "done": v.done,
+            }
+        )
+    return out
+
+
+_CLIENT_EXIT = re.compile(r"^Exit code (\d+)")
+
+
+def chat_truth(chat_bodies: Sequence[bytes]) -> tuple[dict[str, int], list[str]]:
+    """From the agent's own (Anthropic) requests: the failed commands with their codes, and the
+    commands that never got a result. Ground truth read without the bridge."""
+    failed: dict[str, int] = {}
+    unanswered: list[str] = []
+    for raw in chat_bodies:
+        blocks = [b for m in orjson.loads(raw)["messages"] if isinstance(m["content"], list) for b in m["content"]]
+        results = {b["tool_use_id"]: b for b in blocks if b.get("type") == "tool_result"}
+        for b in blocks:
+            if b.get("type") != "tool_use" or b.get("name") != "Bash":
+                continue
+            command = b["input"]["command"]
+            r = results.get(b["id"])
+            if r is None:
+                if command not in unanswered:
+                    unanswered.append(command)
+            elif r.get("is_error") and (m := _CLIENT_EXIT.match(str(r.get("content")))):
+                failed[command] = int(m.group(1))
+    return failed, unanswered
+
+
+def planner_hop(
+    proxy: Mitmdump, planner_port: int, ls: fake_language_server.FakeLanguageServer, tag: str
+) -> tuple[str, list[str]]:
+    """Send both turns (chat request, then the gateway's gRPC send) and compare the gateway's
+    steps with what the language server received. (The report, problems.)"""
+    problems: list[str] = []
+    sent: list[bytes] = []
+    chats: list[bytes] = []
+    for chat_path, grpc_path in GATEWAY_TURNS:
+        chat = chat_path.read_bytes()
+        chats.append(chat)
+        # The agent's request reaches the gateway through the chat listener: the chat hop observes
+        # its results (is_error, the client's own "Exit code N"), which the gateway then drops.
+        r = httpx.post(
+            f"{proxy.url}/v1/messages",
+            content=chat,
+            headers={"content-type": "application/json", "user-agent": CLAUDE_CODE_UA, RUN_HEADER: tag + "-chat"},
+            timeout=30,
+        )
+        if r.status_code != 200:
+            problems.append(f"chat request {chat_path.name}: HTTP {r.status_code}")
+        body = grpc_path.read_bytes()
+        sent.append(_message(body))
+        status, grpc_status, _ = grpc_post(planner_port, SEND, body, [(RUN_HEADER, tag)])
+        if (status, grpc_status) != ("200", "0"):
+            problems.append(f"{grpc_path.name}: HTTP {status or '-'}, grpc-status {grpc_status or '-'}")
+    received = [_message(base64.b64decode(c["body_b64"])) for c in ls.captured() if c["path"] == SEND]
+    if len(received) != len(sent):
+        problems.append(f"the language server received {len(received)} sends, expected {len(sent)}")
+        return "", problems
+
+    failed, unanswered = chat_truth(chats)
+    g_runs = [_run_steps(m) for m in sent]
+    r_runs = [_run_steps(m) for m in received]
+
+    def code_of(runs: list[list[dict[str, Any]]], command: str) -> str:
+        codes = [s["exit_code"] for turn in runs for s in turn if s["command"] == command]
+        if not codes:
+            return "no step"
+        return "absent" if codes[0] is None else str(codes[0])
+
+    def codes(values: Sequence[Any]) -> str:
+        return ", ".join(map(str, values)) or "-"
+
+    g_observed = [s for turn in g_runs for s in turn if s["observed"]]
+    r_observed = [s for turn in r_runs for s in turn if s["observed"]]
+    g_twice = sum(s["stdout_twice"] for s in g_observed)
+    r_twice = sum(s["stdout_twice"] for s in r_observed)
+    g_unans = [sum(s["command"] == c and s["done"] for s in g_runs[0]) for c in unanswered]
+    r_unans = [sum(s["command"] == c for turn in r_runs for s in turn) for c in unanswered]
+    g_total, r_total = len(parse_request(sent[-1]).steps), len(parse_request(received[-1]).steps)
+    new = [s["command"] for s in r_runs[-1]]
+    rows = [
+        (
+            f"failed command -> exit_code (truth: {codes(failed.values())})",
+            codes([code_of(g_runs, c) for c in failed]),
+            codes([code_of(r_runs, c) for c in failed]),
+        ),
+        (
+            "output: stdout (4) repeats combined_output",
+            f"{g_twice} of {len(g_observed)} run_command steps",
+            f"{r_twice} of {len(r_observed)} run_command steps",
+        ),
+        (
+            f"call with no result ({codes(redact.text(c) for c in unanswered)})",
+            f"{sum(g_unans)} x DONE step" if any(g_unans) else "no step",
+            "no step" if not any(r_unans) else f"{sum(r_unans)} step(s)",
+        ),
+        (
+            "resumed cascade (turn 2) -> steps",
+            f"all {g_total} again",
+            f"{r_total} (only the new: {codes(redact.text(c or '') for c in new)})",
+        ),
+    ]
+    expect = {
+        "exit codes": [code_of(r_runs, c) for c in failed] == [str(v) for v in failed.values()],
+        "one copy of the output": r_twice == 0,
+        "no step for a call without a result": not any(r_unans),
+        "only the new step on the resumed cascade": r_total < g_total,
+    }
+    problems += [f"planner hop: {name} not corrected" for name, ok in expect.items() if not ok]
+    table_text = table(("defect", "the gateway sent", "the language server received"), rows)
+    return table_text, problems
+
+
 def _rel(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
@@ -336,8 +554,15 @@ def run(session_path: Path, records: Path) -> int:
     session = orjson.loads(raw)
     run_id = uuid.uuid4().hex
     print(f"native_bridge demo: {_rel(session_path)} -> mitmdump -s addons/bridge.py -> reference planner")
-    with tempfile.TemporaryDirectory(prefix="bridge-demo-") as confdir, ReferencePlanner() as planner:
-        proxy = Mitmdump(planner.url, records, Path(confdir))
+    with (
+        tempfile.TemporaryDirectory(prefix="bridge-demo-") as confdir,
+        ReferencePlanner() as planner,
+        fake_language_server.FakeLanguageServer() as ls,
+    ):
+        # The planner hop: a second listener of the same mitmdump, in front of the language server.
+        planner_port = free_port()
+        spec = f"reverse:http://127.0.0.1:{ls.port}@{planner_port}"
+        proxy = Mitmdump(planner.url, records, Path(confdir), ["--mode", spec, "--set", f"bridge_planner={spec}"])
         try:
             proxy.start()
         except (RuntimeError, OSError) as e:
@@ -352,6 +577,17 @@ def run(session_path: Path, records: Path) -> int:
                 timeout=30,
             )
             found = wait_records(records, RUN_HEADER, run_id)
+            native_tag = f"{run_id}-planner-hop"
+            try:
+                native_report, native_problems = planner_hop(proxy, planner_port, ls, native_tag)
+            except (OSError, ValueError) as e:  # a send that did not get through, an unreadable body
+                native_report, native_problems = "", [f"planner hop: {type(e).__name__}: {e}"]
+            native_found = wait_records(records, RUN_HEADER, native_tag)
+            if native_found:  # both sends are recorded, the second one last
+                deadline = time.monotonic() + 10
+                while len(native_found) < len(GATEWAY_TURNS) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    native_found = find_records(records, RUN_HEADER, native_tag)
         finally:
             proxy.stop()
         got: list[Received] = planner.find(RUN_HEADER, run_id)
@@ -371,8 +607,21 @@ def run(session_path: Path, records: Path) -> int:
     jq = "{status, summary, kept: [.accounting[] | select(.kept) | {item, name, kept, reason}]}"
     print(f"  jq '{jq}' {_rel(records)}/*.json\n")
 
+    print("(d) Planner hop: the real gateway's SendUserCascadeMessage (gRPC, prior-knowledge HTTP/2)")
+    print("    -> the same mitmdump's planner listener -> a stand-in language server")
+    print("  Each turn's agent request (Claude Code, Anthropic) went through the chat listener first: the chat")
+    print("  hop observed its results, which the gateway drops (in front of a stock gateway: bridge_mode=observe).")
+    if native_report:
+        print(native_report)
+    print(f"  Records: {len(native_found)} planner-hop file(s), the changes with their reasons:")
+    for path, _ in native_found:
+        print(f"    {_rel(path)}")
+    print(f"  jq '.native.changes[] | {{index, action, reason}}' {_rel(records)}/<file>.json\n")
+
     errors = validate_steps(after) if STEPS_KEY in after else [f"no {STEPS_KEY} reached the planner"]
-    problems = [*received.errors, *errors]
+    problems = [*received.errors, *errors, *native_problems]
+    if len(native_found) != len(GATEWAY_TURNS):
+        problems.append(f"{len(native_found)} planner-hop records written, expected {len(GATEWAY_TURNS)}")
     if reply.status_code != 200 or received.status != 200:
         problems.append(f"HTTP {reply.status_code} from the proxy, {received.status} from the planner")
     if record is None:
@@ -382,6 +631,7 @@ def run(session_path: Path, records: Path) -> int:
         return 1
     n = len(after[STEPS_KEY])
     print(f"OK: the planner accepted the rewritten request (HTTP 200) and all {n} steps validated.")
+    print("OK: the language server accepted both corrected sends (grpc-status 0), the four defects corrected.")
     return 0
 
 
