@@ -38,6 +38,7 @@ except ImportError:  # run from a checkout whose package is not installed
 from native_bridge.core.conversation import conversation_key
 from native_bridge.core.kinds import KINDS, tool_map
 from native_bridge.core.pipeline import DIALECTS, Config, rewrite
+from native_bridge.shell import native_replay
 
 
 @dataclass(slots=True)
@@ -60,6 +61,8 @@ class Entry:
     summary: dict[str, Any] = field(default_factory=dict)
     redacted: bool = True
 
+    native: NativeItem | None = None  # a planner-hop (native) send: re-checked by shell/native_replay.py
+
     @property
     def path(self) -> str:
         return urlsplit(self.url).path or "/"
@@ -69,6 +72,8 @@ class Entry:
 
 
 def entry_from_record(rec: dict[str, Any], source: str) -> Entry:
+    if rec.get("dialect") == native_replay.DIALECT:
+        return native_entry(native_replay.from_record(rec), rec, source)
     before_doc = rec.get("before")
     if isinstance(before_doc, dict):
         before: bytes | None = orjson.dumps(before_doc)
@@ -122,6 +127,11 @@ def read_flows(path: Path) -> tuple[list[Entry], list[str]]:
             if not isinstance(meta, dict):
                 unseen.append(f"{req.method} {redact.url(req.pretty_url)}")
                 continue
+            if meta.get("dialect") == native_replay.DIALECT:
+                when = datetime.fromtimestamp(req.timestamp_start, UTC).isoformat().replace("+00:00", "Z")
+                rec = {"flow_id": f.id, "time": when, "method": req.method, "url": req.pretty_url}
+                entries.append(native_entry(native_replay.from_flow(f), rec, f"{path} flow {f.id}"))
+                continue
             current = req.get_content(strict=False)
             rewritten = meta.get("status") == "rewritten"
             before = original_body(f) if rewritten else current
@@ -165,7 +175,56 @@ def read_sources(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
             unseen += skipped
         else:
             entries += list(read_records(path))
+    chats = [e for e in entries if e.native is None]
+    for e in entries:
+        if e.native is not None:
+            e.native.chats = chats  # the chat hop's evidence: requests captured before the send
     return entries, unseen
+
+
+# ---- planner-hop (native) sends ----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class NativeItem:
+    """A SendUserCascadeMessage the planner hop saw, and the chat requests of the same sources."""
+
+    case: native_replay.NativeCase
+    chats: list[Entry] = field(default_factory=list)
+    _seen: dict[int, list[Any]] = field(default_factory=dict)
+
+    def evidence(self, time: str, config: Config) -> native_replay.Evidence:
+        """What the chat hop had observed when this send was made (chat requests up to its time)."""
+        seen = []
+        for chat in self.chats:
+            if chat.before is None or chat.time > time:
+                continue
+            if id(chat) not in self._seen:
+                hint = getattr(chat, "client_hint", None)  # the User-Agent the addon saw, when the entry has it
+                self._seen[id(chat)] = native_replay.observations_of(chat.before, config, chat.path, hint)
+            seen += self._seen[id(chat)]
+        return native_replay.Evidence(seen)
+
+
+def native_entry(case: native_replay.NativeCase, rec: dict[str, Any], source: str) -> Entry:
+    return Entry(
+        source=source,
+        flow_id=str(rec.get("flow_id")),
+        time=str(rec.get("time", "")),
+        method=str(rec.get("method", "")),
+        url=redact.url(str(rec.get("url", ""))),
+        status=case.status,
+        reason=case.reason,
+        dialect=native_replay.DIALECT,
+        before=None,
+        after=None,
+        steps=case.steps_after or [],
+        accounting=None,
+        conversation=f"cascade {case.cascade_id}" if case.cascade_id else None,
+        summary={"steps_in": case.steps_in, "steps_out": case.steps_out, "delta_start": case.delta_start},
+        redacted=case.redacted,
+        native=NativeItem(case),
+    )
 
 
 # ---- comparing -----------------------------------------------------------------------
@@ -216,9 +275,22 @@ def _accounting_changes(old: list[dict[str, Any]], new: list[dict[str, Any]]) ->
 
 def compare(entry: Entry, config: Config) -> list[str]:
     """What would change for this entry under the current core; empty when nothing would."""
+    if entry.native is not None:
+        return native_replay.recheck(entry.native.case, entry.native.evidence(entry.time, config))
     if entry.before is None:
         return ["the original body is not available: cannot re-run"]
     now = rewrite(entry.before, config, entry.path)
+    if entry.status == "observed" and now.status == "rewritten":
+        # Observe mode (the chat hop's default): the same decisions, the body went upstream as it came.
+        now.status, now.body = "observed", None
+        if entry.accounting is None:  # a flow keeps no steps of an observed request, only its summary
+            new_summary = now.summary()
+            keys = ("steps", "failed_exit_codes", "kept_by_code", "unobserved", "delta_start")
+            return [
+                f"{k}: {entry.summary[k]} -> {new_summary.get(k)}"
+                for k in keys
+                if k in entry.summary and entry.summary[k] != new_summary.get(k)
+            ]
     changes: list[str] = []
     if now.status != entry.status:
         old = f"{entry.status} ({entry.reason})" if entry.reason else entry.status
@@ -263,6 +335,8 @@ def compare(entry: Entry, config: Config) -> list[str]:
 
 
 def describe(entry: Entry) -> str:
+    if entry.native is not None:
+        return native_replay.describe(entry.native.case)
     s = entry.summary
     text = f"{entry.status}"
     if entry.status == "rewritten":

@@ -21,12 +21,32 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # replay_check reads the sources (and puts the checkout's package on sys.path when it is not installed).
-from replay_check import Entry, explain, read_sources, redact
+from replay_check import Entry, explain, native_replay, read_sources, redact
 
 HEADERS = ("time", "flow", "request", "status", "items", "steps", "failed (exit)", "kept", "unobserved")
 
 
+def native_row(e: Entry) -> tuple[str, ...]:
+    """A planner-hop send: steps the gateway sent -> steps the language server got, and what changed."""
+    assert e.native is not None
+    case = e.native.case
+    clock = e.time[11:19] if len(e.time) >= 19 else e.time
+    method = e.path.rsplit("/", 1)[-1]
+    if case.status != "corrected":
+        status = f"{case.status}: {case.reason}" if case.reason else case.status
+        return (clock, e.flow_id[:8], f"{e.method} {method}", status, "-", str(case.steps_in or "-"), "-", "-", "-")
+    codes = native_replay.exit_codes(case)
+    failed = f"{len(codes)} ({', '.join(map(str, codes))})" if codes else "0"
+    dropped = sum(a == "dropped" for _, a in case.changes)
+    delivered = f" ({case.delta_start} delivered before)" if case.delta_start else ""
+    steps = f"{case.steps_in} -> {case.steps_out}{delivered}"
+    status = f"corrected ({dropped} dropped)" if dropped else "corrected"
+    return (clock, e.flow_id[:8], f"{e.method} {method}", status, "-", steps, failed, "-", "-")
+
+
 def row(e: Entry) -> tuple[str, ...]:
+    if e.native is not None:
+        return native_row(e)
     before = explain.load_json(e.before)
     _, items_before = explain.history_items(before, e.dialect)
     s = e.summary
@@ -55,7 +75,26 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str] = HEADERS, inden
     return "\n".join(indent + line for line in lines)
 
 
+def native_totals(entries: Sequence[Entry]) -> str:
+    """The planner hop's sends, counted by cascade."""
+    cases = [e.native.case for e in entries if e.native is not None]
+    cascades = {c.cascade_id for c in cases}
+    corrected = [c for c in cases if c.status == "corrected"]
+    actions: dict[str, int] = defaultdict(int)
+    for c in corrected:
+        for _, a in c.changes:
+            actions[a] += 1
+    by_action = ", ".join(f"{k} {v}" for k, v in sorted(actions.items())) or "none"
+    steps_in = sum(c.steps_in or 0 for c in corrected)
+    steps_out = sum(c.steps_out or 0 for c in corrected)
+    return (
+        f"{len(cases)} native sends (planner hop) in {len(cascades)} cascade{'s' * (len(cascades) != 1)}, "
+        f"{len(corrected)} corrected, {steps_in} steps from the gateway -> {steps_out} sent; changes: {by_action}"
+    )
+
+
 def totals(entries: Sequence[Entry]) -> str:
+    entries = [e for e in entries if e.native is None]  # native sends: native_totals
     rewritten = [e for e in entries if e.status == "rewritten"]
     steps = sum(len(e.steps) for e in rewritten)
     failed = sum(len(e.summary.get("failed_exit_codes") or []) for e in rewritten)
@@ -82,7 +121,10 @@ def render(entries: Sequence[Entry], unseen: Sequence[str] = ()) -> str:
         out.append("")
     if unseen:
         out.append(f"{len(unseen)} flows not seen by the bridge (not listed)")
-    out.append(totals(entries))
+    if any(e.native is None for e in entries):
+        out.append(totals(entries))
+    if any(e.native is not None for e in entries):
+        out.append(native_totals(entries))
     return "\n".join(out)
 
 

@@ -162,3 +162,38 @@ def test_a_request_corrected_upstream_is_left_alone(planner):
     pb.response(second)  # nothing pending: the ledger is the first bridge's business
     first.revert()
     assert HANDLED_HEADER not in first.request.headers, "the backup is the request as it came"
+
+
+def test_recheck_runs_a_native_flow_again_under_its_own_setting(planner):
+    """replay_check's core (shell/native_replay.py): the flow's backup corrected again, with the
+    recorded ledger prefix and bridge_planner_client, equals what was sent; a record too."""
+    from native_bridge.shell import native_replay
+
+    pb, tctx = planner
+    tctx.configure(pb, bridge_planner_client="claude-code")
+    first = native_flow(fixture("grpc-turn1.bin"))
+    pb.request(first)
+    pb.response(first)
+    resumed = native_flow(fixture("grpc-turn2-resumed.bin"))
+    pb.request(resumed)
+    assert resumed.metadata[META]["planner_client"] == "claude-code"
+    for f in (first, resumed):
+        case = native_replay.from_flow(f)
+        assert native_replay.recheck(case) == [], f.metadata[META]
+        rec = records.to_record(record_job(f))
+        assert native_replay.recheck(native_replay.from_record(rec)) == []
+    assert native_replay.from_flow(resumed).delta_start == 4
+    case = native_replay.from_flow(first)
+    assert case.cascade_id and case.client == "claude-code"
+    # With the chat hop's observation of the agent's request (is_error and "Exit code 1"), which this
+    # flow was corrected without, npm test's exit code would be stated: the evidence is part of the check.
+    from native_bridge.core.pipeline import Config
+
+    seen = native_replay.observations_of(
+        fixture("chat-turn1.json"), Config(), "/v1/messages", "claude-cli/2.1.332 (external, cli)"
+    )
+    lines = native_replay.recheck(case, native_replay.Evidence(seen))
+    assert "     now   #0   run_command      DONE   exit 1   $ npm test" in lines, lines
+    case.sent = (case.sent or b"") + b"\0"  # the bytes sent are compared too
+    case.client = "claude-code"
+    assert native_replay.recheck(case) == ["the corrected body differs outside the steps"]

@@ -24,12 +24,14 @@ What mitmproxy 12.3 does with these flows (checked in its source and here):
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 import httpx
+import orjson
 import pytest
 from demo import Mitmdump, mitmdump_path
 from mitmproxy import http, io
@@ -81,6 +83,7 @@ class Listeners:
 @dataclass(slots=True)
 class Capture:
     path: Path
+    records: Path
     listeners: Listeners
     received: list[bytes] = field(default_factory=list)  # what the language server got, per SendUserCascadeMessage
 
@@ -160,7 +163,7 @@ def capture(planner: ReferencePlanner, ls: LanguageServer, tmp: Path, name: str,
         converse(lis)
     finally:
         p.stop()  # SIGTERM: the save addon closes the file
-    return Capture(path, lis, [r.body for r in ls.sends()[seen:]])
+    return Capture(path, tmp / f"{name}-records", lis, [r.body for r in ls.sends()[seen:]])
 
 
 @pytest.fixture(scope="module")
@@ -337,3 +340,92 @@ def test_chained_bridges_correct_once(planner: ReferencePlanner, language_server
     assert len(parse_request(got[1]).steps) == 1
     assert "already corrected by a bridge upstream" in proxy_b.output
     assert proxy_a.output.count("bridge: planner flow") == 2
+
+
+# ---- the scripts for people ---------------------------------------------------------------------
+
+
+def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / name), *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
+def native_lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if "SendUserCascadeMessage" in line]
+
+
+def test_replay_check_finds_nothing_to_change_in_native_captures(bridged: Capture):
+    """Today's corrections of the gateway's bodies (a flow's backup, a record's redacted body_hex),
+    with the ledger and the chat hop's observations as they were, equal what was sent."""
+    for source in (bridged.records, bridged.path):
+        done = run_script("replay_check.py", str(source))
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = native_lines(done.stdout)
+        assert len(lines) == 2 and all(line.startswith("same ") for line in lines), done.stdout
+        assert "recorded: corrected, 4 -> 3 steps" in done.stdout
+        assert "recorded: corrected, 5 -> 1 steps (4 already_delivered" in done.stdout
+        assert "wsk-FIXTURE-KEY" not in done.stdout
+
+
+def test_replay_check_reports_a_native_change_and_fails(bridged: Capture, tmp: Path):
+    # A record whose send kept the gateway's exit code 0 and its stdout copy (an older, buggy build).
+    edited = tmp / "edited-native-records"
+    edited.mkdir()
+    for p in bridged.records.glob("*.json"):
+        rec = orjson.loads(p.read_bytes())
+        if rec.get("dialect") == "cascade":
+            native = rec["native"]
+            for step in native["steps_after"]:
+                if step.get("runCommand", {}).get("exitCode") == 1:
+                    step["runCommand"]["exitCode"] = 0
+            native["changes"] = [c for c in native["changes"] if c["action"] != "stdout_deduplicated"]
+        (edited / p.name).write_bytes(orjson.dumps(rec))
+    done = run_script("replay_check.py", str(edited))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "step was   #0   run_command      DONE   exit 0   $ npm test" in done.stdout
+    assert "     now   #0   run_command      DONE   exit 1   $ npm test" in done.stdout
+    assert "new change   step 0: stdout_deduplicated" in done.stdout
+    assert "2 would change" in done.stdout
+
+    # Without the chat hop's requests the same sends cannot state exit 1 and 2: the evidence matters.
+    alone = tmp / "native-records-alone"
+    alone.mkdir()
+    for p in bridged.records.glob("*.json"):
+        if orjson.loads(p.read_bytes()).get("dialect") == "cascade":
+            (alone / p.name).write_bytes(p.read_bytes())
+    done = run_script("replay_check.py", str(alone), "-q")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "     now   #0   run_command      DONE   exit ?   $ npm test" in done.stdout
+
+
+def test_replay_check_of_a_corrected_body_changed_by_hand(bridged: Capture, tmp: Path):
+    """A flow file: the bytes sent are compared too, not only the decoded steps."""
+    flows = read_flows(bridged.path)
+    f = sends(flows)[0]
+    f.request.headers["content-type"] = "application/grpc"  # unchanged; the body gets one byte more
+    body = bytearray(f.request.raw_content)
+    body[4] += 1
+    f.request.raw_content = bytes(body) + b"\x00"
+    out = tmp / "hand-edited.flows"
+    with out.open("wb") as fh:
+        w = io.FlowWriter(fh)
+        for x in flows:
+            w.add(x)
+    done = run_script("replay_check.py", str(out), "-q")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "CHANGED" in done.stdout
+
+
+def test_summary_counts_native_sends_by_cascade(bridged: Capture):
+    for source in (bridged.records, bridged.path):
+        done = run_script("summary.py", str(source))
+        assert done.returncode == 0, done.stdout + done.stderr
+        out = done.stdout
+        block = out.split("conversation cascade ", 1)[1].split("\n\n", 1)[0]
+        assert block.splitlines()[0].endswith(": 2 requests"), out
+        rows = native_lines(block)
+        assert "corrected (1 dropped)" in rows[0] and "4 -> 3" in rows[0] and "1 (1)" in rows[0], out
+        assert "5 -> 1 (4 delivered before)" in rows[1] and "1 (2)" in rows[1], out
+        assert "2 native sends (planner hop) in 1 cascade, 2 corrected, 9 steps from the gateway -> 4 sent" in out
+        assert "already_delivered 4, dropped 1, exit_code 2, stdout_deduplicated 2" in out

@@ -196,6 +196,8 @@ class PlannerBridge:
             "reason": result.reason,
             "dialect": DIALECT,
             **summary(result),
+            # The setting the steps were judged under: replay_check re-runs them with it.
+            "planner_client": ctx.options.bridge_planner_client,
             "change_list": [{"index": c.index, "action": c.action, "reason": c.reason} for c in result.changes],
         }
         if result.status == "corrected":
@@ -249,7 +251,7 @@ class PlannerBridge:
                 reason=result.reason,
                 dialect=DIALECT,
                 before=None,
-                summary=summary(result),
+                summary={**summary(result), "planner_client": ctx.options.bridge_planner_client},
                 comment=flow.comment,
                 native=NativeJob(original, {k.lower(): v for k, v in req.headers.items()}, result),
             )

@@ -1,0 +1,240 @@
+"""Re-checking planner-hop (native) flows and records with today's corrections (scripts/replay_check.py).
+
+A native flow or record holds the gateway's body (the flow's backup, or the record's
+``native.body_hex`` with Metadata's credentials replaced), what went upstream, and the
+changes made. :func:`recheck` runs :func:`..cascade.native.correct_request` on the
+original body again under the same conditions and lists every difference:
+
+- the ledger as it was: the recorded ``delta_start`` leading steps count as delivered (so a
+  single record can be checked on its own, whatever else was captured);
+- the chat hop's evidence as it was: the observations of the chat requests captured before
+  the send (same sources), made as the chat addon makes them;
+- the ``bridge_planner_client`` setting the flow was corrected under (``planner_client``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cascade.framing import unframe
+from ..cascade.ledger import step_digest
+from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request
+from ..cascade.request import parse_request
+from ..cascade.steps import to_json
+from ..core.observe import observations
+from ..core.pipeline import Config, rewrite
+from . import META, explain, redact
+from .native_view import DIALECT, original_raw
+from .store import MemoryStore, Observation, call_key, match_key
+
+__all__ = ["DIALECT", "Evidence", "NativeCase", "from_flow", "from_record", "observations_of", "recheck"]
+
+
+@dataclass(slots=True)
+class NativeCase:
+    """One SendUserCascadeMessage as the planner hop handled it."""
+
+    status: str
+    reason: str
+    original: bytes | None  # the body as the gateway sent it, framed (a record's: credentials replaced)
+    headers: dict[str, str]  # lower-case names
+    delta_start: int = 0
+    changes: list[tuple[int, str]] = field(default_factory=list)  # (index, action) as recorded
+    steps_after: list[dict[str, Any]] | None = None  # proto3 JSON of what went upstream
+    sent: bytes | None = None  # the body that went upstream (flows only: records keep no corrected body)
+    client: str | None = None  # bridge_planner_client when it was corrected
+    cascade_id: str | None = None
+    steps_in: int | None = None
+    redacted: bool = True  # the recorded side is redacted (a record): compare redacted
+
+    @property
+    def steps_out(self) -> int | None:
+        return None if self.steps_after is None else len(self.steps_after)
+
+
+def _steps(body: bytes | None, headers: Mapping[str, str]) -> list[bytes] | None:
+    if body is None:
+        return None
+    try:
+        return parse_request(unframe(body, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload).steps
+    except Exception:  # unreadable: the recorded status says why
+        return None
+
+
+def _changes(items: Any) -> list[tuple[int, str]]:
+    return [
+        (c["index"], str(c["action"])) for c in items or [] if isinstance(c, dict) and isinstance(c.get("index"), int)
+    ]
+
+
+def from_record(rec: Mapping[str, Any]) -> NativeCase:
+    native = rec.get("native") or {}
+    headers = {str(k).lower(): str(v) for k, v in rec.get("request_headers") or []}
+    body_hex = native.get("body_hex")
+    summary = rec.get("summary") or {}
+    after = native.get("steps_after")
+    return NativeCase(
+        status=str(rec.get("status")),
+        reason=str(rec.get("reason", "")),
+        original=bytes.fromhex(body_hex) if isinstance(body_hex, str) else None,
+        headers=headers,
+        delta_start=int(native.get("delta_start") or 0),
+        changes=_changes(native.get("changes")),
+        steps_after=after if isinstance(after, list) else None,
+        client=summary.get("planner_client"),
+        cascade_id=native.get("cascade_id"),
+        steps_in=len(native["steps_before"]) if isinstance(native.get("steps_before"), list) else None,
+        redacted=True,
+    )
+
+
+def from_flow(flow: Any) -> NativeCase:
+    """From a flow the planner hop saw (``flow.metadata["bridge"]["dialect"] == "cascade"``)."""
+    meta = flow.metadata.get(META) or {}
+    headers = {k.lower(): v for k, v in flow.request.headers.items()}
+    corrected = meta.get("status") == "corrected"
+    sent = flow.request.raw_content
+    original = original_raw(flow) if corrected else sent
+    before, after = _steps(original, headers), _steps(sent, headers)
+    cascade_id = None
+    if original is not None:
+        try:
+            framed = unframe(original, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE)
+            cascade_id = parse_request(framed.payload).cascade_id
+        except Exception:
+            pass
+    return NativeCase(
+        status=str(meta.get("status")),
+        reason=str(meta.get("reason", "")),
+        original=original,
+        headers=headers,
+        delta_start=int(meta.get("delta_start") or 0),
+        changes=_changes(meta.get("change_list")),
+        steps_after=None if after is None else [to_json(s) for s in after],
+        sent=sent,
+        client=meta.get("planner_client"),
+        cascade_id=cascade_id,
+        steps_in=None if before is None else len(before),
+        redacted=False,
+    )
+
+
+# ---- the chat hop's evidence --------------------------------------------------------------
+
+
+def observations_of(raw: bytes, config: Config, path: str | None, user_agent: str | None = None) -> list[Observation]:
+    """What the chat hop observes in one chat request body (as the chat addon's ``_observe``)."""
+    result = rewrite(raw, config, path, None, user_agent)
+    history = result.history
+    if history is None:
+        return []
+    return [
+        Observation(
+            match_key(o.kind, o.subject, o.output), call_key("", o.call_id), o.exit_code, o.failed, history.client
+        )
+        for o in observations(history, config.tool_kinds)
+    ]
+
+
+class Evidence:
+    """The observations of the chat requests seen so far; a step takes one only when exactly one matches
+    (the same rule as the planner addon's StoreEvidence)."""
+
+    def __init__(self, seen: Iterable[Observation] = ()) -> None:
+        self.store = MemoryStore()
+        self.store.observe(list(seen))
+
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Any:
+        from ..cascade.correct import Observed
+
+        found = self.store.candidates(match_key(kind, command_or_path, output))
+        if len(found) != 1:
+            return None
+        o = found[0]
+        return Observed(o.exit_code, o.failed, o.client)
+
+
+# ---- comparing -----------------------------------------------------------------------------
+
+
+def rerun(case: NativeCase, evidence: Evidence | None = None) -> NativeResult:
+    """Today's correction of the original body, with the recorded ledger prefix and setting."""
+    if case.original is None:
+        return NativeResult("skipped", "the original body is not available")
+    steps = _steps(case.original, case.headers) or []
+    delivered = [step_digest(s) for s in steps[: case.delta_start]]
+    return correct_request(
+        case.original,
+        case.headers.get("content-type", ""),
+        case.headers,
+        delivered,
+        evidence,
+        client=case.client,
+    )
+
+
+def _clean(steps: Sequence[dict[str, Any]], redacted: bool) -> list[dict[str, Any]]:
+    return [redact.body(s) for s in steps] if redacted else list(steps)
+
+
+def recheck(case: NativeCase, evidence: Evidence | None = None) -> list[str]:
+    """What would change for this send under today's corrections; empty when nothing would."""
+    if case.original is None:
+        if case.status == "skipped":
+            return []  # nothing was kept to re-run, and nothing was corrected
+        return ["the original body is not available: cannot re-run"]
+    now = rerun(case, evidence)
+    out: list[str] = []
+    if now.status != case.status:
+        old = f"{case.status} ({case.reason})" if case.reason else case.status
+        out.append(f"status: {old} -> {now.status} ({now.reason})")
+    old_changes, new_changes = case.changes, [(c.index, c.action) for c in now.changes]
+    for index, action in old_changes:
+        if (index, action) not in new_changes:
+            out.append(f"change gone  step {index}: {action}")
+    for index, action in new_changes:
+        if (index, action) not in old_changes:
+            out.append(f"new change   step {index}: {action}")
+    if case.steps_after is not None and now.status != "skipped":
+        old_steps, new_steps = _clean(case.steps_after, case.redacted), _clean(now.after, case.redacted)
+        for i in range(max(len(old_steps), len(new_steps))):
+            a = old_steps[i] if i < len(old_steps) else None
+            b = new_steps[i] if i < len(new_steps) else None
+            if a == b:
+                continue
+            if a is None:
+                out.append(f"new step   {explain.step_brief(i, b or {})}")
+            elif b is None:
+                out.append(f"lost step  {explain.step_brief(i, a)}")
+            elif explain.step_brief(i, a) != explain.step_brief(i, b):
+                out += [f"step was   {explain.step_brief(i, a)}", f"     now   {explain.step_brief(i, b)}"]
+            else:
+                out.append(f"step body  #{i} {explain.step_kind(a)} changed")
+    if not out and case.sent is not None and now.status == "corrected" and now.body != case.sent:
+        out.append("the corrected body differs outside the steps")
+    return out
+
+
+def describe(case: NativeCase) -> str:
+    text = case.status
+    if case.status == "corrected":
+        text += f", {case.steps_in} -> {case.steps_out} steps"
+        actions: dict[str, int] = {}
+        for _, a in case.changes:
+            actions[a] = actions.get(a, 0) + 1
+        text += " (" + ", ".join(f"{n} {a}" for a, n in actions.items()) + ")"
+    elif case.reason:
+        text += f" ({case.reason})"
+    return text
+
+
+def exit_codes(case: NativeCase) -> list[int]:
+    """The non-zero exit codes of the run_command steps sent upstream."""
+    out = []
+    for s in case.steps_after or []:
+        code = s.get("runCommand", {}).get("exitCode") if isinstance(s.get("runCommand"), dict) else None
+        if isinstance(code, int) and code != 0:
+            out.append(code)
+    return out
