@@ -60,6 +60,8 @@ class Entry:
     conversation: str | None
     summary: dict[str, Any] = field(default_factory=dict)
     redacted: bool = True
+    client_hint: str | None = None  # the User-Agent the addon passed to the core (it names the client)
+    context: list[dict[str, Any]] | None = None  # a WebSocket frame's server-held calls (shell/websocket.py)
 
     native: NativeItem | None = None  # a planner-hop (native) send: re-checked by shell/native_replay.py
 
@@ -84,11 +86,13 @@ def entry_from_record(rec: dict[str, Any], source: str) -> Entry:
     headers = [(str(k), str(v)) for k, v in rec.get("request_headers") or []]
     conversation = rec.get("conversation") or conversation_key(headers, before)
     ex = explain.explain_record(rec)
+    frame = rec.get("websocket_message")
+    context = rec.get("websocket_context")
     return Entry(
         source=source,
         flow_id=str(rec.get("flow_id")),
         time=str(rec.get("time", "")),
-        method=str(rec.get("method", "")),
+        method=f"WS #{frame}" if isinstance(frame, int) else str(rec.get("method", "")),
         url=str(rec.get("url", "")),
         status=str(rec.get("status")),
         reason=str(rec.get("reason", "")),
@@ -99,7 +103,13 @@ def entry_from_record(rec: dict[str, Any], source: str) -> Entry:
         accounting=ex.accounting if rec.get("status") == "rewritten" else [],
         conversation=conversation,
         summary=ex.summary,
+        client_hint=_user_agent(headers),
+        context=context if isinstance(context, list) else None,
     )
+
+
+def _user_agent(headers: Iterable[tuple[str, str]]) -> str | None:
+    return next((v for k, v in headers if k.lower() == "user-agent"), None)
 
 
 def read_records(path: Path) -> Iterator[Entry]:
@@ -114,13 +124,16 @@ def read_records(path: Path) -> Iterator[Entry]:
 def read_flows(path: Path) -> tuple[list[Entry], list[str]]:
     """Entries for the flows the bridge saw, and a line for each HTTP flow it did not."""
     from mitmproxy import http, io  # only flow files need mitmproxy
-    from native_bridge.shell import META
+    from native_bridge.shell import META, websocket
     from native_bridge.shell.view import original_body
 
     entries, unseen = [], []
     with path.open("rb") as fo:
         for f in io.FlowReader(fo).stream():
             if not isinstance(f, http.HTTPFlow):
+                continue
+            if f.websocket is not None and websocket.frames(f):
+                entries += _frame_entries(path, f)
                 continue
             meta = f.metadata.get(META)
             req = f.request
@@ -157,9 +170,48 @@ def read_flows(path: Path) -> tuple[list[Entry], list[str]]:
                     conversation=conversation_key(original_headers, before),
                     summary={k: v for k, v in meta.items() if k not in ("status", "reason")},
                     redacted=False,
+                    client_hint=req.headers.get("user-agent"),
                 )
             )
     return entries, unseen
+
+
+def _frame_entries(path: Path, f: Any) -> list[Entry]:
+    """One entry per WebSocket client frame the bridge saw (Responses over WebSocket)."""
+    from native_bridge.shell import websocket
+
+    out = []
+    req = f.request
+    for i in websocket.bridged_indexes(f):
+        meta = websocket.frames(f)[str(i)]
+        message = f.websocket.messages[i]
+        rewritten = meta.get("status") == "rewritten"
+        original = meta.get("original")
+        before = (original if isinstance(original, bytes) else None) if rewritten else message.content
+        after = explain.load_json(message.content) if rewritten else None
+        context = meta.get("context") if isinstance(meta.get("context"), list) else None
+        out.append(
+            Entry(
+                source=f"{path} flow {f.id} message {i}",
+                flow_id=f.id,
+                time=datetime.fromtimestamp(message.timestamp, UTC).isoformat().replace("+00:00", "Z"),
+                method=f"WS #{i}",
+                url=redact.url(req.pretty_url),
+                status=str(meta.get("status")),
+                reason=str(meta.get("reason", "")),
+                dialect=None,
+                before=before,
+                after=after,
+                steps=explain.explain_record({"after": after}).steps if after else [],
+                accounting=None,
+                conversation=conversation_key(list(req.headers.items(multi=True)), before),
+                summary={k: v for k, v in meta.items() if k not in ("status", "reason", "original", "context")},
+                redacted=False,
+                client_hint=req.headers.get("user-agent"),
+                context=context,
+            )
+        )
+    return out
 
 
 def read_sources(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
@@ -279,7 +331,12 @@ def compare(entry: Entry, config: Config) -> list[str]:
         return native_replay.recheck(entry.native.case, entry.native.evidence(entry.time, config))
     if entry.before is None:
         return ["the original body is not available: cannot re-run"]
-    now = rewrite(entry.before, config, entry.path)
+    if entry.context:  # a WebSocket frame answering server-held calls: the addon's own way
+        from native_bridge.shell import websocket  # (mitmproxy: only for such frames)
+
+        now = websocket.bridge_body(entry.before, entry.context, config, entry.path, None, entry.client_hint)
+    else:
+        now = rewrite(entry.before, config, entry.path, client_hint=entry.client_hint)
     if entry.status == "observed" and now.status == "rewritten":
         # Observe mode (the chat hop's default): the same decisions, the body went upstream as it came.
         now.status, now.body = "observed", None

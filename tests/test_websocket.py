@@ -362,11 +362,119 @@ def test_wire_escapes_non_ascii_only_when_mitmproxy_would_cut_it():
     assert wire(short) == short
     ascii_long = b'{"a":"' + b"x" * 5000 + b'"}'
     assert wire(ascii_long) is ascii_long
-    doc = {"a": "é" * 3000, "b": "🙂 ✗", "n": 1.5}
+    doc = {"ab": "é" * 3000, "b": "🙂 ✗", "n": 1.5}
     body = orjson.dumps(doc)
     assert len(body) > Fragmentizer.FRAGMENT_SIZE
+    # the fault it avoids: mitmproxy resends a modified message in chunks, each decoded on its own
+    assert "\ufffd" in "".join(m.data for m in Fragmentizer([b""], True)(body))
     sent = wire(body)
     assert sent.isascii() and orjson.loads(sent) == doc
     # what mitmproxy does to a modified text message: every chunk survives its own decode
     chunks = [m.data for m in Fragmentizer([b""], True)(sent)]
     assert orjson.loads("".join(chunks)) == doc
+
+
+# ---- previous_response_id: calls the server holds ------------------------------------------------
+
+
+def server_response(rid: str, *output: dict[str, Any], with_output: bool = True) -> list[bytes]:
+    """A response as the server streams it: created, each item done, completed (with or without its output)."""
+    done = [
+        orjson.dumps({"type": "response.output_item.done", "output_index": k, "item": it})
+        for k, it in enumerate(output)
+    ]
+    completed = {"id": rid, "status": "completed", "output": list(output) if with_output else []}
+    return [
+        orjson.dumps({"type": "response.created", "response": {"id": rid, "status": "in_progress"}}),
+        *done,
+        orjson.dumps({"type": "response.completed", "response": completed}),
+    ]
+
+
+def exec_call(call_id: str, cmd: str) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": f"fc_{call_id}",
+        "name": "exec_command",
+        "arguments": json.dumps({"cmd": cmd}),
+        "call_id": call_id,
+        "status": "completed",
+    }
+
+
+def exec_out(call_id: str, code: int, text: str = "") -> dict[str, Any]:
+    output = (
+        f"Chunk ID: ab12cd\nWall time: 0.0000 seconds\nProcess exited with code {code}\n"
+        f"Original token count: 1\nOutput:\n{text}"
+    )
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+@pytest.mark.parametrize("with_output", [True, False], ids=["completed-output", "output-item-done"])
+def test_outputs_answering_server_held_calls_become_steps(bridge, tmp_path, with_output):
+    nb, _ = bridge
+    f = ws_flow()
+    send(nb, f, WARMUP)
+    for event in server_response("resp_0"):
+        send(nb, f, event, from_client=False)
+    send(nb, f, frame(user("run it"), previous_response_id="resp_0"))
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+    for event in server_response("resp_1", reasoning, exec_call("k1", "ls /nope"), with_output=with_output):
+        send(nb, f, event, from_client=False)
+    answer = frame(exec_out("k1", 2, "ls: cannot access '/nope'\n"), previous_response_id="resp_1")
+    i = send(nb, f, answer)
+    sent = json.loads(f.websocket.messages[i].content)
+    assert [s["runCommand"]["exitCode"] for s in sent["additional_steps"]] == [2]
+    assert sent["input"] == [] and sent["previous_response_id"] == "resp_1"  # the call stays server-held
+    entry = f.metadata[WS_META][str(i)]
+    assert entry["context"] == [exec_call("k1", "ls /nope")] and entry["original"] == answer
+    rec = records(nb, tmp_path)[-1][1]
+    assert rec["before"] == json.loads(answer) and rec["websocket_context"] == [exec_call("k1", "ls /nope")]
+    assert [(a["item"], a["id"], a.get("step")) for a in rec["accounting"]] == [("call", "k1", 0), ("result", "k1", 0)]
+    text = view.steps_view.prettify(sent, _meta(f, i))
+    assert "calls the server holds" in text and "no longer give" not in text and "exit 2" in text
+
+
+def test_a_kept_server_held_call_is_not_sent_again(bridge, tmp_path):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_tools=["exec_command="])  # exec_command pairs stay messages
+    f = ws_flow()
+    for event in server_response("resp_1", exec_call("k1", "ls"), exec_call("k2", "pwd")):
+        send(nb, f, event, from_client=False)
+    # the output of k1 (kept: unmapped tool) and a shell pair of the frame's own (a step)
+    answer = frame(
+        exec_out("k1", 0, "a.txt\n"),
+        shell("c1", "make"),
+        out("c1", codex_json("boom", 2)),
+        previous_response_id="resp_1",
+    )
+    i = send(nb, f, answer)
+    entry = f.metadata[WS_META][str(i)]
+    assert entry["status"] == "rewritten"
+    assert entry["context"] == [exec_call("k1", "ls")]  # only the calls the frame answers
+    sent = json.loads(f.websocket.messages[i].content)
+    assert sent["input"] == [exec_out("k1", 0, "a.txt\n")]  # its output stays, the held call is not sent again
+    assert [s["runCommand"]["exitCode"] for s in sent["additional_steps"]] == [2]
+    diff = view.diff_view.prettify(f.websocket.messages[i].content, _meta(f, i))
+    assert "no longer give" not in diff
+    rec = records(nb, tmp_path)[-1][1]
+    assert rec["websocket_context"] == [exec_call("k1", "ls")]
+
+
+def test_a_previous_response_not_on_this_connection_leaves_outputs_orphans(bridge):
+    nb, _ = bridge
+    f = ws_flow()
+    answer = frame(exec_out("k1", 2), previous_response_id="resp_elsewhere")
+    i = send(nb, f, answer)
+    assert f.websocket.messages[i].content == answer
+    assert f.metadata[WS_META][str(i)]["status"] == "unchanged" and "context" not in f.metadata[WS_META][str(i)]
+
+
+def test_a_call_id_the_server_never_sent_is_not_matched(bridge):
+    nb, _ = bridge
+    f = ws_flow()
+    for event in server_response("resp_1", exec_call("k1", "ls")):
+        send(nb, f, event, from_client=False)
+    i = send(nb, f, frame(exec_out("zz", 2), previous_response_id="resp_1"))
+    assert "context" not in f.metadata[WS_META][str(i)]
+    assert f.metadata[WS_META][str(i)]["steps"] == 0

@@ -58,6 +58,7 @@ class RecordJob:
     notes: list[str] = field(default_factory=list)
     native: NativeJob | None = None  # the planner hop's material (native_record.py)
     websocket_message: int | None = None  # a WebSocket client frame: its index in the flow's messages
+    websocket_context: list[dict[str, Any]] | None = None  # server-held calls the frame answers (websocket.py)
 
 
 def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
@@ -115,6 +116,8 @@ def to_record(job: RecordJob) -> dict[str, Any]:
     }
     if job.websocket_message is not None:  # a frame of the flow's WebSocket, not its HTTP request
         rec["websocket_message"] = job.websocket_message
+    if job.websocket_context is not None:  # the calls of the previous response the frame's outputs answer
+        rec["websocket_context"] = redact.body(job.websocket_context)
     if job.native is not None:
         rec["native"] = native_record.render(job.native)
     if before_text is not None:

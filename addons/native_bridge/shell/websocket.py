@@ -20,6 +20,16 @@ What a frame leaves behind, per message index ``i`` (its place in
 - one record per frame (``websocket_message`` = i, file name ``…-<flow id>-m<i>.json``).
 - ``flow.comment`` / ``flow.marked`` for the flow as a whole: the latest frame's
   verdict, marked when any frame states a failure or kept unobserved calls.
+
+``previous_response_id``: over a WebSocket Codex sends only the new items, so a frame's
+outputs answer calls that the server holds (the previous response's output). Those calls
+went through this very connection as server frames (``response.completed``'s output, or
+``response.output_item.done`` events between ``response.created`` and the completion):
+the calls answered in the frame are taken from there, by ``call_id`` (as the server sent
+them, never guessed), put before the frame's items for the core, and taken out again of
+the body written back (the server holds them). The pairs follow the same rules as any
+other; the calls used are kept with the frame's verdict and its record
+(``websocket_context``) so views and replays re-derive the same result.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import orjson
 from mitmproxy import ctx, http
 from mitmproxy.proxy.layers.websocket import Fragmentizer
 
+from ..core.dialects import responses
 from ..core.pipeline import Config, Rewrite, rewrite
 from . import MARKER, explain
 from .records import RecordJob
@@ -102,6 +113,102 @@ def wire(body: bytes) -> bytes:
     return "".join(out).encode("ascii")
 
 
+_DONE = ("response.completed", "response.incomplete", "response.failed", "response.done")
+
+
+def _server_events(flow: http.HTTPFlow, stop: int) -> list[tuple[int, dict[str, Any]]]:
+    """The server's JSON events before message ``stop``, newest first (cheap byte checks first)."""
+    assert flow.websocket is not None
+    out = []
+    for j in range(stop - 1, -1, -1):
+        m = flow.websocket.messages[j]
+        if m.from_client or not m.is_text or b'"response.' not in m.content:
+            continue
+        try:
+            doc = orjson.loads(m.content)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(doc, dict):
+            out.append((j, doc))
+    return out
+
+
+def previous_calls(flow: http.HTTPFlow, index: int, response_id: str) -> list[dict[str, Any]] | None:
+    """The call items of the response ``response_id`` as the server sent them on this WebSocket
+    before message ``index`` (None: the response is not on this connection)."""
+
+    def rid(doc: dict[str, Any]) -> Any:
+        r = doc.get("response")
+        return r.get("id") if isinstance(r, dict) else None
+
+    def calls(items: Any) -> list[dict[str, Any]]:
+        items = items if isinstance(items, list) else []
+        return [it for it in items if isinstance(it, dict) and it.get("type") in responses.CALLS]
+
+    events = _server_events(flow, index)  # newest first
+    done = next((k for k, (_, d) in enumerate(events) if d.get("type") in _DONE and rid(d) == response_id), None)
+    if done is not None:
+        output = events[done][1]["response"].get("output")
+        if isinstance(output, list) and output:
+            return calls(output)
+    start = next(
+        (k for k, (_, d) in enumerate(events) if d.get("type") == "response.created" and rid(d) == response_id), None
+    )
+    if start is None:
+        return None
+    between = events[done if done is not None else 0 : start]  # the events of that response, newest first
+    items = [d.get("item") for _, d in reversed(between) if d.get("type") == "response.output_item.done"]
+    return calls(items)
+
+
+def context_for(flow: http.HTTPFlow, index: int, doc: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """The server-held calls that the frame's outputs answer, and the response they came from."""
+    prev = doc.get("previous_response_id") if isinstance(doc, dict) else None
+    items = doc.get("input") if isinstance(doc, dict) else None
+    if not isinstance(prev, str) or not prev or not isinstance(items, list):
+        return [], None
+    answered = {it.get("call_id") for it in items if isinstance(it, dict) and it.get("type") in responses.RESULTS} - {
+        None
+    }
+    if not answered:
+        return [], None
+    held = previous_calls(flow, index, prev) or []
+    return [c for c in held if c.get("call_id") in answered], prev
+
+
+def bridge_body(
+    raw: bytes,
+    context: list[dict[str, Any]],
+    config: Config,
+    path: str | None,
+    memo: Any = None,
+    client_hint: str | None = None,
+) -> Rewrite:
+    """The core's rewrite of one frame; with ``context`` (server-held calls), those calls come
+    first for the core and are taken out of the body again (the server holds them)."""
+    if not context:
+        return rewrite(raw, config, path, memo, client_hint)
+    doc = orjson.loads(raw)
+    body = {**doc, "input": [*context, *doc["input"]]}
+    result = rewrite(orjson.dumps(body), config, path, None, client_hint)
+    result.notes.append(
+        f"previous_response_id: {len(context)} call(s) it answers taken from that response, "
+        "as the server sent it on this WebSocket"
+    )
+    if result.body is None:
+        return result
+    new = orjson.loads(result.body)
+    items, left, k = new["input"], list(context), 0
+    while k < len(items) and left and items[k] == left[0]:  # kept calls: at the front, in order
+        left.pop(0)
+        items.pop(k)
+    ids = {c.get("call_id") for c in context}
+    if any(isinstance(it, dict) and it.get("type") in responses.CALLS and it.get("call_id") in ids for it in items):
+        raise ValueError("a server-held call stayed inside the rewritten input")
+    result.body = orjson.dumps(new)
+    return result
+
+
 def on_message(nb: NativeBridge, flow: http.HTTPFlow) -> None:
     """The ``websocket_message`` hook: bridge the newest message when it is a selected client frame."""
     ws = flow.websocket
@@ -137,9 +244,11 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
     raw = message.content
     req = flow.request
     sent: bytes | None = None
+    context: list[dict[str, Any]] = []
     if result is None:
         try:
-            result = rewrite(raw, nb.config, req.path, nb.memo, req.headers.get("user-agent"))
+            context, _ = context_for(flow, index, orjson.loads(raw))
+            result = bridge_body(raw, context, nb.config, req.path, nb.memo, req.headers.get("user-agent"))
             if result.history is not None:
                 nb._observe(result)
             if result.status == "rewritten" and ctx.options.bridge_mode == "observe":
@@ -165,6 +274,8 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
     entry: dict[str, Any] = {"status": result.status, "reason": result.reason, **summary}
     if sent is not None:
         entry["original"] = raw  # what the views and bridge.diff compare the frame with
+    if context:
+        entry["context"] = context  # the server-held calls the frame answers (views re-derive with them)
     flow.metadata.setdefault(WS_META, {})[str(index)] = entry
     flow.comment = f"bridge: websocket message {index}: {line.removeprefix('bridge: ')}"
     if nb.recorder is not None:
@@ -186,6 +297,7 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
                 comment=line,
                 notes=result.notes,
                 websocket_message=index,
+                websocket_context=context or None,
             )
         )
     return result
@@ -225,16 +337,53 @@ def explain_frame(flow: http.HTTPFlow, index: int, config: Config) -> explain.Ex
     assert isinstance(entry, dict)
     content, path = flow.websocket.messages[index].content, flow.request.path
     ua = flow.request.headers.get("user-agent")  # as the addon passed it: it names the client
+    original = entry.get("original") if status == "rewritten" else content
+    before = original if isinstance(original, bytes) else None
+    context = entry.get("context") if isinstance(entry.get("context"), list) else []
+    if context and before is not None:
+        return _explain_with_context(before, content, context, status == "rewritten", path, config, ua)
     if status == "rewritten":
-        original = entry.get("original")
-        before = original if isinstance(original, bytes) else None
         return explain.explain_bodies(before, _canonical(content), path, config, ua)
     again = rewrite(content, config, path, client_hint=ua).body
     ex = explain.explain_bodies(content, again, path, config, ua)
+    ex.notes.insert(0, _OBSERVED)
+    return ex
+
+
+_OBSERVED = (
+    "observe mode: the frame went upstream as the client sent it; these steps are what its "
+    "history states (shared with the planner hop)"
+)
+
+
+def _explain_with_context(
+    before: bytes,
+    sent: bytes,
+    context: list[dict[str, Any]],
+    rewritten: bool,
+    path: str,
+    config: Config,
+    ua: str | None,
+) -> explain.Explained:
+    """A frame whose outputs answer server-held calls: shown with those calls in front (as the core read it)."""
+    doc = orjson.loads(before)
+    full = orjson.dumps({**doc, "input": [*context, *doc["input"]]})
+    again = rewrite(full, config, path, client_hint=ua).body
+    ex = explain.explain_bodies(full, again, path, config, ua)
+    if rewritten:
+        try:
+            same = bridge_body(before, context, config, path, None, ua).body == _canonical(sent)
+        except Exception:  # a damaged flow must not break the view
+            same = False
+        if not same:
+            ex.accounting = None
+            ex.notes.append("the current rules, run on the original frame, no longer give the frame as sent")
+    else:
+        ex.notes.insert(0, _OBSERVED)
     ex.notes.insert(
         0,
-        "observe mode: the frame went upstream as the client sent it; these steps are what its "
-        "history states (shared with the planner hop)",
+        f"previous_response_id: the first {len(context)} item(s) are calls the server holds (from that "
+        "response, as sent on this WebSocket); the frame itself starts after them",
     )
     return ex
 
@@ -284,6 +433,7 @@ def record_jobs(flow: http.HTTPFlow, config: Config) -> list[RecordJob]:
             comment=flow.comment,
             notes=["exported from a flow by bridge.export"],
             websocket_message=i,
+            websocket_context=entry.get("context") or None,
         )
         if status == "rewritten":
             ex = explain_frame(flow, i, config)
