@@ -329,6 +329,11 @@ SCRIPTS = {
     "loopback only (the planner side: what the proxy forwarded, credentials included)",
     "replay_check.py": "reads records (redacted) and -w flow files (not redacted): tested with planted secrets",
     "summary.py": "reads records (redacted) and -w flow files (not redacted): tested with planted secrets",
+    "fake_language_server.py": "a test fixture (the planner side): its capture_log/rpc_log hold the requests as the "
+    "language server received them, credentials included, like any language server's own logs; loopback only",
+    "interop.py": "installs agent clients and runs pytest; prints install logs and test output, no request data",
+    "real_gateway.py": "prints the steps (commands, outputs, reasons) the gateway sent and the language server got, "
+    "never Metadata; its --state folder holds the stand-in language server's captures (the planner side, as above)",
     "sessions/make_chat_session.py": "writes the bundled synthetic session",
     "sessions/make_anthropic_session.py": "writes the bundled synthetic session",
     "sessions/make_responses_session.py": "writes the bundled synthetic session",
