@@ -146,11 +146,14 @@ def test_a_response_create_frame_is_rewritten_in_place(bridge, tmp_path):
     assert META not in f.metadata  # the HTTP request (the handshake) was not bridged
 
 
-def test_observe_mode_leaves_the_frame_and_shares_what_it_states(bridge):
+def test_observe_mode_leaves_the_frame_and_shares_what_it_states(bridge, monkeypatch):
     nb, tctx = bridge
     tctx.configure(nb, bridge_mode="observe")
+    shared: list[Any] = []
+    monkeypatch.setattr(nb.state.store, "observe", shared.extend)
     f = ws_flow()
     i = send(nb, f, FAILED)
+    assert sorted((o.exit_code, o.client) for o in shared) == [(0, "codex"), (2, "codex")]  # the planner hop's
     assert f.websocket.messages[i].content == FAILED
     entry = f.metadata[WS_META][str(i)]
     assert entry["status"] == "observed" and "original" not in entry

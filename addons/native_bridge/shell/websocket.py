@@ -44,6 +44,7 @@ from mitmproxy.proxy.layers.websocket import Fragmentizer
 from ..core.dialects import responses
 from ..core.pipeline import Config, Rewrite, rewrite
 from . import MARKER, explain
+from .offload import observed
 from .records import RecordJob
 
 if TYPE_CHECKING:
@@ -249,8 +250,8 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
         try:
             context, _ = context_for(flow, index, orjson.loads(raw))
             result = bridge_body(raw, context, nb.config, req.path, nb.memo, req.headers.get("user-agent"))
-            if result.history is not None:
-                nb._observe(result)
+            if result.history is not None:  # what the client's results say, for the planner hop
+                nb.state.store.observe(observed(result, nb.config.tool_kinds))
             if result.status == "rewritten" and ctx.options.bridge_mode == "observe":
                 result.status, result.body = "observed", None
             elif result.status == "rewritten":
