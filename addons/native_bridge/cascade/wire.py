@@ -80,26 +80,38 @@ def fields(buf: Buffer) -> list[Field]:
     Groups (wire types 3/4) are refused: no message here uses them, and skipping one
     means trusting its nesting."""
     out: list[Field] = []
+    append = out.append
     pos, end = 0, len(buf)
     while pos < end:
         start = pos
+        # One- and two-byte tags and lengths (fields below 2048, values below 16 KiB) are the
+        # common case: decoded here without a call; longer ones by read_varint.
         key = buf[pos]
-        if key < 0x80:  # one-byte tags and lengths are the common case: skip the call
+        if key < 0x80:
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            key = (key & 0x7F) | buf[pos + 1] << 7
+            pos += 2
         else:
             key, pos = read_varint(buf, pos)
         number, wire_type = key >> 3, key & 7
         if number == 0 or number > _MAX_FIELD_NUMBER:
             raise WireError(f"field number {number} at byte {start}")
-        if wire_type == VARINT:
-            value_start = pos
-            _, pos = read_varint(buf, pos)
-        elif wire_type == LEN:
-            if pos < end and buf[pos] < 0x80:
-                size, value_start = buf[pos], pos + 1
+        if wire_type == LEN:
+            size = buf[pos] if pos < end else 0x80
+            if size < 0x80:
+                value_start = pos + 1
+            elif pos + 1 < end and buf[pos + 1] < 0x80:
+                size, value_start = (size & 0x7F) | buf[pos + 1] << 7, pos + 2
             else:
                 size, value_start = read_varint(buf, pos)
             pos = value_start + size
+        elif wire_type == VARINT:
+            value_start = pos
+            if pos < end and buf[pos] < 0x80:
+                pos += 1
+            else:
+                _, pos = read_varint(buf, pos)
         elif wire_type in _FIXED_SIZE:
             value_start = pos
             pos += _FIXED_SIZE[wire_type]
@@ -109,7 +121,7 @@ def fields(buf: Buffer) -> list[Field]:
             raise WireError(f"field {number}: invalid wire type {wire_type}")
         if pos > end:
             raise WireError(f"field {number} at byte {start} runs past the end")
-        out.append(Field(number, wire_type, start, pos, value_start))
+        append(Field(number, wire_type, start, pos, value_start))
     return out
 
 
