@@ -44,20 +44,37 @@ def calls(*tool_calls: dict) -> dict:
 
 # One successful command: a step, nothing kept.
 OK_BODY = chat(calls(call("c1", "Bash", command="ls")), result("c1", "a.txt\nb.txt"))
+
+# Qwen Code over Chat Completions, as captured with 0.24.4 (tests/corpus/qwen-code.json): its user
+# agent identifies it, and its run_shell_command frame states every command's exit code.
+QWEN_UA = "QwenCode/0.24.4 (linux; x64)"
+CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
+
+
+def qwen_shell(command: str, output: str, code: int) -> str:
+    return (
+        f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\nExit Code: {code}\n"
+        "Signal: (none)\nProcess Group PGID: (none)"
+    )
+
+
 # A failed command (exit 2), a successful one, a tool no table maps (kept with its result) and
 # an unobserved call (kept).
 MIXED_BODY = chat(
     calls(
-        call("c1", "Bash", command="make"),
-        call("c2", "Bash", command="ls"),
+        call("c1", "run_shell_command", command="make"),
+        call("c2", "run_shell_command", command="ls"),
         call("c3", "acme_todo", todos=[]),
-        call("c4", "Bash", command="sleep 100"),
+        call("c4", "run_shell_command", command="sleep 100"),
     ),
-    result("c1", "Exit code: 2\nmake: *** [all] Error 2"),
-    result("c2", "a.txt"),
+    result("c1", qwen_shell("make", "make: *** [all] Error 2", 2)),
+    result("c2", qwen_shell("ls", "a.txt", 0)),
     result("c3", "ok"),
 )
-FAILED_BODY = chat(calls(call("c1", "Bash", command="make")), result("c1", "Exit code: 2\nboom"))
+FAILED_BODY = chat(calls(call("c1", "run_shell_command", command="make")), result("c1", qwen_shell("make", "boom", 2)))
+# A line that only an identified client's frame would give a meaning to (here Codex's header
+# word, without the header): from a client nobody can identify it is the program's output.
+FORGEABLE_BODY = chat(calls(call("c1", "Bash", command="make")), result("c1", "Exit code: 2\nboom"))
 UNOBSERVED_BODY = chat(
     calls(call("c1", "Bash", command="ls"), call("c2", "Bash", command="pwd")),
     result("c1", "a.txt"),
@@ -70,11 +87,14 @@ def chat_flow(
     method: str = "POST",
     path: str = "/v1/chat/completions",
     headers: dict[str, str] | None = None,
+    user_agent: str | None = None,
 ) -> http.HTTPFlow:
     f = tflow.tflow()
     f.request.method = method
     f.request.path = path
     f.request.headers["content-type"] = "application/json"
+    if user_agent is not None:
+        f.request.headers["user-agent"] = user_agent
     for k, v in (headers or {}).items():
         f.request.headers[k] = v
     f.request.content = content
@@ -204,13 +224,13 @@ def test_entry_script_loads_the_addon_with_its_options():
 
 def test_selected_request_is_rewritten_in_place(bridge):
     nb, _ = bridge
-    f = chat_flow(MIXED_BODY)
+    f = chat_flow(MIXED_BODY, user_agent=QWEN_UA)
     nb.request(f)
     body = body_of(f)
     steps = body["additional_steps"]
     assert [s["runCommand"]["commandLine"] for s in steps] == ["make", "ls"]
     assert steps[0]["runCommand"]["exitCode"] == 2
-    assert "exitCode" not in steps[1]["runCommand"]
+    assert steps[1]["runCommand"]["exitCode"] == 0  # Qwen Code states 0: its frame, at its place
     assert all(s["status"] == "CORTEX_STEP_STATUS_DONE" for s in steps)
     # What did not become a step is still in the messages, in the client's dialect.
     kept_calls = [tc["id"] for m in body["messages"] for tc in m.get("tool_calls", [])]
@@ -219,6 +239,30 @@ def test_selected_request_is_rewritten_in_place(bridge):
     assert kept_results == ["c3"]
     assert body["model"] == "gpt-4o" and body["stream"] is True
     assert f.request.headers["content-length"] == str(len(f.request.raw_content))
+
+
+def test_the_same_request_from_an_unidentified_client_states_no_exit_code(bridge):
+    """Without the user agent nothing tells whose frame ``Exit Code: 2`` is: a program can print
+    it, so the steps carry no code (absent, not 0) and the flow is not marked failed."""
+    nb, _ = bridge
+    f = chat_flow(MIXED_BODY)
+    nb.request(f)
+    steps = body_of(f)["additional_steps"]
+    assert [s["runCommand"]["commandLine"] for s in steps] == ["make", "ls"]
+    assert ["exitCode" in s["runCommand"] for s in steps] == [False, False]
+    assert f.comment == "bridge: 2 steps, 3 kept as messages, 1 unobserved"
+    assert f.metadata[META]["failed"] == 0
+
+
+def test_a_forgeable_line_from_an_unidentified_client_is_no_exit_code(bridge):
+    nb, _ = bridge
+    f = chat_flow(FORGEABLE_BODY)
+    nb.request(f)
+    [step] = body_of(f)["additional_steps"]
+    assert step["runCommand"]["commandLine"] == "make"
+    assert "exitCode" not in step["runCommand"]
+    assert f.comment == "bridge: 1 step, 0 kept as messages"
+    assert not f.marked
 
 
 def test_rewrite_is_backed_up_and_revertible(bridge):
@@ -236,7 +280,7 @@ def test_rewrite_is_backed_up_and_revertible(bridge):
 
 def test_comment_marker_and_metadata_for_a_failure_and_an_unobserved_call(bridge):
     nb, _ = bridge
-    f = chat_flow(MIXED_BODY)
+    f = chat_flow(MIXED_BODY, user_agent=QWEN_UA)
     nb.request(f)
     assert f.comment == "bridge: 2 steps (1 failed: exit 2), 3 kept as messages, 1 unobserved"
     assert f.marked == MARKER
@@ -253,7 +297,7 @@ def test_comment_marker_and_metadata_for_a_failure_and_an_unobserved_call(bridge
 
 def test_failure_alone_marks_the_flow(bridge):
     nb, _ = bridge
-    f = chat_flow(FAILED_BODY)
+    f = chat_flow(FAILED_BODY, user_agent=QWEN_UA)
     nb.request(f)
     assert f.comment == "bridge: 1 step (1 failed: exit 2), 0 kept as messages"
     assert f.marked == MARKER
@@ -712,13 +756,15 @@ def test_bridge_tools_removes_a_mapping(bridge):
 
 def test_bridge_kinds_restricts_kinds(bridge):
     nb, tctx = bridge
+    # Claude Code (through a Chat Completions gateway): its Read result is the file in its own
+    # numbered-lines words, the evidence a view_file step needs.
     content = chat(
         calls(call("c1", "Bash", command="ls"), call("c2", "Read", file_path="/repo/a.txt")),
         result("c1", "a.txt"),
-        result("c2", "hello"),
+        result("c2", "     1\thello"),
     )
     tctx.configure(nb, bridge_kinds=["view_file"])
-    f = chat_flow(content)
+    f = chat_flow(content, user_agent=CLAUDE_UA)
     nb.request(f)
     body = body_of(f)
     assert [s["type"] for s in body["additional_steps"]] == ["CORTEX_STEP_TYPE_VIEW_FILE"]
@@ -726,7 +772,7 @@ def test_bridge_kinds_restricts_kinds(bridge):
     assert f.metadata[META]["kept_by_code"] == {"kind_off": 2}
 
     tctx.configure(nb, bridge_kinds=[])
-    g = chat_flow(content)
+    g = chat_flow(content, user_agent=CLAUDE_UA)
     nb.request(g)
     assert g.request.content == content
     assert g.metadata[META]["status"] == "unchanged"
@@ -766,7 +812,7 @@ def test_a_flow_modified_before_keeps_its_backup_when_the_write_fails(bridge, mo
 
 def test_one_info_line_per_bridged_flow(bridge, caplog):
     nb, _ = bridge
-    f = chat_flow(FAILED_BODY)
+    f = chat_flow(FAILED_BODY, user_agent=QWEN_UA)
     with caplog.at_level(logging.INFO, logger=ADDON_LOGGER):
         nb.request(f)
     lines = [r.getMessage() for r in caplog.records if r.name == ADDON_LOGGER and r.levelno == logging.INFO]

@@ -19,8 +19,14 @@ from native_bridge.shell.redact import REDACTED
 
 ROOT = Path(__file__).resolve().parent.parent
 BRIDGE_SCRIPT = ROOT / "addons" / "bridge.py"
+# Claude Code's tools over Chat Completions (a gateway in front of it: no is_error, so no exit
+# codes), and Claude Code over its own Messages API (its failures flagged, with their codes).
 SESSION = (ROOT / "scripts" / "sessions" / "chat_session.json").read_bytes()
+ANTHROPIC_SESSION = (ROOT / "scripts" / "sessions" / "anthropic_session.json").read_bytes()
 CHAT = "/v1/chat/completions"
+MESSAGES = "/v1/messages"
+CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
+QWEN_UA = "QwenCode/0.24.4 (linux; x64)"  # as captured with 0.24.4 (tests/corpus/qwen-code.json)
 COMMANDS = ("bridge.diff", "bridge.export", "bridge.stats")
 SECRET = "sk-live-secret-0123456789"
 
@@ -29,7 +35,8 @@ def chat_call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
 
 
-# A failed command (exit 2), an unmapped tool (kept with its result), an unobserved call.
+# Qwen Code: a failed command in its run_shell_command frame (exit 2), an unmapped tool (kept
+# with its result), an unobserved call. Sent with QWEN_UA.
 MIXED = orjson.dumps(
     {
         "model": "m",
@@ -40,17 +47,24 @@ MIXED = orjson.dumps(
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    chat_call("c1", "Bash", command="make"),
+                    chat_call("c1", "run_shell_command", command="make"),
                     chat_call("c2", "acme_todo", todos=[]),
-                    chat_call("c3", "Bash", command="sleep 100"),
+                    chat_call("c3", "run_shell_command", command="sleep 100"),
                 ],
             },
-            {"role": "tool", "tool_call_id": "c1", "content": "Exit code: 2\nmake: *** [all] Error 2"},
+            {
+                "role": "tool",
+                "tool_call_id": "c1",
+                "content": "Command: make\nDirectory: (root)\nOutput: make: *** [all] Error 2\nError: (none)\n"
+                "Exit Code: 2\nSignal: (none)\nProcess Group PGID: (none)",
+            },
             {"role": "tool", "tool_call_id": "c2", "content": "ok"},
         ],
     }
 )
 PLAIN = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+# Each body is sent with its client's user agent, as the client sends it.
+USER_AGENT = {SESSION: CLAUDE_UA, ANTHROPIC_SESSION: CLAUDE_UA, MIXED: QWEN_UA}
 
 
 def flow_of(content: bytes, path: str = CHAT) -> http.HTTPFlow:
@@ -61,6 +75,8 @@ def flow_of(content: bytes, path: str = CHAT) -> http.HTTPFlow:
     f.request.headers["content-type"] = "application/json"
     f.request.headers["authorization"] = f"Bearer {SECRET}"
     f.request.headers["x-session-id"] = "sess-1"
+    if content in USER_AGENT:
+        f.request.headers["user-agent"] = USER_AGENT[content]
     f.request.content = content
     return f
 
@@ -123,20 +139,29 @@ def test_entry_script_registers_the_commands_with_help():
 
 def test_stats_over_all_flows(ctx):
     nb, tctx, view = ctx
-    load(nb, view, (SESSION, CHAT), (MIXED, CHAT), (PLAIN, CHAT), (MIXED, "/v1/embeddings"))
+    load(
+        nb,
+        view,
+        (SESSION, CHAT),
+        (ANTHROPIC_SESSION, MESSAGES),
+        (MIXED, CHAT),
+        (PLAIN, CHAT),
+        (MIXED, "/v1/embeddings"),
+    )
     text = run(tctx, "bridge.stats @all")
     rows = dict(line.rsplit(None, 1) for line in text.splitlines())
     rows = {k.strip(): int(v) for k, v in rows.items()}
-    assert rows["flows chosen"] == 4
-    assert rows["seen by the bridge"] == 3  # the embeddings request is not selected
-    assert rows["rewritten"] == 2 and rows["unchanged"] == 1
-    assert rows["steps sent"] == 23 + 1
-    assert rows["failures found (commands with exit != 0)"] == 3  # the session's exit 1 and exit 2, MIXED's exit 2
+    assert rows["flows chosen"] == 5
+    assert rows["seen by the bridge"] == 4  # the embeddings request is not selected
+    assert rows["rewritten"] == 3 and rows["unchanged"] == 1
+    assert rows["steps sent"] == 21 + 19 + 1
+    # The Anthropic session's exit 1 and exit 2, MIXED's exit 2; the chat session states none.
+    assert rows["failures found (commands with exit != 0)"] == 3
     assert rows["exit 1"] == 1 and rows["exit 2"] == 2
-    assert rows["calls never observed (unobserved)"] == 2
-    assert rows["items kept as messages"] == 10 + 3
-    assert rows["unmapped"] == 4 + 2 and rows["unobserved"] == 2 and rows["orphan"] == 1
-    assert rows["untranslatable"] == 4
+    assert rows["calls never observed (unobserved)"] == 3
+    assert rows["items kept as messages"] == 14 + 21 + 3
+    assert rows["unmapped"] == 4 + 6 + 2 and rows["unobserved"] == 3 and rows["orphan"] == 1
+    assert rows["untranslatable"] == 8 + 12 and rows["validity"] == 2
 
 
 def test_stats_on_marked_flows_and_a_filter(ctx):
@@ -174,9 +199,11 @@ def test_diff_shows_steps_and_the_history_change(ctx):
     assert "messages: 4 items before, 3 after ('-' removed, '+' added, ' ' unchanged)" in lines
     removed = [line for line in lines if line.startswith("- [")]
     added = [line for line in lines if line.startswith("+ [")]
-    assert any("call Bash#c1" in line and line.endswith("→ step #0") for line in removed)
+    assert any("call run_shell_command#c1" in line and line.endswith("→ step #0") for line in removed)
     assert any("result #c1" in line and line.endswith("→ step #0") for line in removed)
-    assert any("call acme_todo#c2" in line and "call Bash#c3" in line and "Bash#c1" not in line for line in added)
+    assert any(
+        "call acme_todo#c2" in line and "call run_shell_command#c3" in line and "#c1" not in line for line in added
+    )
     assert "+ additional_steps: 1 step" in lines
 
 
@@ -194,7 +221,7 @@ def test_diff_of_flows_the_bridge_did_not_rewrite(ctx):
 
 def test_export_writes_the_records_the_recorder_writes(ctx, tmp_path):
     nb, tctx, view = ctx
-    session, mixed, plain = load(nb, view, (SESSION, CHAT), (MIXED, CHAT), (PLAIN, CHAT))
+    session, mixed, plain = load(nb, view, (ANTHROPIC_SESSION, MESSAGES), (MIXED, CHAT), (PLAIN, CHAT))
     assert nb.recorder is not None and nb.recorder.flush(timeout=10)
     out = tmp_path / "exported"
     text = run(tctx, f"bridge.export @all {out}")
@@ -222,7 +249,7 @@ def test_export_of_marked_flows_only(ctx, tmp_path):
     assert text.endswith("(1 chosen flows were not seen by the bridge)")
     run(tctx, f"bridge.export @marked {tmp_path / 'marked'}")
     [rec] = [json.loads(p.read_text()) for p in (tmp_path / "marked").glob("*.json")]
-    assert rec["status"] == "rewritten" and rec["summary"]["steps"] == 23
+    assert rec["status"] == "rewritten" and rec["summary"]["steps"] == 21
 
 
 def test_export_to_an_unwritable_place_is_a_command_error(ctx, tmp_path):

@@ -20,7 +20,13 @@ from native_bridge.shell import explain, view
 from native_bridge.shell.chat_addon import NativeBridge
 
 ROOT = Path(__file__).resolve().parent.parent
+# Claude Code's tools over Chat Completions (a gateway in front of it), and Claude Code over
+# its own Messages API; each sent with Claude Code's user agent.
 SESSION = (ROOT / "scripts" / "sessions" / "chat_session.json").read_bytes()
+ANTHROPIC_SESSION = (ROOT / "scripts" / "sessions" / "anthropic_session.json").read_bytes()
+CLAUDE = {"user-agent": "claude-cli/2.1.332 (external, cli)"}
+# Qwen Code over Chat Completions (user agent as captured with 0.24.4, tests/corpus/qwen-code.json).
+QWEN = {"user-agent": "QwenCode/0.24.4 (linux; x64)"}
 PROTO = ROOT / "proto" / "cortex.proto"
 CHAT = "/v1/chat/completions"
 
@@ -33,17 +39,24 @@ def chat_body(*messages: dict[str, Any]) -> bytes:
     return orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "fix it"}, *messages]})
 
 
+# A Qwen Code request: a failed command in its run_shell_command frame (exit 2), an unmapped
+# tool and a call with no result. Sent with QWEN.
 MIXED = chat_body(
     {
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            chat_call("c1", "Bash", command="make"),
+            chat_call("c1", "run_shell_command", command="make"),
             chat_call("c2", "acme_todo", todos=[]),
-            chat_call("c3", "Bash", command="sleep 100"),
+            chat_call("c3", "run_shell_command", command="sleep 100"),
         ],
     },
-    {"role": "tool", "tool_call_id": "c1", "content": "Exit code: 2\nmake: *** [all] Error 2"},
+    {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "Command: make\nDirectory: (root)\nOutput: make: *** [all] Error 2\nError: (none)\nExit Code: 2\n"
+        "Signal: (none)\nProcess Group PGID: (none)",
+    },
     {"role": "tool", "tool_call_id": "c2", "content": "ok"},
 )
 
@@ -76,6 +89,8 @@ def flow_of(content: bytes, path: str = CHAT, headers: dict[str, str] | None = N
 
 
 def bridged(nb: NativeBridge, content: bytes = SESSION, **kwargs: Any) -> http.HTTPFlow:
+    # Each body is sent with its client's user agent, as the client sends it.
+    kwargs.setdefault("headers", {SESSION: CLAUDE, ANTHROPIC_SESSION: CLAUDE, MIXED: QWEN}.get(content, {}))
     f = flow_of(content, **kwargs)
     nb.request(f)
     return f
@@ -106,29 +121,48 @@ def test_steps_view_is_picked_for_a_rewritten_request_and_shows_steps_and_exit_c
     got = pretty(f)
     assert got.view_name == "Bridge steps"
     text = got.text
-    assert text.splitlines()[0] == "bridge: 23 steps (2 failed: exit 1, exit 2), 10 kept as messages, 1 unobserved"
+    # Claude Code states a failure's code (first line "Exit code N") only on a result it flags
+    # is_error, and Chat Completions has no such flag: over this dialect its commands carry no code.
+    assert text.splitlines()[0] == "bridge: 21 steps, 14 kept as messages, 1 unobserved"
     steps = [line for line in section(text, "STEPS") if line.startswith("  #")]
-    assert len(steps) == 23
-    # The failed commands, with their true exit codes, next to their command lines.
+    assert len(steps) == 21
+    # The commands that failed, next to their command lines: no code stated, and the view says so
+    # (absent is not 0); their output, "Exit code 1" line included, is still there for the planner.
     assert any(
-        "run_command" in s and "exit 2" in s and "$ python -m pytest -q tests/test_duration.py -x" in s for s in steps
+        "run_command" in s and "exit ?" in s and "$ python -m pytest -q tests/test_duration.py -x" in s for s in steps
     )
-    assert any("run_command" in s and "exit 1" in s and "$ python -m tally report" in s for s in steps)
-    # A passing command whose client printed no status has no exit code, and says so (absent is not 0).
+    assert any("run_command" in s and "exit ?" in s and "$ python -m tally report" in s for s in steps)
     assert any("exit ?" in s and "$ python -m pytest -q tests/test_regressions.py" in s for s in steps)
-    assert "exit 0" not in text
+    assert "exit 0" not in text and "exit 1 " not in text and "exit 2 " not in text
     # Kinds and subjects of other steps, and output excerpts.
     assert any("view_file" in s and "file:///home/dev/src/tally/README.md" in s for s in steps)
-    assert any("grep_search_v2" in s and "'parse_duration'" in s for s in steps)
+    assert any("grep_search_v2" in s and "'MINUTES_PER|_UNITS'" in s for s in steps)
     assert "ERROR collecting tests/test_duration.py" in text
-    assert "additional_steps_delta_start 21" in text
+    assert "additional_steps_delta_start 19" in text
+
+
+def test_steps_view_shows_the_exit_codes_claude_code_states(bridge):
+    """Over its own Messages API Claude Code flags a failure is_error and states its code first."""
+    nb, _ = bridge
+    f = bridged(nb, ANTHROPIC_SESSION, path="/v1/messages")
+    text = pretty(f).text
+    assert text.splitlines()[0] == "bridge: 19 steps (2 failed: exit 1, exit 2), 21 kept as messages, 1 unobserved"
+    steps = [line for line in section(text, "STEPS") if line.startswith("  #")]
+    assert len(steps) == 19
+    assert any("run_command" in s and "exit 1" in s and "$ python -m burndown render" in s for s in steps)
+    assert any(
+        "run_command" in s and "exit 2" in s and "$ .venv/bin/python -m burndown render" in s and "sprint15" in s
+        for s in steps
+    )
+    assert any("exit ?" in s and "$ .venv/bin/pip install -q tzdata" in s for s in steps)
+    assert "exit 0" not in text
 
 
 def test_steps_view_accounts_for_every_call_and_result_once(bridge):
     nb, _ = bridge
     f = bridged(nb)
     text = pretty(f).text
-    plan = rewrite(SESSION, path=CHAT).plan
+    plan = rewrite(SESSION, path=CHAT, client_hint=CLAUDE["user-agent"]).plan
     assert plan is not None
     rows = section(text, "ACCOUNTING")
     assert len(rows) == len(plan.accounting)
@@ -138,7 +172,7 @@ def test_steps_view_accounts_for_every_call_and_result_once(bridge):
             assert f"became step #{p.step} (" in row
         else:
             assert f"kept as a message [{p.code}]: {p.reason}" in row
-    assert "kept as messages, by code: orphan 1, unmapped 4, unobserved 1, untranslatable 4" in text
+    assert "kept as messages, by code: orphan 1, unmapped 4, unobserved 1, untranslatable 8" in text
 
 
 def test_diff_view_shows_the_history_before_and_after(bridge):
@@ -155,11 +189,11 @@ def test_diff_view_shows_the_history_before_and_after(bridge):
     assert len(kept) + len(removed) == len(before)
     assert len(kept) + len(added) == len(after)
     # Removed turns say which steps they went to; kept pairs stay (the orphan result, the unmapped TodoWrite).
-    assert any("call Bash#toolu_01le57ocgG0g4kmj77z5LMv5" in line and line.endswith("→ step #13") for line in removed)
+    assert any("call Bash#toolu_01le57ocgG0g4kmj77z5LMv5" in line and line.endswith("→ step #11") for line in removed)
     assert any("result #toolu_01QnYd2wVbK7sLmR4xTzP9aE" in line for line in kept)
     assert any("call TodoWrite#" in line for line in kept)
-    assert "+ additional_steps: 23 steps" in lines
-    assert "+ additional_steps_delta_start: 21" in lines
+    assert "+ additional_steps: 21 steps" in lines
+    assert "+ additional_steps_delta_start: 19" in lines
     assert "other fields: unchanged" in lines
 
 
@@ -269,13 +303,24 @@ def test_gemini_dialect(bridge):
 
 def test_view_reads_an_encoded_original_from_the_backup(bridge):
     nb, _ = bridge
-    f = flow_of(b"", headers={"content-encoding": "gzip"})
+    f = flow_of(b"", headers={"content-encoding": "gzip", **QWEN})
     f.request.raw_content = gzip.compress(MIXED)
     nb.request(f)
     assert f.metadata["bridge"]["status"] == "rewritten"
     assert view.original_body(f) == MIXED
     text = pretty(f).text
     assert "kept as a message [unmapped]" in text and "kept as a message [unobserved]" in text
+
+
+def test_views_identify_the_client_by_the_user_agent_the_addon_saw(bridge):
+    """Qwen Code is told only by its user agent here: the views re-derive with it, in both modes."""
+    nb, tctx = bridge
+    for mode in ("rewrite", "observe"):
+        tctx.configure(nb, bridge_mode=mode)
+        f = bridged(nb, MIXED)
+        text = pretty(f).text
+        assert "exit 2" in text and "$ make" in text, mode
+        assert "became step #0 (run_command)" in text and "accounting not shown" not in text, mode
 
 
 def test_view_survives_a_flow_file_round_trip(bridge, tmp_path):
@@ -347,7 +392,7 @@ def test_explain_and_conversation_do_not_import_mitmproxy():
 
 
 def test_explain_record_matches_explain_bodies():
-    r = rewrite(SESSION, path=CHAT)
+    r = rewrite(SESSION, path=CHAT, client_hint=CLAUDE["user-agent"])
     from_bodies = explain.explain_bodies(SESSION, r.body, CHAT)
     rec = {
         "status": "rewritten",

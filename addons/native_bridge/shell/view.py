@@ -61,10 +61,12 @@ def explain_flow(flow: http.HTTPFlow) -> explain.Explained:
         raise ValueError("the bridge did not rewrite or observe this request")
     req, config = flow.request, bridge_config()
     body = req.get_content(strict=False)
+    ua = req.headers.get("user-agent")  # as the addon passed it to the core: it names the client
     if status == "rewritten":
-        return explain.explain_bodies(original_body(flow), body, req.path, config)
+        return explain.explain_bodies(original_body(flow), body, req.path, config, ua)
     # Observe mode sent the body as it came: show what its history states, as a rewrite would.
-    ex = explain.explain_bodies(body, rewrite(body, config, req.path).body if body else None, req.path, config)
+    again = rewrite(body, config, req.path, client_hint=ua).body if body else None
+    ex = explain.explain_bodies(body, again, req.path, config, ua)
     ex.notes.insert(
         0,
         "observe mode: the request went upstream as the client sent it; these steps are what its "
