@@ -7,8 +7,11 @@ User-Agent, must give the entry's ground truth.
   do not (``client_states_status`` false), an absent exitCode is the truth too; never a wrong
   number, never 0 for a failure; a killed command is never exit 0; a command still running or
   never run is never a step;
-- read: a failed read never becomes a step; a read of an existing file becomes a viewFile step;
-- edit: a failed edit never becomes a step.
+- read, edit: a failed read or edit never becomes a step. A success becomes its step where the
+  client's own words (or its dialect) say it succeeded (truth rule 5; SUCCESS_STEP); where they
+  do not, or the bridge maps no step kind to the tool, the pair stays a message, which is no
+  false claim and loses nothing (NO_SUCCESS_STEP, each with its reason). Every successful read
+  and edit of the corpus is in one of the two tables.
 """
 
 from __future__ import annotations
@@ -23,6 +26,26 @@ import pytest
 from native_bridge import rewrite
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
+
+# (client, tool) → the step a successful read or edit becomes: the client states the success.
+SUCCESS_STEP: dict[tuple[str, str], str] = {
+    ("claude-code", "Read"): "viewFile",  # the file in numbered lines ("     1\t…")
+    ("claude-code", "Edit"): "proposeCode",  # "The file … has been updated successfully."
+    ("gemini-cli", "read_file"): "viewFile",  # the Gemini API's {"output": …}, not {"error": …}
+    ("gemini-cli", "replace"): "proposeCode",  # "Successfully modified file: … (1 replacements)."
+    ("opencode", "read"): "viewFile",  # "<path>…</path>\n<type>file</type>\n<content>"
+    ("opencode", "edit"): "proposeCode",  # "Edit applied successfully."
+    ("kilo", "read"): "viewFile",  # opencode's tools
+    ("kilo", "edit"): "proposeCode",
+    ("qwen-code", "edit"): "proposeCode",  # "The file: … has been updated."
+}
+# (client, tool) → why a successful read or edit stays a message.
+NO_SUCCESS_STEP: dict[tuple[str, str], str] = {
+    ("qwen-code", "read_file"): "the file as it is, no words of success, and Chat Completions has no error flag",
+    ("openhands", "file_editor"): "one tool for view, create and edit (its command decides): no step kind is mapped",
+    ("codex", "apply_patch"): "a patch is not one propose_code step: no step kind is mapped",
+    ("openai-agents", "apply_patch"): "a patch is not one propose_code step: no step kind is mapped",
+}
 
 
 def _load() -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
@@ -169,16 +192,23 @@ def problems_for(e: dict[str, Any], result: Any) -> list[str]:
         if got is None:
             return [f"{'success' if code == 0 else 'failure'} lost: exitCode absent, truth {code}; result {text}"]
         return [f"false claim: exitCode {got}, truth {code}; result {text}"]
-    if kind == "read":
-        if ok and (step is None or "viewFile" not in step):
-            return [f"a successful read did not become a viewFile step ({result.reason}); result {text}"]
-        if not ok and step is not None:
-            return [f"false claim: a failed read became a {step.get('type')} step; result {text}"]
-        return []
-    if kind == "edit":
-        if not ok and step is not None:
-            return [f"false claim: a failed edit became a {step.get('type')} step; result {text}"]
-        return []
+    if kind in ("read", "edit"):
+        if not ok:
+            if step is not None:
+                return [f"false claim: a failed {kind} became a {step.get('type')} step; result {text}"]
+            return []
+        key = (e["client"], e["tool"])
+        if key in SUCCESS_STEP:
+            want = SUCCESS_STEP[key]
+            if step is None or want not in step:
+                got = step.get("type") if step else f"no step ({result.reason})"
+                return [f"the client states this {kind} succeeded but it became {got}, not {want}; result {text}"]
+            return []
+        if key in NO_SUCCESS_STEP:
+            if step is not None:
+                return [f"a {kind} the bridge has no evidence for became a {step.get('type')} step; result {text}"]
+            return []
+        return [f"successful {kind} of {key}: say in SUCCESS_STEP or NO_SUCCESS_STEP what is true; result {text}"]
     return [f"unknown outcome kind {kind!r}"]
 
 
