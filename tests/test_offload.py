@@ -170,3 +170,45 @@ def test_a_failing_worker_fails_open(small_offload, monkeypatch):
 
 def test_offload_threshold_is_above_the_common_case():
     assert offload.OFFLOAD_BYTES >= 256 * 1024
+
+
+def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(monkeypatch):
+    """The planner hop: a SendUserCascadeMessage at or above the threshold is corrected in a
+    thread; flow, metadata and ledger end as the inline path leaves them."""
+    from mitmproxy.proxy import mode_specs
+    from native_bridge.shell import planner_addon
+    from native_bridge.shell.h2c import H2CListener
+    from native_bridge.shell.planner_addon import PlannerBridge
+    from native_bridge.shell.state import BridgeState
+
+    spec = "reverse:http://127.0.0.1:42101@42100"
+    src = bench.CascadeBodies(3)
+    message = src.message("cascade-1", 8)
+    body = b"\0" + len(message).to_bytes(4, "big") + message
+
+    def run(threshold: int):
+        monkeypatch.setattr(planner_addon, "OFFLOAD_BYTES", threshold)
+        state, h2c = BridgeState(), H2CListener()
+        chat = NativeBridge(state)  # declares the bridge option
+        pb = PlannerBridge(state, h2c, chat)
+        with taddons.context(state, h2c, chat, pb) as tctx:
+            for addon in (state, chat, pb):
+                tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
+            tctx.configure(pb, mode=["regular", spec], bridge_planner=[spec])
+            f = tflow.tflow()
+            f.client_conn.proxy_mode = mode_specs.ProxyMode.parse(spec)
+            f.request.method, f.request.path = "POST", bench.SEND_PATH
+            f.request.headers.clear()
+            f.request.headers["content-type"] = "application/grpc"
+            f.request.raw_content = body
+            pending = pb.request(f)
+            if threshold <= len(body):
+                assert pending is not None and META not in f.metadata
+                asyncio.run(pending)
+            else:
+                assert pending is None
+            return f.request.raw_content, f.metadata[META], f.comment, f.marked
+
+    off, inline = run(1000), run(10**9)
+    assert off == inline
+    assert off[1]["status"] == "corrected" and off[0] != body

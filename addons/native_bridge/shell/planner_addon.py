@@ -8,8 +8,9 @@ request, so a failed send is sent again in full next time.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from . import MARKER, META
 from .h2c import H2CListener, is_planner
 from .native_record import NativeJob
 from .native_view import DIALECT
+from .offload import OFFLOAD_BYTES
 from .records import Recorder, RecordJob
 from .state import BridgeState
 from .store import match_key
@@ -162,20 +164,37 @@ class PlannerBridge:
         if self.own_recorder is not None:
             self.own_recorder.close()
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Correct one SendUserCascadeMessage. A body of ``OFFLOAD_BYTES`` or more is corrected in
+        a thread (the field scan is Python that gives the GIL up every few milliseconds): then
+        this returns an awaitable, which mitmproxy awaits while the loop serves the rest."""
         if not ctx.options.bridge or META in flow.metadata or not is_planner(flow.client_conn, self.h2c.specs):
-            return
+            return None
         req = flow.request
         if not is_send_user_cascade_message(req.path):
-            return  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
+            return None  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
         if HANDLED_HEADER in req.headers:
             result = NativeResult(
                 "skipped", f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})"
             )
         elif req.stream or req.raw_content is None:
             result = NativeResult("skipped", "body is streamed (stream_large_bodies), it cannot be corrected")
+        elif len(req.raw_content) >= OFFLOAD_BYTES:
+            return self._correct_off_loop(flow)
         else:
             result = self._correct(flow)
+        self._apply(flow, result)
+        return None
+
+    async def _correct_off_loop(self, flow: http.HTTPFlow) -> None:
+        try:
+            result = await asyncio.to_thread(self._correct, flow)
+        except Exception as e:  # correct_request never raises; a failure to run it must not stop traffic
+            result = NativeResult("skipped", f"internal error: {type(e).__name__}: {e}")
+        self._apply(flow, result)
+
+    def _apply(self, flow: http.HTTPFlow, result: NativeResult) -> None:
+        req = flow.request
         original = req.raw_content
         if result.status == "corrected":
             assert result.body is not None
