@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
@@ -106,7 +107,8 @@ class Call:
 
 
 class World:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, tools: Sequence[str] | None = None, out: tuple[int, int] = (1000, 5000)) -> None:
+        self.tools, self.out = tools, out  # the tools a round picks from (None: all); output sizes
         self.rng = random.Random(seed)
         self.pool = _line_pool(self.rng)
         self.files = [f"{PROJ}/{d}/{w}_{v}.py" for d in ("ledger", "tests", "tools") for w in _WORDS[:12] for v in "ab"]
@@ -120,7 +122,7 @@ class World:
         return out
 
     def size(self) -> int:
-        return self.rng.randint(1000, 5000)  # outputs of 1-5 KB
+        return self.rng.randint(*self.out)  # outputs of 1-5 KB unless told
 
     def call(self, tool: str) -> Call:
         rng = self.rng
@@ -167,7 +169,7 @@ class World:
         raise ValueError(tool)
 
     def round(self, parallel: int) -> list[Call]:
-        tools = ("read", "bash", "grep", "bash", "glob", "edit", "read", "write", "fetch", "todo")
+        tools = self.tools or ("read", "bash", "grep", "bash", "glob", "edit", "read", "write", "fetch", "todo")
         if parallel == 1:
             return [self.call(self.rng.choice(tools))]
         # parallel rounds mix kinds, as an agent exploring fans out
@@ -192,9 +194,16 @@ def _tool_id(prefix: str, seed: int, n: int) -> str:
 class Session:
     """A generated agent session in one dialect: ``body(k)`` is the request after k rounds."""
 
-    def __init__(self, dialect: str, parallel: int = 1, seed: int = 1) -> None:
+    def __init__(
+        self,
+        dialect: str,
+        parallel: int = 1,
+        seed: int = 1,
+        tools: Sequence[str] | None = None,
+        out: tuple[int, int] = (1000, 5000),
+    ) -> None:
         self.dialect, self.parallel, self.seed = dialect, parallel, seed
-        self.world = World(seed)
+        self.world = World(seed, tools, out)
         self.items: list[Any] = []  # messages (chat, anthropic) or input items (responses)
         self.ends: list[int] = []  # len(items) after each round
         self.n = 0
@@ -844,7 +853,7 @@ addons = [Null()]
 """
 
 
-def _proxy(upstream: str, addon: str | None, records: Path | None, confdir: Path) -> Any:
+def _proxy(upstream: str, addon: str | None, records: Path | None, confdir: Path, options: Sequence[str] = ()) -> Any:
     """A real mitmdump in reverse mode: plain, with the bridge (records on or off), or with
     the null addon (a script path)."""
     from demo import Mitmdump, mitmdump_path
@@ -856,7 +865,7 @@ def _proxy(upstream: str, addon: str | None, records: Path | None, confdir: Path
         args += ["-s", addon]
         if records is not None:
             args += ["--set", f"bridge_records={records}"]
-    proxy.args = args
+    proxy.args = [*args, *options]
     return proxy
 
 
@@ -908,14 +917,15 @@ def _retag(body: bytes, tag: str) -> bytes:
     return head + sep + tag.encode() + rest
 
 
-async def _client(url: str, bodies: list[bytes], latencies: list[float], gap: float = 0.0) -> None:
+async def _client(url: str, bodies: list[bytes], latencies: list[float], gap: float = 0.0, ua: bytes = b"") -> None:
     host, port = url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
+    agent = b"user-agent: %s\r\n" % ua if ua else b""
     try:
         for body in bodies:
             req = (
                 b"POST /v1/chat/completions HTTP/1.1\r\nhost: planner\r\ncontent-type: application/json\r\n"
-                b"content-length: %d\r\n\r\n" % len(body)
+                b"%scontent-length: %d\r\n\r\n" % (agent, len(body))
             )
             t0 = time.perf_counter()
             writer.write(req + body)
@@ -936,12 +946,12 @@ async def _client(url: str, bodies: list[bytes], latencies: list[float], gap: fl
         writer.close()
 
 
-def _batch(url: str, w: Workload) -> tuple[list[float], float]:
+def _batch(url: str, w: Workload, ua: bytes = b"") -> tuple[list[float], float]:
     """Every client sends its bodies in turn; (latencies, requests per second)."""
     latencies: list[float] = []
 
     async def run() -> None:
-        await asyncio.gather(*(_client(url, bodies, latencies, w.gap) for bodies in w.bodies))
+        await asyncio.gather(*(_client(url, bodies, latencies, w.gap, ua) for bodies in w.bodies))
 
     t0 = time.perf_counter()
     asyncio.run(run())
@@ -1053,6 +1063,522 @@ def _e2e_line(r: E2ERow) -> str:
     return " ".join(parts)
 
 
+# ---- agent traffic shapes (issue 11): what agents send, side by side with a naive peer ----------
+#
+# Real agents send a different body every turn: the previous history plus one round, and
+# many conversations at once. Every shape below goes through five mitmdumps in one run,
+# batches interleaved: plain, the naive peer, the bridge in rewrite mode, in observe mode
+# (the default), and observe mode with records on.
+
+AGENT_UA = b"claude-cli/2.1.332 (external, cli)"  # Claude Code: the bridge knows whose words count
+
+# The naive peer: what a 40-line addon does with the same histories (no memo, no truth rules):
+# orjson parse, results by id, every Bash/Read pair with a result a step with the first
+# "Exit code: N" line as its code, the pairs taken out, orjson dump.
+NAIVE_ADDON = r"""
+import re
+import orjson
+
+EXIT = re.compile(r"^Exit code:? (-?\d+)", re.M)
+DONE = "CORTEX_STEP_STATUS_DONE"
+
+
+class Naive:
+    def request(self, flow):
+        req = flow.request
+        if req.method != "POST" or not req.path.endswith("/chat/completions"):
+            return
+        doc = orjson.loads(req.get_content())
+        msgs = doc.get("messages") or []
+        results = {m["tool_call_id"]: m for m in msgs if m.get("role") == "tool" and "tool_call_id" in m}
+        steps, used = [], set()
+        for m in msgs:
+            for tc in m.get("tool_calls") or ():
+                fn, res = tc.get("function") or {}, results.get(tc.get("id"))
+                if res is None or fn.get("name") not in ("Bash", "Read") or not isinstance(res.get("content"), str):
+                    continue
+                args, out = orjson.loads(fn.get("arguments") or "{}"), res["content"]
+                if fn["name"] == "Bash":
+                    rc = {"commandLine": args.get("command", ""), "combinedOutput": {"full": out}}
+                    if code := EXIT.search(out):
+                        rc["exitCode"] = int(code.group(1))
+                    steps.append({"type": "CORTEX_STEP_TYPE_RUN_COMMAND", "status": DONE, "runCommand": rc})
+                else:
+                    view = {"absolutePathUri": "file://" + args.get("file_path", ""), "content": out}
+                    steps.append({"type": "CORTEX_STEP_TYPE_VIEW_FILE", "status": DONE, "viewFile": view})
+                used.add(tc["id"])
+        if not steps:
+            return
+        kept = []
+        for m in msgs:
+            if m.get("role") == "tool" and m.get("tool_call_id") in used:
+                continue
+            if m.get("tool_calls"):
+                m = {**m, "tool_calls": [tc for tc in m["tool_calls"] if tc.get("id") not in used]}
+                if not m["tool_calls"] and not m.get("content"):
+                    continue
+            kept.append(m)
+        doc["messages"], doc["additional_steps"] = kept, steps
+        req.set_content(orjson.dumps(doc))
+
+
+addons = [Naive()]
+"""
+
+# Plain mitmdump with the planner listener speaking prior-knowledge HTTP/2, and nothing else.
+H2C_ADDON = """
+import sys
+sys.path.insert(0, {addons!r})
+from mitmproxy.proxy import mode_specs
+from native_bridge.shell.h2c import H2CListener
+
+h2c = H2CListener()
+h2c.specs = frozenset({{mode_specs.ProxyMode.parse({spec!r}).full_spec}})
+addons = [h2c]
+"""
+
+
+def _agent_out(size: int) -> tuple[int, int]:
+    """Tool output sizes that let a 40-turn conversation stay near ``size``."""
+    return (60, 240) if size < 50_000 else (1000, 5000)
+
+
+class AgentConversation:
+    """A Claude Code session over Chat Completions of Bash and Read rounds: turn t is the
+    history after ``first + t`` rounds, so each request is the previous one plus one round."""
+
+    def __init__(self, size: int, seed: int, turns: int) -> None:
+        self.s = Session("chat", 1, seed, tools=("bash", "read"), out=_agent_out(size))
+        # the middle turn is about ``size``
+        mid = 1
+        while len(self.s.body(mid)) < size:
+            mid = max(mid + 1, int(mid * size / max(len(self.s.body(mid)), 1)))
+        self.first = max(1, mid - turns // 2)
+
+    def body(self, turn: int) -> bytes:
+        return self.s.body(self.first + turn)
+
+
+@dataclass(slots=True)
+class Shape:
+    label: str
+    size: int
+    kind: str  # same | loop | new
+    clients: int
+    per_client: int  # requests per client per batch
+    reps: int
+    records: bool = False  # also through observe + records on
+
+    def batch(self, rep: int) -> list[list[bytes]]:
+        out = []
+        for c in range(self.clients):
+            if self.kind == "same":  # one conversation per client, the same body again and again
+                conv = AgentConversation(self.size, 500 + c, 2)
+                out.append([conv.body(1)] * self.per_client)
+            elif self.kind == "loop":  # a new conversation each batch, turn after turn
+                conv = AgentConversation(self.size, 1000 * rep + 600 + c, self.per_client)
+                out.append([conv.body(t) for t in range(self.per_client)])
+            else:  # every request a conversation never seen before
+                base = AgentConversation(self.size, 700 + c, 2).body(1)
+                out.append([_retag(base, f"[{self.label} {c}.{rep}.{i}] ") for i in range(self.per_client)])
+        return out
+
+
+SHAPES = [
+    Shape("10 KB same body", 10_000, "same", 1, 40, 5),
+    Shape("10 KB agent loop", 10_000, "loop", 1, 40, 5),
+    Shape("10 KB new conversations", 10_000, "new", 1, 40, 5),
+    Shape("200 KB same body", 200_000, "same", 1, 30, 5),
+    Shape("200 KB agent loop", 200_000, "loop", 1, 40, 5, records=True),
+    Shape("200 KB new conversations", 200_000, "new", 1, 30, 5),
+    Shape("200 KB 8 conversations", 200_000, "loop", 8, 10, 3),
+    Shape("2 MB same body", 2_000_000, "same", 1, 10, 3),
+    Shape("2 MB agent loop", 2_000_000, "loop", 1, 40, 3),
+    Shape("2 MB new conversations", 2_000_000, "new", 1, 10, 3),
+]
+SHAPES_QUICK = [Shape("200 KB agent loop", 200_000, "loop", 1, 10, 2)]
+SHAPE_PROXIES = ("plain", "naive", "rewrite", "observe", "observe+records")
+
+
+@dataclass(slots=True)
+class ShapeRow:
+    shape: Shape
+    stats: dict[str, dict[str, float]]  # proxy -> p50, p99 (s), rps
+
+
+def _shape_proxies(upstream: str, tmp: Path, quick: bool) -> dict[str, Any]:
+    bridge = str(ROOT / "addons" / "bridge.py")
+    naive = tmp / "naive_addon.py"
+    naive.write_text(NAIVE_ADDON)
+    proxies = {
+        "plain": _proxy(upstream, None, None, tmp / "p1"),
+        "naive": _proxy(upstream, str(naive), None, tmp / "p2"),
+        "rewrite": _proxy(upstream, bridge, None, tmp / "p3", ("--set", "bridge_mode=rewrite")),
+        "observe": _proxy(upstream, bridge, None, tmp / "p4", ("--set", "bridge_mode=observe")),
+        "observe+records": _proxy(upstream, bridge, tmp / "records", tmp / "p5", ("--set", "bridge_mode=observe")),
+    }
+    if quick:
+        del proxies["observe+records"]
+    return proxies
+
+
+def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None = None) -> list[ShapeRow]:
+    """Every traffic shape through every proxy, batches interleaved (rotating order)."""
+    plan = plan or (SHAPES_QUICK if quick else SHAPES)
+    rows = []
+    with Planner() as planner, tempfile.TemporaryDirectory(prefix="bridge-shapes-") as tmp:
+        proxies = _shape_proxies(planner.url, Path(tmp), quick)
+        for p in proxies.values():
+            p.start()
+        try:
+            for shape in plan:
+                names = [n for n in proxies if shape.records or n != "observe+records"]
+                warm = Workload(shape.size, shape.clients, bodies=[b[:1] for b in shape.batch(10_000)])
+                for n in names:  # connections, imports and caches warmed before measuring
+                    _batch(proxies[n].url, warm, AGENT_UA)
+                lat: dict[str, list[float]] = {n: [] for n in names}
+                rps: dict[str, list[float]] = {n: [] for n in names}
+                for r in range(shape.reps):
+                    w = Workload(shape.size, shape.clients, bodies=shape.batch(r))
+                    for n in names[r % len(names) :] + names[: r % len(names)]:
+                        got, per_s = _batch(proxies[n].url, w, AGENT_UA)
+                        lat[n] += got
+                        rps[n].append(per_s)
+                        if n == "observe+records":
+                            _drain(Path(tmp) / "records")
+                    del w
+                stats = {n: {"p50": _median(lat[n]), "p99": _p(lat[n], 0.99), "rps": _median(rps[n])} for n in names}
+                rows.append(ShapeRow(shape, stats))
+                log(_shape_line(rows[-1]))
+        finally:
+            for p in proxies.values():
+                p.stop()
+    return rows
+
+
+def _shape_line(r: ShapeRow) -> str:
+    base = r.stats["plain"]
+    parts = [f"  {r.shape.label:26} plain p50 {base['p50'] * 1e3:7.2f} ms {base['rps']:5.0f}/s"]
+    for n, st in r.stats.items():
+        if n != "plain":
+            parts.append(f"| {n} {st['p50'] / base['p50']:.2f}x")
+    if r.shape.clients > 1:
+        parts.append("| rps " + " ".join(f"{n} {st['rps'] / base['rps']:.2f}x" for n, st in r.stats.items()))
+    return " ".join(parts)
+
+
+# ---- a 32 MB cold body while small requests run; memory ------------------------------------
+
+
+def _rss_tree(pid: int) -> int:
+    """Resident bytes of a process and its children (the bridge's worker process)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmRSS:"))
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total
+
+
+class _PeakRSS:
+    """The peak growth of a process tree's resident memory while the ``with`` block runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.growth, self._stop = pid, 0, threading.Event()
+
+    def __enter__(self) -> _PeakRSS:
+        self.base = _rss_tree(self.pid)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.growth = max(self.growth, _rss_tree(self.pid) - self.base)
+            time.sleep(0.005)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@dataclass(slots=True)
+class StallRow:
+    proxy: str
+    big: int  # body bytes
+    big_s: float  # median seconds of the big request
+    p99_alone: float
+    p99_during: float
+    worst_during: float
+    n_during: int
+    mem_peak: float  # peak RSS growth of the proxy (and its children) / body size
+
+
+def stall(quick: bool, log: Callable[[str], None], size: int = 32_000_000) -> list[StallRow]:
+    """p99 of small requests alone, then while a cold body of ``size`` is bridged (three times,
+    each a new conversation); peak RSS growth of each proxy over the whole time."""
+    if quick:
+        size = 4_000_000
+    small = AgentConversation(10_000, 42, 2).body(1)
+    conv = AgentConversation(size, 43, 2)
+    big = conv.body(1)
+    bigs = [_retag(big, f"[big {i}] ") for i in range(3)]
+    rows = []
+    with Planner() as planner, tempfile.TemporaryDirectory(prefix="bridge-stall-") as tmp:
+        bridge = str(ROOT / "addons" / "bridge.py")
+        naive = Path(tmp) / "naive_addon.py"
+        naive.write_text(NAIVE_ADDON)
+        specs = {
+            "plain": (None, ()),
+            "naive": (str(naive), ()),
+            "rewrite": (bridge, ("--set", "bridge_mode=rewrite")),
+            "observe": (bridge, ("--set", "bridge_mode=observe")),
+        }
+        for name, (addon, opts) in specs.items():
+            proxy = _proxy(planner.url, addon, None, Path(tmp) / name, opts)
+            proxy.start()
+            try:
+                pid = proxy._proc.pid
+                _batch(proxy.url, Workload(10_000, 1, bodies=[[small] * 20]), AGENT_UA)
+                alone = _small_for(proxy.url, small, 3.0 if not quick else 1.0)
+                peak = _PeakRSS(pid)
+                with peak:
+                    during, big_times = _small_during_big(proxy.url, small, bigs)
+                rows.append(
+                    StallRow(
+                        name,
+                        len(big),
+                        _median(big_times),
+                        _p(alone, 0.99),
+                        _p(during, 0.99),
+                        max(during) if during else float("nan"),
+                        len(during),
+                        peak.growth / len(big),
+                    )
+                )
+                log(_stall_line(rows[-1]))
+            finally:
+                proxy.stop()
+    return rows
+
+
+def _small_for(url: str, body: bytes, seconds: float) -> list[float]:
+    out: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        got, _ = _batch(url, Workload(len(body), 1, bodies=[[body] * 20]), AGENT_UA)
+        out += got
+    return out
+
+
+def _small_during_big(url: str, small: bytes, bigs: list[bytes]) -> tuple[list[float], list[float]]:
+    """Small requests back to back on one connection while the big ones go, one after another,
+    on another (its own thread and event loop); only the small requests that overlap count."""
+    big_times: list[float] = []
+    windows: list[tuple[float, float]] = []
+    done = threading.Event()
+
+    def big_sender() -> None:
+        try:
+            for b in bigs:
+                t0 = time.perf_counter()
+                got, _ = _batch(url, Workload(len(b), 1, bodies=[[b]]), AGENT_UA)
+                windows.append((t0, time.perf_counter()))
+                big_times.extend(got)
+                time.sleep(0.3)
+        finally:
+            done.set()
+
+    stamped: list[tuple[float, float]] = []  # (start, latency)
+
+    async def smalls() -> None:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        req = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: planner\r\ncontent-type: application/json\r\n"
+            b"user-agent: %s\r\ncontent-length: %d\r\n\r\n" % (AGENT_UA, len(small))
+        ) + small
+        try:
+            while not done.is_set():
+                t0 = time.perf_counter()
+                writer.write(req)
+                await writer.drain()
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                stamped.append((t0, time.perf_counter() - t0))
+        finally:
+            writer.close()
+
+    t = threading.Thread(target=big_sender)
+    t.start()
+    asyncio.run(smalls())
+    t.join()
+    during = [lat for t0, lat in stamped if any(a <= t0 + lat and t0 <= b for a, b in windows)]
+    return during, big_times
+
+
+def _stall_line(r: StallRow) -> str:
+    return (
+        f"  {r.proxy:8} {_size(r.big)} body {r.big_s:6.2f} s | small requests p99 alone {r.p99_alone * 1e3:6.1f} ms, "
+        f"during {r.p99_during * 1e3:6.1f} ms (worst {r.worst_during * 1e3:6.1f} ms, n={r.n_during}) | "
+        f"peak RSS +{r.mem_peak:.2f}x body"
+    )
+
+
+# ---- the planner hop: SendUserCascadeMessage through mitmdump's HTTP/2 listener ---------------
+
+SEND_PATH = "/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage"
+GATEWAY_FIXTURE = ROOT.parent / "shared" / "fixtures" / "gateway-3.9.27" / "grpc-turn1.bin"
+
+
+class CascadeBodies:
+    """SendUserCascadeMessage requests built like the gateway's (fixture turn 1 as the template:
+    its fields outside field 9 kept): ``n`` run_command steps, each with its output in stdout
+    and again in combined_output.full, exit_code 0, as the gateway writes them."""
+
+    def __init__(self, seed: int, step_bytes: int = 4000) -> None:
+        from native_bridge.cascade.request import parse_request
+
+        raw = GATEWAY_FIXTURE.read_bytes() if GATEWAY_FIXTURE.exists() else None
+        if raw is not None:
+            msg = raw[5 : 5 + int.from_bytes(raw[1:5], "big")]
+            req = parse_request(msg)
+            self.rest = b"".join(msg[f.start : f.end] for f in req.fields if f.number not in (1, 9))
+        else:  # no shared fixtures here: items (2) with one text only
+            from native_bridge.cascade.wire import len_field
+
+            self.rest = len_field(2, len_field(1, b"Fix the failing test."))
+        self.world = World(seed, ("bash",), (step_bytes // 2 - 100, step_bytes // 2 + 100))
+        self.steps: list[bytes] = []
+
+    def step(self) -> bytes:
+        from native_bridge.cascade.wire import len_field, varint_field
+
+        c = self.world.call("bash")
+        text = c.output.encode()
+        rc = (
+            len_field(23, c.args["command"].encode())
+            + varint_field(11, 1)
+            + len_field(4, text)
+            + varint_field(6, 0)
+            + len_field(21, len_field(1, text))
+        )
+        return varint_field(1, 28) + varint_field(4, 3) + len_field(28, rc)
+
+    def message(self, cascade_id: str, n: int) -> bytes:
+        from native_bridge.cascade.wire import len_field
+
+        while len(self.steps) < n:
+            self.steps.append(self.step())
+        return len_field(1, cascade_id.encode()) + self.rest + b"".join(len_field(9, s) for s in self.steps[:n])
+
+
+class _LanguageServer:
+    """grpcio server answering every call with an empty message (the planner stand-in)."""
+
+    def __enter__(self) -> _LanguageServer:
+        from concurrent import futures
+
+        import grpc
+
+        class Generic(grpc.GenericRpcHandler):
+            def service(self, details: Any) -> Any:
+                return grpc.unary_unary_rpc_method_handler(lambda request, context: b"")
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self.server.add_generic_rpc_handlers([Generic()])
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop(grace=None).wait(5)
+
+
+@dataclass(slots=True)
+class PlannerRow:
+    label: str
+    size: int
+    stats: dict[str, dict[str, float]]
+
+
+def planner_hop(quick: bool, log: Callable[[str], None]) -> list[PlannerRow]:
+    """grpcio client -> mitmdump (h2c listener) -> grpcio server: plain against the bridge."""
+    import socket
+
+    import grpc
+    from demo import Mitmdump, mitmdump_path
+
+    n_steps = 50  # about 200 KB
+    reps, per = (2, 8) if quick else (5, 20)
+    rows = []
+    with _LanguageServer() as ls, tempfile.TemporaryDirectory(prefix="bridge-planner-") as tmp:
+        proxies: dict[str, Any] = {}
+        for name in ("plain", "bridge"):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            spec = f"reverse:http://127.0.0.1:{ls.port}@{port}"
+            args = [mitmdump_path(), "--mode", spec, "--listen-host", "127.0.0.1"]
+            args += ["--set", f"confdir={Path(tmp) / name}", "--set", "flow_detail=0"]
+            if name == "plain":
+                script = Path(tmp) / "h2c_addon.py"
+                script.write_text(H2C_ADDON.format(addons=str(ROOT / "addons"), spec=spec))
+                args += ["-s", str(script)]
+            else:
+                args += ["-s", str(ROOT / "addons" / "bridge.py"), "--set", f"bridge_planner={spec}"]
+            proxy = Mitmdump("http://unused", Path(tmp) / name, Path(tmp) / name)
+            proxy.args = args
+            proxy.start()
+            proxies[name] = (proxy, port)
+        channels = {n: grpc.insecure_channel(f"127.0.0.1:{port}") for n, (_, port) in proxies.items()}
+        try:
+            stubs = {
+                n: ch.unary_unary(SEND_PATH, request_serializer=None, response_deserializer=None)
+                for n, ch in channels.items()
+            }
+            warm = CascadeBodies(1).message("warm", 3)
+            for stub in stubs.values():
+                for _ in range(3):
+                    stub(warm, timeout=30)
+            names = list(stubs)
+            for label in ("first turn (new cascade)", "resumed turn (same cascade, one more step)"):
+                lat: dict[str, list[float]] = {n: [] for n in names}
+                size = 0
+                for r in range(reps):
+                    src = CascadeBodies(100 + r)
+                    if label.startswith("first"):
+                        src2 = [CascadeBodies(1000 * r + i) for i in range(per)]
+                        bodies = [b.message(f"cascade-{r}-{i}", n_steps) for i, b in enumerate(src2)]
+                    else:
+                        bodies = [src.message(f"resumed-{r}", n_steps - per // 2 + i) for i in range(per)]
+                    size = len(bodies[len(bodies) // 2])
+                    for n in names[r % len(names) :] + names[: r % len(names)]:
+                        for b in bodies:
+                            t0 = time.perf_counter()
+                            stubs[n](b, timeout=30)
+                            lat[n].append(time.perf_counter() - t0)
+                stats = {n: {"p50": _median(lat[n]), "p99": _p(lat[n], 0.99)} for n in names}
+                rows.append(PlannerRow(label, size, stats))
+                base = stats["plain"]
+                log(
+                    f"  {label:44} {_size(size)}  plain p50 {base['p50'] * 1e3:6.2f} ms | bridge "
+                    f"{stats['bridge']['p50'] / base['p50']:.2f}x (p99 {stats['bridge']['p99'] / base['p99']:.2f}x)"
+                )
+        finally:
+            for ch in channels.values():
+                ch.close()
+            for proxy, _ in proxies.values():
+                proxy.stop()
+    return rows
+
+
 # ---- targets, report, command line -------------------------------------------------------
 
 
@@ -1074,6 +1600,9 @@ def targets(
     e2e_rows: Sequence[E2ERow],
     golden: list[str] | None,
     quick: bool,
+    shape_rows: Sequence[ShapeRow] = (),
+    stall_rows: Sequence[StallRow] = (),
+    planner_rows: Sequence[PlannerRow] = (),
 ) -> list[Target]:
     out: list[Target] = []
 
@@ -1149,6 +1678,7 @@ def targets(
         if "bridge+records" in r.stats:
             rec = r.stats["bridge+records"]["p50"] / bridge["p50"]
             add(f"records off the critical path: p50 records on <= 1.05x off ({who})", f"{rec:.2f}x", rec <= 1.05)
+    _shape_targets(shape_rows, stall_rows, planner_rows, quick, add)
     if golden is not None:
         differ = f"{len(golden)} differ: {golden[:3]}"
         add(
@@ -1157,6 +1687,69 @@ def targets(
             not golden,
         )
     return out
+
+
+# Issue 11's limits: p50 with the bridge / p50 of plain mitmdump, per shape.
+SHAPE_LIMITS = {
+    "10 KB same body": 1.15,
+    "10 KB agent loop": 1.15,
+    "10 KB new conversations": 1.15,
+    "200 KB agent loop": 1.3,
+    "200 KB new conversations": 1.35,
+    "2 MB agent loop": 1.6,
+}
+
+
+def _shape_targets(
+    shape_rows: Sequence[ShapeRow],
+    stall_rows: Sequence[StallRow],
+    planner_rows: Sequence[PlannerRow],
+    quick: bool,
+    add: Callable[[str, str, bool | None], None],
+) -> None:
+    for r in shape_rows:
+        st, label = r.stats, r.shape.label
+        plain = st["plain"]["p50"]
+        limit = None if quick else SHAPE_LIMITS.get(label)
+        for mode in ("observe", "rewrite"):
+            ratio = st[mode]["p50"] / plain
+            ahead = st[mode]["p50"] < st["naive"]["p50"]
+            add(
+                f"{label}: {mode} p50{'' if limit is None else f' <= {limit}x'} plain, ahead of the naive peer",
+                f"{ratio:.2f}x (naive {st['naive']['p50'] / plain:.2f}x)",
+                None if quick else (ratio <= limit if limit is not None else True) and ahead,
+            )
+        if r.shape.clients > 1:
+            for mode in ("observe", "rewrite"):
+                rps = st[mode]["rps"] / st["plain"]["rps"]
+                add(
+                    f"{label}: {mode} throughput >= 0.8x plain",
+                    f"{rps:.2f}x (naive {st['naive']['rps'] / st['plain']['rps']:.2f}x)",
+                    None if quick else rps >= 0.8,
+                )
+        if "observe+records" in st:
+            rec = st["observe+records"]["p50"] / st["observe"]["p50"]
+            add(f"{label}: records on <= 1.05x records off (p50)", f"{rec:.2f}x", None if quick else rec <= 1.05)
+    for r in stall_rows:
+        rise = r.p99_during - r.p99_alone
+        add(
+            f"{_size(r.big)} cold body through {r.proxy}: p99 of concurrent small requests rises < 20 ms",
+            f"+{rise * 1e3:.1f} ms (p99 {r.p99_alone * 1e3:.1f} -> {r.p99_during * 1e3:.1f} ms, "
+            f"worst {r.worst_during * 1e3:.0f} ms; the body took {r.big_s:.2f} s)",
+            None if quick or r.proxy in ("plain", "naive") else rise < 0.020,
+        )
+        add(
+            f"{_size(r.big)} body through {r.proxy}: peak memory growth <= 3x the body",
+            f"{r.mem_peak:.2f}x",
+            None if quick or r.proxy in ("plain", "naive") else r.mem_peak <= 3,
+        )
+    for r in planner_rows:
+        ratio = r.stats["bridge"]["p50"] / r.stats["plain"]["p50"]
+        add(
+            f"planner hop, {r.label}, {_size(r.size)}: p50 <= 1.2x plain mitmdump (same h2c listener)",
+            f"{ratio:.2f}x (plain {r.stats['plain']['p50'] * 1e3:.2f} ms)",
+            None if quick else ratio <= 1.2,
+        )
 
 
 def _table(ts: Sequence[Target]) -> str:
@@ -1168,11 +1761,15 @@ def _table(ts: Sequence[Target]) -> str:
     return "\n".join(lines)
 
 
-def run(
-    quick: bool = False, only: Sequence[str] = ("golden", "core", "nohist", "e2e"), log: Callable[[str], None] = print
-) -> list[Target]:
+SECTIONS = ("golden", "core", "nohist", "shapes", "stall", "planner")
+
+
+def run(quick: bool = False, only: Sequence[str] = SECTIONS, log: Callable[[str], None] = print) -> list[Target]:
     t0 = time.perf_counter()
     golden = series = sized = nohist = e2e_rows = None
+    shape_rows: list[ShapeRow] = []
+    stall_rows: list[StallRow] = []
+    planner_rows: list[PlannerRow] = []
     if "golden" in only:
         log("golden: fast paths against reference paths")
         golden = golden_check(quick)
@@ -1187,7 +1784,18 @@ def run(
     if "e2e" in only:
         log("end to end: mitmdump --mode reverse, plain against -s addons/bridge.py, same local planner")
         e2e_rows = e2e(quick, log)
-    ts = targets(sized or [], series or [], nohist or [], e2e_rows or [], golden, quick)
+    if "shapes" in only:
+        log("traffic shapes: mitmdump plain / naive peer / bridge rewrite / observe / observe+records, p50 vs plain")
+        shape_rows = shapes(quick, log)
+    if "stall" in only:
+        log("a cold body bridged while small requests run (p99), and peak memory")
+        stall_rows = stall(quick, log)
+    if "planner" in only:
+        log("planner hop: grpcio -> mitmdump (h2c listener) -> grpcio, plain against -s addons/bridge.py")
+        planner_rows = planner_hop(quick, log)
+    ts = targets(
+        sized or [], series or [], nohist or [], e2e_rows or [], golden, quick, shape_rows, stall_rows, planner_rows
+    )
     log(f"\ntargets ({'quick: gross regressions only' if quick else 'full'}; {time.perf_counter() - t0:.0f} s)")
     log(_table(ts))
     return ts
@@ -1198,7 +1806,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="seconds, not minutes: the CI smoke; fails only on gross regressions"
     )
-    parser.add_argument("--only", default="golden,core,nohist,e2e", help="comma-separated sections")
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help="comma-separated sections (also: e2e, the older mitmdump cases)"
+    )
     parser.add_argument("--golden-save", type=Path, help="write the digests of every golden case to this file")
     parser.add_argument("--golden-check", type=Path, help="compare the digests of every golden case with this file")
     parser.add_argument("--serve-planner", action="store_true", help=argparse.SUPPRESS)
