@@ -8,8 +8,14 @@ through ``rewrite()``. Every call carries a unique token KK### and every result 
 token RR###, so where each item ended (a step, or the rewritten body) is read off the
 actual output bytes, not off the builder's own accounting.
 
-The client's error flag is rendered as each dialect has it: ``is_error`` in Anthropic,
-a ``[tool error]`` prefix in Chat and Responses, ``{"error": …}`` in Gemini.
+Each history has one client, and each body is sent with that client's User-Agent (Claude
+Code or Codex CLI), or with none (a client nobody can identify: its tools are any of them).
+A client's words count only for that client (truth rule 3), so what a result must give is a
+function of the client and of the dialect: the model (``truth``) says it for each result
+variant, following clients.py and exitstatus.py. The client's error flag is rendered as each
+dialect has it: ``is_error`` in Anthropic, ``{"error": …}`` in Gemini; Chat Completions and
+Responses have none, so there a flagged result arrives without it (a ``[tool error]`` prefix
+is no client's frame: words a program can print).
 
 Where taking a pair out would leave the request invalid for its API, the writer pins it
 (it stays messages, code ``validity``); the tests check the output against each API's
@@ -22,6 +28,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -48,52 +55,120 @@ K = re.compile(r"KK\d{3}")
 R = re.compile(r"RR\d{3}")
 REJECT = "The user doesn't want to proceed with this tool use. The tool use was rejected."
 
-# result variants: (template, client error flag, the step can state it, exit code the step must carry)
-Variant = tuple[str, bool, bool, int | None]
-BASH_RESULTS: list[Variant] = [
-    ("{r} ok", False, True, None),
-    ("Exit code 1\n{r} failed", True, True, 1),  # Claude Code
-    ("Exit code 2\n{r}", True, True, 2),
-    ("{r} boom", True, True, 1),  # a failure flag without a number
-    ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}\nexit code 3", False, True, 0),  # the header wins
-    ('{{"output": "{r}", "metadata": {{"exit_code": 2, "duration_seconds": 0.1}}}}', False, True, 2),  # Codex shell
-    ("Process exited with code 127\nOutput:\n{r}: command not found", False, True, 127),
-    ("Process running with session ID 5\nOutput:\n{r}", False, False, None),  # no outcome yet
-    (REJECT + " {r}", True, False, None),  # never ran
-    ("<tool_use_error>{r}</tool_use_error>", True, False, None),
-]
-READ_RESULTS: list[Variant] = [
-    ("     1\t{r} text", False, True, None),
-    ("<tool_use_error>{r} does not exist</tool_use_error>", True, False, None),
-    ("{r} oops", True, False, None),  # a failed read: view_file has no field to say so
-]
-PLAIN_RESULTS: list[Variant] = [("{r} result", False, True, None), ("{r} failed", True, False, None)]
-LS_RESULTS: list[Variant] = [("{r}.txt", False, True, None), ("- /w/\n  - {r}.txt", False, False, None)]
+# The clients a history can come from: the User-Agent each sends (None: no client can be told).
+CLIENT_UA: dict[str | None, str | None] = {
+    "claude-code": "claude-cli/2.1.332 (external, cli)",
+    "codex": "codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)",
+    None: None,
+}
+CLAUDE, CODEX = "claude-code", "codex"
 
-# (tool name, arguments from the call token, the call can be translated, result variants, Responses forms)
-TOOLS: list[tuple[str, Any, bool, list[Variant], tuple[str, ...]]] = [
-    ("Bash", lambda k: {"command": f"echo {k}", "description": "echo"}, True, BASH_RESULTS, ("function",)),
-    ("Bash", lambda k: {"command": f"serve {k}", "run_in_background": True}, False, BASH_RESULTS, ("function",)),
+# What a result must give, from (client, whether the dialect carried the client's error flag):
+# (the pair becomes a step, the exit code the step carries).
+Expect = Callable[[str | None, bool], tuple[bool, int | None]]
+# result variants: (template, the client flags it as an error, what it must give)
+Variant = tuple[str, bool, Expect]
+
+
+def _never(client: str | None, carried: bool) -> tuple[bool, int | None]:
+    return False, None
+
+
+def _flag_or(number: int | None = None, client: str | None = None) -> Expect:
+    """A flagged failure: ``number`` where ``client``'s frame states it (only with the flag, as
+    Claude Code writes it), else 1 (a failure without a number); absent where no flag arrived."""
+    return lambda cl, carried: (True, (number if number is not None and cl == client else 1) if carried else None)
+
+
+def _frame(client: str, number: int) -> Expect:
+    """A frame only ``client`` writes, not flagged: its number for that client, absent for any other."""
+    return lambda cl, carried: (True, number if cl == client else None)
+
+
+BASH_RESULTS: list[Variant] = [
+    ("{r} ok", False, lambda cl, carried: (True, None)),
+    ("Exit code 1\n{r} failed", True, _flag_or(1, CLAUDE)),  # Claude Code's frame, written with is_error
+    ("Exit code 2\n{r}", True, _flag_or(2, CLAUDE)),
+    ("{r} boom", True, _flag_or()),  # a failure flag without a number
+    ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}\nexit code 3", False, _frame(CODEX, 0)),  # the header wins
+    # Codex's header says 0 while the dialect's flag says failure: conflicting signals, no claim.
+    (
+        "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}",
+        True,
+        lambda cl, carried: (True, (None if cl == CODEX else 1) if carried else (0 if cl == CODEX else None)),
+    ),
+    ('{{"output": "{r}", "metadata": {{"exit_code": 2, "duration_seconds": 0.1}}}}', False, _frame(CODEX, 2)),
+    ("Process exited with code 127\nOutput:\n{r}: command not found", False, _frame(CODEX, 127)),
+    # Codex's "still running": no outcome yet, no step; for anyone else it is the program's output.
+    ("Process running with session ID 5\nOutput:\n{r}", False, lambda cl, carried: (cl != CODEX, None)),
+    (REJECT + " {r}", True, _never),  # never ran: recognised whoever the client is
+    ("<tool_use_error>{r}</tool_use_error>", True, _never),
+]
+# Non-shell steps need the client's own words for success (truth rule 5): Claude Code's Read
+# gives the file in numbered lines, its Glob the paths found.
+READ_RESULTS: list[Variant] = [
+    ("     1\t{r} text", False, lambda cl, carried: (cl == CLAUDE, None)),
+    ("<tool_use_error>{r} does not exist</tool_use_error>", True, _never),
+    ("{r} oops", True, _never),  # a failed read: view_file has no field to say so
+]
+GLOB_RESULTS: list[Variant] = [
+    ("/w/{r}.txt", False, lambda cl, carried: (cl == CLAUDE, None)),
+    ("{r} failed", True, _never),
+]
+# No client's words for these (Claude Code's WebFetch and LS have none): never a step.
+PLAIN_RESULTS: list[Variant] = [("{r} result", False, _never), ("{r} failed", True, _never)]
+LS_RESULTS: list[Variant] = [("{r}.txt", False, _never), ("- /w/\n  - {r}.txt", False, _never)]
+
+_BOTH = (CLAUDE, CODEX, None)
+# (tool name, arguments from the call token, the call can be translated, result variants, Responses forms,
+#  the clients that have the tool: None is a client nobody can identify, whose tools are any)
+TOOLS: list[tuple[str, Any, bool, list[Variant], tuple[str, ...], tuple[str | None, ...]]] = [
+    (
+        "Bash",
+        lambda k: {"command": f"echo {k}", "description": "echo"},
+        True,
+        BASH_RESULTS,
+        ("function",),
+        (CLAUDE, None),
+    ),
+    (
+        "Bash",
+        lambda k: {"command": f"serve {k}", "run_in_background": True},
+        False,
+        BASH_RESULTS,
+        ("function",),
+        (CLAUDE, None),
+    ),
     (
         "shell",
         lambda k: {"command": ["bash", "-lc", f"test {k}"], "workdir": "/w"},
         True,
         BASH_RESULTS,
         ("function", "local_shell"),
+        (CODEX, None),
     ),
-    ("Read", lambda k: {"file_path": f"/w/{k}.txt"}, True, READ_RESULTS, ("function",)),
-    ("Read", lambda k: {"file_path": f"w/{k}.txt"}, False, READ_RESULTS, ("function",)),
-    ("Glob", lambda k: {"pattern": f"*{k}*", "path": "/w"}, True, PLAIN_RESULTS, ("function",)),
+    ("exec_command", lambda k: {"cmd": f"make {k}"}, True, BASH_RESULTS, ("function",), (CODEX, None)),
+    ("Read", lambda k: {"file_path": f"/w/{k}.txt"}, True, READ_RESULTS, ("function",), (CLAUDE, None)),
+    ("Read", lambda k: {"file_path": f"w/{k}.txt"}, False, READ_RESULTS, ("function",), (CLAUDE, None)),
+    ("Glob", lambda k: {"pattern": f"*{k}*", "path": "/w"}, True, GLOB_RESULTS, ("function",), (CLAUDE, None)),
     (
         "WebFetch",
         lambda k: {"url": f"https://example.com/{k}", "prompt": "summary"},
         True,
         PLAIN_RESULTS,
         ("function",),
+        (CLAUDE, None),
     ),
-    ("LS", lambda k: {"path": f"/w/{k}"}, True, LS_RESULTS, ("function",)),
-    ("TodoWrite", lambda k: {"todos": [{"content": k, "status": "pending"}]}, False, PLAIN_RESULTS, ("function",)),
-    ("apply_patch", lambda k: {"input": f"*** Begin Patch {k}"}, False, PLAIN_RESULTS, ("function", "custom")),
+    ("LS", lambda k: {"path": f"/w/{k}"}, True, LS_RESULTS, ("function",), (CLAUDE, None)),
+    (
+        "TodoWrite",
+        lambda k: {"todos": [{"content": k, "status": "pending"}]},
+        False,
+        PLAIN_RESULTS,
+        ("function",),
+        (CLAUDE, None),
+    ),
+    ("apply_patch", lambda k: {"input": f"*** Begin Patch {k}"}, False, PLAIN_RESULTS, ("function", "custom"), _BOTH),
 ]
 
 
@@ -116,9 +191,8 @@ class Result:
     token: str
     id: str | None
     text: str
-    flag: bool
-    statable: bool
-    exit_code: int | None
+    flag: bool  # the client flags it as an error (carried only where the dialect has a flag)
+    expect: Expect
     shape: str  # "str", "parts" (text blocks) or "image" (text plus an image: not text)
     out_type: str  # the Responses item type
     explicit_false: bool  # Anthropic: is_error: false written out
@@ -139,6 +213,7 @@ class Turn:
 @dataclass
 class Case:
     turns: list[Turn]
+    client: str | None = None  # who sent it (CLIENT_UA): the request carries its User-Agent
 
     @property
     def calls(self) -> list[Call]:
@@ -151,6 +226,8 @@ class Case:
 
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
+    client = draw(st.sampled_from(list(CLIENT_UA)))
+    tools = [t for t in TOOLS if client in t[5]]
     turns: list[Turn] = [Turn("user", "start")]
     deferred: list[Result] = []
     early_ids: list[str] = []
@@ -159,15 +236,14 @@ def cases(draw: st.DrawFn) -> Case:
 
     def result(id: str | None, variants: list[Variant], out_type: str = "function_call_output") -> Result:
         token = f"RR{next(counter):03d}"
-        template, flag, statable, code = draw(st.sampled_from(variants))
+        template, flag, expect = draw(st.sampled_from(variants))
         shape = draw(st.sampled_from(["str", "str", "parts", "image"]))
         return Result(
             token,
             id,
             template.format(r=token),
             flag,
-            statable and shape != "image",
-            code,
+            expect,
             shape,
             out_type,
             draw(st.booleans()),
@@ -213,7 +289,7 @@ def cases(draw: st.DrawFn) -> Case:
                     id = f"call_{next(counter)}"
                 if id:
                     used.append(id)
-                name, args, translatable, variants, forms = draw(st.sampled_from(TOOLS))
+                name, args, translatable, variants, forms, _ = draw(st.sampled_from(tools))
                 token = f"KK{next(counter):03d}"
                 form = draw(st.sampled_from(forms))
                 made.append((Call(token, id, name, args(token), translatable, form), variants))
@@ -254,7 +330,7 @@ def cases(draw: st.DrawFn) -> Case:
     for i, t in enumerate(turns):
         for item in (*t.calls, *t.results):
             item.turn = i
-    return Case(turns)
+    return Case(turns, client)
 
 
 # ---- rendering it in each dialect --------------------------------------------------------------------
@@ -268,10 +344,6 @@ class Unit:
     calls: list[Call] = field(default_factory=list)
     results: list[Result] = field(default_factory=list)
     more: bool = False  # Responses: model output that starts with a call right after outputs (same response)
-
-
-def flagged_text(r: Result) -> str:
-    return f"[tool error] {r.text}" if r.flag else r.text
 
 
 def render_chat(case: Case) -> tuple[dict[str, Any], list[Unit]]:
@@ -295,7 +367,7 @@ def render_chat(case: Case) -> tuple[dict[str, Any], list[Unit]]:
             units.append(Unit("calls", t.calls))
         else:
             for r in t.results:
-                text = flagged_text(r)
+                text = r.text  # Chat Completions has no error flag
                 content: Any = {
                     "str": text,
                     "parts": [{"type": "text", "text": text}],
@@ -410,7 +482,7 @@ def render_responses(case: Case) -> tuple[dict[str, Any], list[Unit]]:
         else:
             u = unit("results")
             for r in t.results:
-                text = flagged_text(r)
+                text = r.text  # Responses has no error flag
                 output: Any = {
                     "str": text,
                     "parts": [{"type": "input_text", "text": text}],
@@ -481,7 +553,17 @@ RENDER = {"chat": render_chat, "anthropic": render_anthropic, "responses": rende
 # ---- the model: what the truth rules say must happen ---------------------------------------------------
 
 
-def expected_steps(case: Case) -> list[tuple[str, str, int | None]]:
+FLAGGED = {"anthropic", "gemini"}  # the dialects that carry a result's error flag
+
+
+def truth(r: Result, client: str | None, dialect: str) -> tuple[bool, int | None]:
+    """What ``r`` must give for ``client`` in ``dialect``: whether its pair becomes a step, and
+    the exit code the step carries (None: absent)."""
+    statable, code = r.expect(client, r.flag and dialect in FLAGGED)
+    return statable and r.shape != "image", code  # an image is content no step field can hold
+
+
+def expected_steps(case: Case, dialect: str) -> list[tuple[str, str, int | None]]:
     """(call token, result token, exit code) for each pair that must become a step, in call order."""
     n_calls = Counter(c.id for c in case.calls)
     n_results = Counter(r.id for r in case.results)
@@ -490,8 +572,9 @@ def expected_steps(case: Case) -> list[tuple[str, str, int | None]]:
         if not c.id or n_calls[c.id] != 1 or n_results[c.id] != 1:
             continue
         (r,) = [r for r in case.results if r.id == c.id]
-        if r.turn > c.turn and c.translatable and r.statable:
-            out.append((c.token, r.token, r.exit_code))
+        statable, code = truth(r, case.client, dialect)
+        if r.turn > c.turn and c.translatable and statable:
+            out.append((c.token, r.token, code))
     return out
 
 
@@ -533,7 +616,7 @@ class Outcome:
 def outcome(dialect: str, case: Case) -> Outcome:
     module, path = DIALECTS[dialect]
     doc, units = RENDER[dialect](case)
-    r = rewrite(orjson.dumps(doc), path=path)
+    r = rewrite(orjson.dumps(doc), path=path, client_hint=CLIENT_UA[case.client])
     assert r.status in ("rewritten", "unchanged"), r.reason
     assert r.dialect == dialect
     ids = {p.id for p in (r.plan.accounting if r.plan else []) if p.code == "validity"}
@@ -578,7 +661,7 @@ def test_steps_are_exactly_the_correlated_statable_pairs(dialect: str, case: Cas
         (k,) = tokens(s, K)
         (r,) = set(tokens(s, R))
         got.append((k, r, s.get("runCommand", {}).get("exitCode")))
-    assert got == [e for e in expected_steps(case) if e[0] not in o.pinned]
+    assert got == [e for e in expected_steps(case, dialect) if e[0] not in o.pinned]
 
 
 @each_dialect
@@ -604,9 +687,9 @@ def test_no_step_without_a_correlated_result(dialect: str, case: Case) -> None:
 def test_deterministic(dialect: str, case: Case) -> None:
     _, path = DIALECTS[dialect]
     data = orjson.dumps(RENDER[dialect](case)[0])
-    memo = Memo()
-    first = rewrite(data, path=path, memo=memo)
-    again = rewrite(orjson.dumps(orjson.loads(data)), path=path, memo=memo)
+    memo, ua = Memo(), CLIENT_UA[case.client]
+    first = rewrite(data, path=path, memo=memo, client_hint=ua)
+    again = rewrite(orjson.dumps(orjson.loads(data)), path=path, memo=memo, client_hint=ua)
     assert (first.status, first.body, first.steps) == (again.status, again.body, again.steps)
     assert orjson.dumps(RENDER[dialect](case)[0]) == data
 
@@ -617,22 +700,24 @@ def test_deterministic(dialect: str, case: Case) -> None:
 def test_idempotent(dialect: str, case: Case) -> None:
     module, path = DIALECTS[dialect]
     doc, _ = RENDER[dialect](case)
-    memo = Memo()
-    first = rewrite(orjson.dumps(doc), path=path, memo=memo)
+    memo, ua = Memo(), CLIENT_UA[case.client]
+    first = rewrite(orjson.dumps(doc), path=path, memo=memo, client_hint=ua)
     if first.body is None:
         return
-    second = rewrite(first.body, path=path, memo=memo)
+    second = rewrite(first.body, path=path, memo=memo, client_hint=ua)
     assert second.status in ("skipped", "unchanged") and second.body is None
     # The rewritten history on its own: nothing left to step but the pairs kept for validity,
     # nothing to take out.
     items = orjson.loads(first.body)[module.ITEMS]
     alone = doc | {module.ITEMS: items}
-    again = build(module.read(alone))
+    h = module.read(alone)
+    h.client = case.client
+    again = build(h)
     pinned = {p.id for p in first.plan.accounting if p.code == "validity"} if first.plan else set()
     assert {c.id for c in again.step_calls} <= pinned
     if not pinned:
         assert module.write(alone, again.stepped) == items
-    r = rewrite(orjson.dumps(alone), path=path, memo=memo)
+    r = rewrite(orjson.dumps(alone), path=path, memo=memo, client_hint=ua)
     assert r.status == "unchanged" and r.body is None
 
 
@@ -643,13 +728,15 @@ def test_delta_slice(dialect: str, case: Case) -> None:
     module, _ = DIALECTS[dialect]
     o = outcome(dialect, case)
     h = module.read(o.body)
+    h.client = case.client
     plan = build(h)
     assert 0 <= plan.delta_start <= len(plan.steps)
     tail = [step_json(s) for s in plan.steps[plan.delta_start :]]
     assert [step_json(s) for s in build_pending(h)] == tail
-    assert plan.delta_start == expected_delta(o.units, expected_steps(case))
+    expected = expected_steps(case, dialect)
+    assert plan.delta_start == expected_delta(o.units, expected)
     if o.steps:
-        assert o.delta == expected_delta(o.units, [e for e in expected_steps(case) if e[0] not in o.pinned])
+        assert o.delta == expected_delta(o.units, [e for e in expected if e[0] not in o.pinned])
     if o.steps and not o.pinned:
         assert o.delta == plan.delta_start
         assert o.steps[o.delta :] == tail
@@ -823,14 +910,14 @@ def _bash_call(token: str, id: str) -> Call:
 
 
 def _ok(token: str, id: str) -> Result:
-    return Result(token, id, f"{token} ok", False, True, None, "str", "function_call_output", False)
+    return Result(token, id, f"{token} ok", False, BASH_RESULTS[0][2], "str", "function_call_output", False)
 
 
 # A regression example (found by this test against an early memo.py): a result sent before any call with
 # its id ("x"), then a call "x" answered again later. Alone, "x" is ambiguous (two results) and no step;
 # after another conversation that shares the first two messages, the memo cut between them and stepped "x".
 _SHARED = [Turn("user", "start"), Turn("results", results=[_ok("RR001", "x")])]
-MEMO_A = Case([*_SHARED, Turn("calls", calls=[_bash_call("KK002", "x")])])
+MEMO_A = Case([*_SHARED, Turn("calls", calls=[_bash_call("KK002", "x")])], CLAUDE)
 MEMO_C = Case(
     [
         Turn("user", "start"),
@@ -838,7 +925,8 @@ MEMO_C = Case(
         Turn("results", results=[_ok("RR004", "y")]),
         Turn("calls", calls=[_bash_call("KK005", "x")]),
         Turn("results", results=[_ok("RR006", "x")]),
-    ]
+    ],
+    CLAUDE,
 )
 
 
@@ -847,13 +935,15 @@ MEMO_C = Case(
 @example(a=MEMO_A, c=MEMO_C, cut=2)
 @given(a=cases(), c=cases(), cut=st.integers(1, 12))
 def test_a_conversation_rewrites_as_if_alone(dialect: str, a: Case, c: Case, cut: int) -> None:
-    """A body that continues, or forks from, one rewritten before gives what it gives alone."""
+    """A body that continues, or forks from, one rewritten before gives what it gives alone;
+    also when it comes from another client than the first (the memo keeps decisions per client:
+    one client's words must not decide for another)."""
     _, path = DIALECTS[dialect]
     first = orjson.dumps(RENDER[dialect](a)[0])
     b = orjson.dumps(RENDER[dialect](Case(a.turns[:cut] + c.turns[1:]))[0])
     memo = Memo()
-    rewrite(first, path=path, memo=memo)
-    after_a = rewrite(b, path=path, memo=memo)
+    rewrite(first, path=path, memo=memo, client_hint=CLIENT_UA[a.client])
+    after_a = rewrite(b, path=path, memo=memo, client_hint=CLIENT_UA[c.client])
     memo = Memo()
-    alone = rewrite(b, path=path, memo=memo)
+    alone = rewrite(b, path=path, memo=memo, client_hint=CLIENT_UA[c.client])
     assert (after_a.status, after_a.body, after_a.steps) == (alone.status, alone.body, alone.steps)
