@@ -4,6 +4,7 @@ selected, observed or rewritten, annotated, recorded and shown like HTTP request
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +253,8 @@ def test_fail_open_leaves_the_frame_logs_and_records(bridge, tmp_path, monkeypat
         raise RuntimeError("core fault")
 
     monkeypatch.setattr(ws_module, "rewrite", boom)
+    monkeypatch.setattr(ws_module.logger, "disabled", False)  # whatever logging setup ran before
+    caplog.set_level(logging.ERROR, logger=ws_module.logger.name)
     f = ws_flow()
     i = send(nb, f, FAILED)
     assert f.websocket.messages[i].content == FAILED
@@ -481,3 +484,19 @@ def test_a_call_id_the_server_never_sent_is_not_matched(bridge):
     i = send(nb, f, frame(exec_out("zz", 2), previous_response_id="resp_1"))
     assert "context" not in f.metadata[WS_META][str(i)]
     assert f.metadata[WS_META][str(i)]["steps"] == 0
+
+
+def test_mitmweb_picks_bridge_steps_for_a_bridged_frame_only(bridge):
+    """As mitmweb's messages tab renders each WebSocket message (view "auto")."""
+    from mitmproxy import contentviews
+
+    nb, _ = bridge
+    view.register()
+    f = ws_flow()
+    send(nb, f, b'{"type":"response.created","response":{"id":"r"}}', from_client=False)
+    i = send(nb, f, FAILED)
+    picked = contentviews.prettify_message(f.websocket.messages[i], f)
+    assert picked.view_name == "Bridge steps" and "exit 2" in picked.text
+    assert contentviews.prettify_message(f.websocket.messages[0], f).view_name != "Bridge steps"
+    diff = contentviews.prettify_message(f.websocket.messages[i], f, "Bridge diff")
+    assert diff.view_name == "Bridge diff" and "Couldn't parse" not in diff.text
