@@ -13,6 +13,7 @@ the client's output.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import re
@@ -303,6 +304,13 @@ def substitute(call: ToolCall, ws: Path) -> ToolCall:
 PROMPT = "Use the tool you are asked to use, then reply with one word."
 
 
+def _die_with_parent() -> None:
+    """In the client's child, before exec: SIGKILL when the test process dies however it dies (a client
+    started in its own session gets no signal from the test's process group)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -332,6 +340,7 @@ def run_scenario(driver: Driver, scenario: Scenario, tmp: Path, mitm_options: tu
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         try:
             out, err = proc.communicate(timeout=scenario.timeout)
