@@ -17,6 +17,8 @@ there turn after turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +33,10 @@ from .store import Observation, call_key, match_key
 # Bodies at least this large (decoded) are bridged in the worker process. Below it even a
 # first sight stays well under 20 ms on the loop (about 5 ms for 200 KB on a slow core).
 OFFLOAD_BYTES = 512 * 1024
+# The worker remembers conversations up to this size (memo.py): a resumed turn then costs only its
+# new part. A larger history would stay in memory at about 3.5x its size (body and parsed items);
+# it is bridged afresh every turn instead, off the loop, and its memory is freed after each.
+WORKER_MEMO_MAX_BODY = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +103,16 @@ def work(job: Job) -> bytes:
     global _WORKER_MEMO
     if _WORKER_MEMO is None:
         _WORKER_MEMO = Memo()
-    return pickle.dumps(bridge(job, _WORKER_MEMO), protocol=pickle.HIGHEST_PROTOCOL)
+    if len(job.raw) <= WORKER_MEMO_MAX_BODY:
+        return pickle.dumps(bridge(job, _WORKER_MEMO), protocol=pickle.HIGHEST_PROTOCOL)
+    data = pickle.dumps(bridge(job, None), protocol=pickle.HIGHEST_PROTOCOL)
+    _trim()  # the history's strings were malloc'd: hand the freed heap back to the system
+    return data
+
+
+def _trim() -> None:
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 class Offloader:
