@@ -109,15 +109,21 @@ PIN_ORDER = "taking it out would merge two assistant turns with a thinking block
 PIN_END = "taking it out would leave the request ending on an assistant turn (a prefill), not on the user's"
 
 
+def _thinking(b: Any) -> bool:
+    """A thinking block (a block's "type" may be anything a client sent: only a string names a kind)."""
+    t = b.get("type") if isinstance(b, dict) else None
+    return isinstance(t, str) and t in THINKING
+
+
 def _attached(blocks: list[Any]) -> dict[int, int]:
     """Each thinking block of an assistant turn that leads straight to a tool_use: its index -> the tool_use's."""
     out: dict[int, int] = {}
     run: list[int] = []
     for j, b in enumerate(blocks):
-        if b.get("type") in THINKING:
+        if _thinking(b):
             run.append(j)
             continue
-        if b.get("type") == "tool_use":
+        if isinstance(b, dict) and b.get("type") == "tool_use":
             out.update((t, j) for t in run)
         run = []
     return out
@@ -125,7 +131,7 @@ def _attached(blocks: list[Any]) -> dict[int, int]:
 
 def _cacheable(b: Any) -> bool:
     """A block the API accepts cache_control on (not thinking, not empty text)."""
-    return isinstance(b, dict) and b.get("type") not in THINKING and not (b.get("type") == "text" and not b.get("text"))
+    return isinstance(b, dict) and not _thinking(b) and not (b.get("type") == "text" and not b.get("text"))
 
 
 def _with_breakpoint(blocks: list[Any], cache_control: Any) -> list[Any] | None:
@@ -154,7 +160,7 @@ def _move_breakpoint(items: list[Any], cache_control: Any) -> None:
 
 def _starts_thinking(m: dict[str, Any]) -> bool:
     c = m.get("content")
-    return isinstance(c, list) and bool(c) and isinstance(c[0], dict) and c[0].get("type") in THINKING
+    return isinstance(c, list) and bool(c) and _thinking(c[0])
 
 
 def write_items(messages: Any, start: int, stepped: Collection[int], out: Output, stop: int | None = None) -> None:
