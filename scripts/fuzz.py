@@ -5,7 +5,9 @@
     .venv/bin/python scripts/fuzz.py --seed 7 --case 1234 --show   # one case again, in full
 
 Every case is a valid history of one of the three dialects (Chat Completions, Anthropic
-Messages, OpenAI Responses) built from a random seed, then damaged by 0 to 4 mutations:
+Messages, OpenAI Responses) built from a random seed, from one client (Claude Code or Codex
+CLI with its tools and its words, sent with its User-Agent; or a client nobody can identify,
+with any tools and no User-Agent), then damaged by 0 to 4 mutations:
 wrong types at every level, null where a list is expected, deleted and duplicated items,
 results moved before their calls, unparseable arguments, huge strings, deep nesting,
 invalid UTF-8 and lone surrogates, enormous numbers of tool calls, another dialect's shape
@@ -20,7 +22,8 @@ rules hold, or it goes upstream byte-identical with a reason:
   dialect modules; nothing outside the tool history changes;
 - a step only for a pair correlated by id (one call, one result, result after call), and
   the step holds only that call's and that result's content;
-- exit codes only from the result; one copy of the output (no ``stdout``);
+- exit codes only from the result, never 0 (nor absent without a frame saying 0) for a
+  result flagged is_error; one copy of the output (no ``stdout``);
 - every step decodes strictly as a DONE ``CortexTrajectoryStep``; ``delta_start`` in range;
 - the rewritten history stays valid for its dialect (no emptied messages, Anthropic
   alternation kept);
@@ -37,6 +40,7 @@ that are already reported (``KNOWN``) are counted apart and do not fail the run 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import contextlib
 import copy
@@ -77,14 +81,23 @@ SECRET = "SECRETFUZZ"  # planted secrets carry this, and no record may
 
 # ---- the seed: a valid history ---------------------------------------------------------------
 
-# (tool name, arguments from the call token, result texts from the result token)
+# The clients a seed comes from, and the User-Agent each sends (None: a client nobody can identify).
+CLIENT_UA: dict[str | None, str | None] = {
+    "claude-code": "claude-cli/2.1.332 (external, cli)",
+    "codex": "codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)",
+    None: None,
+}
+_CLAUDE, _CODEX, _ANY = ("claude-code", None), ("codex", None), ("claude-code", "codex", None)
+
+# Result texts: the clients' own frames and words, and words any program can print.
 _BASH_OUT = [
     "{r} ok",
     "Exit code: 1\n{r} failed",
-    "Exit code: 2\nWall time: 0.1 seconds\nOutput:\n{r}",
+    "Exit code 2\n{r} failed",  # Claude Code (with is_error)
+    "Exit code: 2\nWall time: 0.1 seconds\nOutput:\n{r}",  # Codex shell_command
     "[tool error] {r}",
-    '{{"output": "{r}", "metadata": {{"exit_code": 3}}}}',
-    "Process exited with code 127\nOutput:\n{r}: command not found",
+    '{{"output": "{r}", "metadata": {{"exit_code": 3}}}}',  # Codex shell
+    "Process exited with code 127\nOutput:\n{r}: command not found",  # Codex exec_command
     "Process running with session ID 5\nOutput:\n{r}",
     "{r}\nexit code 7",
     "{r}\n\nExit code: 0",
@@ -92,27 +105,51 @@ _BASH_OUT = [
     "The user doesn't want to proceed with this tool use. {r}",
     "Error: Exit code 2\n{r}",
 ]
-_READ_OUT = ["     1\t{r} text", "<tool_use_error>File does not exist. {r}</tool_use_error>", "[tool error] {r}", ""]
+_READ_OUT = [
+    "     1\t{r} text",  # Claude Code's Read
+    "<tool_use_error>File does not exist. {r}</tool_use_error>",
+    "[tool error] {r}",
+    "",
+]
 _PLAIN_OUT = ["{r} result", "{r}", "[tool error] {r}", ""]
+# Claude Code's own words of success, as often as the rest together.
+_GLOB_OUT = ["/w/{r}.txt\n/w/b.txt", "/w/{r}.txt", "No files found", "{r}", "[tool error] {r}", ""]
+_GREP_OUT = ["Found 1 file\n/w/{r}.py", "Found 2 files\n/w/{r}.py\n/w/b.py", "{r}", "[tool error] {r}"]
+_EDIT_OUT = ["The file /w/{r} has been updated successfully.", "The file /w/{r} has been updated.", *_PLAIN_OUT[1:]]
+_SEARCH_OUT = ['Web search results for query: "{r}"\n\nLinks: []', "{r}", "[tool error] {r}"]
 _LS_OUT = ["{r}.txt\nb.txt", "- /w/\n  - {r}.txt"]
-TOOLS: list[tuple[str, Callable[[str], Any], list[str]]] = [
-    ("Bash", lambda k: {"command": f"echo {k}", "description": "echo"}, _BASH_OUT),
-    ("Bash", lambda k: {"command": f"serve {k}", "run_in_background": True}, _BASH_OUT),
-    ("shell", lambda k: {"command": ["bash", "-lc", f"test {k}"], "workdir": "/w"}, _BASH_OUT),
-    ("exec_command", lambda k: {"cmd": f"make {k}", "yield_time_ms": 100}, _BASH_OUT),
-    ("Read", lambda k: {"file_path": f"/w/{k}.txt", "offset": 3, "limit": 10}, _READ_OUT),
-    ("Read", lambda k: {"file_path": f"w/{k}.txt"}, _READ_OUT),
-    ("Glob", lambda k: {"pattern": f"*{k}*", "path": "/w"}, _PLAIN_OUT),
-    ("Grep", lambda k: {"pattern": k, "path": "/w", "-i": True, "output_mode": "content"}, _PLAIN_OUT),
-    ("Write", lambda k: {"file_path": f"/w/{k}.py", "content": f"print('{k}')"}, ["File created at {r}", "ok {r}"]),
-    ("LS", lambda k: {"path": f"/w/{k}"}, _LS_OUT),
-    ("Edit", lambda k: {"file_path": f"/w/{k}", "old_string": "a", "new_string": "b"}, _PLAIN_OUT),
-    ("MultiEdit", lambda k: {"file_path": f"/w/{k}", "edits": [{"old_string": "a", "new_string": "b"}]}, _PLAIN_OUT),
-    ("WebSearch", lambda k: {"query": f"what is {k}"}, _PLAIN_OUT),
-    ("WebFetch", lambda k: {"url": f"https://example.com/{k}", "prompt": "sum"}, _PLAIN_OUT),
-    ("TodoWrite", lambda k: {"todos": [{"content": k, "status": "pending"}]}, _PLAIN_OUT),
-    ("apply_patch", lambda k: {"input": f"*** Begin Patch {k}"}, _PLAIN_OUT),
-    ("mcp__acme__thing", lambda k: {"x": k}, _PLAIN_OUT),
+# (tool name, arguments from the call token, result texts from the result token, the clients that have it)
+TOOLS: list[tuple[str, Callable[[str], Any], list[str], tuple[str | None, ...]]] = [
+    ("Bash", lambda k: {"command": f"echo {k}", "description": "echo"}, _BASH_OUT, _CLAUDE),
+    ("Bash", lambda k: {"command": f"serve {k}", "run_in_background": True}, _BASH_OUT, _CLAUDE),
+    ("shell", lambda k: {"command": ["bash", "-lc", f"test {k}"], "workdir": "/w"}, _BASH_OUT, _CODEX),
+    ("exec_command", lambda k: {"cmd": f"make {k}", "yield_time_ms": 100}, _BASH_OUT, _CODEX),
+    ("shell_command", lambda k: {"command": f"ls {k}", "workdir": "/w"}, _BASH_OUT, _CODEX),
+    ("Read", lambda k: {"file_path": f"/w/{k}.txt", "offset": 3, "limit": 10}, _READ_OUT, _CLAUDE),
+    ("Read", lambda k: {"file_path": f"/w/{k}.txt"}, _READ_OUT, _CLAUDE),
+    ("Read", lambda k: {"file_path": f"w/{k}.txt"}, _READ_OUT, _CLAUDE),
+    ("Glob", lambda k: {"pattern": f"*{k}*", "path": "/w"}, _GLOB_OUT, _CLAUDE),
+    ("Grep", lambda k: {"pattern": k, "path": "/w", "-i": True, "output_mode": "content"}, _PLAIN_OUT, _CLAUDE),
+    ("Grep", lambda k: {"pattern": k, "path": "/w", "output_mode": "files_with_matches"}, _GREP_OUT, _CLAUDE),
+    (
+        "Write",
+        lambda k: {"file_path": f"/w/{k}.py", "content": f"print('{k}')"},
+        ["File created successfully at: /w/{r}.py", "File created at {r}", "ok {r}"],
+        _CLAUDE,
+    ),
+    ("LS", lambda k: {"path": f"/w/{k}"}, _LS_OUT, _CLAUDE),
+    ("Edit", lambda k: {"file_path": f"/w/{k}", "old_string": "a", "new_string": "b"}, _EDIT_OUT, _CLAUDE),
+    (
+        "MultiEdit",
+        lambda k: {"file_path": f"/w/{k}", "edits": [{"old_string": "a", "new_string": "b"}]},
+        _EDIT_OUT,
+        _CLAUDE,
+    ),
+    ("WebSearch", lambda k: {"query": f"what is {k}"}, _SEARCH_OUT, _CLAUDE),
+    ("WebFetch", lambda k: {"url": f"https://example.com/{k}", "prompt": "sum"}, _PLAIN_OUT, _CLAUDE),
+    ("TodoWrite", lambda k: {"todos": [{"content": k, "status": "pending"}]}, _PLAIN_OUT, _CLAUDE),
+    ("apply_patch", lambda k: {"input": f"*** Begin Patch {k}"}, _PLAIN_OUT, _CODEX),
+    ("mcp__acme__thing", lambda k: {"x": k}, _PLAIN_OUT, _ANY),
 ]
 FATES = ["now"] * 8 + ["missing", "later", "twice", "orphan", "early", "noid"]
 
@@ -121,6 +158,11 @@ FATES = ["now"] * 8 + ["missing", "later", "twice", "orphan", "early", "noid"]
 class Seed:
     dialect: str
     doc: dict[str, Any]
+    client: str | None  # who sent it (CLIENT_UA)
+
+    @property
+    def user_agent(self) -> str | None:
+        return CLIENT_UA[self.client]
 
 
 class _Tokens:
@@ -132,14 +174,14 @@ class _Tokens:
         return f"{prefix}{self.n:03d}"
 
 
-def _pick_tool(rng: random.Random, tok: _Tokens) -> tuple[str, dict[str, Any], str, str]:
-    name, args, outs = rng.choice(TOOLS)
+def _pick_tool(rng: random.Random, tok: _Tokens, client: str | None) -> tuple[str, dict[str, Any], str, str]:
+    name, args, outs, _ = rng.choice([t for t in TOOLS if client in t[3]])
     k = tok("KK")
     r = tok("RR")
     return name, args(k), rng.choice(outs).format(r=r), r
 
 
-def _rounds(rng: random.Random, tok: _Tokens) -> Iterator[tuple[str, Any]]:
+def _rounds(rng: random.Random, tok: _Tokens, client: str | None = None) -> Iterator[tuple[str, Any]]:
     """A dialect-neutral script: ("user", text) / ("text", text) / ("calls", [call]) / ("results", [result]).
 
     A call is (id, name, args); a result is (id, text, is_error, exit_code)."""
@@ -160,7 +202,7 @@ def _rounds(rng: random.Random, tok: _Tokens) -> Iterator[tuple[str, Any]]:
             continue
         calls, now = [], []
         for _ in range(rng.choice([1, 1, 1, 2, 2, 3, 4])):
-            name, args, text, _r = _pick_tool(rng, tok)
+            name, args, text, _r = _pick_tool(rng, tok, client)
             fate = rng.choice(FATES)
             cid: str | None = f"call_{tok('id')}"
             if fate == "early" and early:
@@ -206,11 +248,11 @@ def _content(rng: random.Random, text: str, part: str) -> Any:
     return parts
 
 
-def seed_chat(rng: random.Random, tok: _Tokens) -> dict[str, Any]:
+def seed_chat(rng: random.Random, tok: _Tokens, client: str | None = None) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     if rng.random() < 0.5:
         messages.append({"role": "system", "content": "You are a coding agent."})
-    for what, x in _rounds(rng, tok):
+    for what, x in _rounds(rng, tok, client):
         if what == "user":
             messages.append({"role": "user", "content": x})
         elif what == "text":
@@ -232,7 +274,7 @@ def seed_chat(rng: random.Random, tok: _Tokens) -> dict[str, Any]:
     return {"model": "gpt-test", "stream": rng.random() < 0.5, "messages": messages}
 
 
-def seed_anthropic(rng: random.Random, tok: _Tokens) -> dict[str, Any]:
+def seed_anthropic(rng: random.Random, tok: _Tokens, client: str | None = None) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
 
     def add(role: str, blocks: list[Any]) -> None:
@@ -241,7 +283,7 @@ def seed_anthropic(rng: random.Random, tok: _Tokens) -> dict[str, Any]:
         else:
             messages.append({"role": role, "content": blocks})
 
-    for what, x in _rounds(rng, tok):
+    for what, x in _rounds(rng, tok, client):
         if what == "user":
             add("user", [{"type": "text", "text": x}])
         elif what == "text":
@@ -276,9 +318,9 @@ def seed_anthropic(rng: random.Random, tok: _Tokens) -> dict[str, Any]:
     return doc
 
 
-def seed_responses(rng: random.Random, tok: _Tokens) -> dict[str, Any]:
+def seed_responses(rng: random.Random, tok: _Tokens, client: str | None = None) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
-    for what, x in _rounds(rng, tok):
+    for what, x in _rounds(rng, tok, client):
         if what == "user":
             items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": x}]})
         elif what == "text":
@@ -326,6 +368,13 @@ def seed_responses(rng: random.Random, tok: _Tokens) -> dict[str, Any]:
 
 
 SEEDS = {"chat": seed_chat, "anthropic": seed_anthropic, "responses": seed_responses}
+
+
+def make_seed(dialect: str, rng: random.Random) -> Seed:
+    """A valid history of ``dialect`` from one client (drawn from CLIENT_UA), its tools and its words."""
+    client = rng.choice(list(CLIENT_UA))
+    return Seed(dialect, SEEDS[dialect](rng, _Tokens(), client), client)
+
 
 # ---- mutations ---------------------------------------------------------------------------
 
@@ -640,6 +689,7 @@ class Case:
     path: str | None
     config: Config
     mutations: list[str]
+    user_agent: str | None = None  # the seed's client's (None: a client nobody can identify)
     secrets: list[tuple[str, str]] = field(default_factory=list)  # planted headers
     encoding: str | None = None  # Content-Encoding for the addon
     encoded: bytes | None = None  # the body as sent, when an encoding is set
@@ -668,7 +718,8 @@ def _config(rng: random.Random) -> Config:
 def make_case(seed: int, index: int) -> Case:
     rng = random.Random(f"{seed}:{index}")
     dialect = rng.choice(list(SEEDS))
-    doc: Any = SEEDS[dialect](rng, _Tokens())
+    sd = make_seed(dialect, rng)
+    doc: Any = sd.doc
     mutations: list[str] = []
     n = rng.choice([0, 1, 1, 2, 2, 3, 4])
     for _ in range(n):
@@ -690,7 +741,7 @@ def make_case(seed: int, index: int) -> Case:
         path = rng.choice([p for d, p in PATHS.items() if d != dialect])
     else:
         path = rng.choice(OTHER_PATHS)
-    case = Case(index, dialect, raw, path, _config(rng), mutations)
+    case = Case(index, dialect, raw, path, _config(rng), mutations, sd.user_agent)
     if rng.random() < 0.3:
         case.secrets = [
             ("Authorization", f"Bearer {SECRET}-auth"),
@@ -788,10 +839,10 @@ def _empty_chat(m: Any) -> bool:
     return isinstance(m, dict) and all(v in (None, "", []) for k, v in m.items() if k not in ("role", "name"))
 
 
-def check_rewrite(raw: bytes, path: str | None, config: Config) -> tuple[list[str], Any]:
-    """Problems with the core's answer to one body (empty: every rule holds)."""
+def check_rewrite(raw: bytes, path: str | None, config: Config, user_agent: str | None = None) -> tuple[list[str], Any]:
+    """Problems with the core's answer to one body sent with ``user_agent`` (empty: every rule holds)."""
     try:
-        r = rewrite(raw, config, path)
+        r = rewrite(raw, config, path, client_hint=user_agent)
     except BaseException as e:  # the point: nothing escapes
         return [f"raised {type(e).__name__}: {str(e)[:200]}"], None
     problems: list[str] = []
@@ -809,11 +860,13 @@ def check_rewrite(raw: bytes, path: str | None, config: Config) -> tuple[list[st
         doc_in, doc_out = orjson.loads(raw), orjson.loads(r.body)
     except orjson.JSONDecodeError as e:
         return [f"rewritten, but a body does not parse: {e}"], r
-    problems += _check_rewritten(r, raw, doc_in, doc_out, path, config)
+    problems += _check_rewritten(r, raw, doc_in, doc_out, path, config, user_agent)
     return problems, r
 
 
-def _check_rewritten(r: Any, raw: bytes, doc_in: Any, doc_out: Any, path: str | None, config: Config) -> list[str]:
+def _check_rewritten(
+    r: Any, raw: bytes, doc_in: Any, doc_out: Any, path: str | None, config: Config, user_agent: str | None = None
+) -> list[str]:
     problems: list[str] = []
     dialect = r.dialect
     items_key = "input" if dialect == "responses" else "messages"
@@ -893,28 +946,57 @@ def _check_rewritten(r: Any, raw: bytes, doc_in: Any, doc_out: Any, path: str | 
         if foreign:
             problems.append(f"step {i} holds content of another pair: {sorted(foreign)[:4]}")
         if "runCommand" in steps[i]:
-            problems += _exit_code_problems(i, steps[i]["runCommand"].get("exitCode"), res[3])
+            problems += _exit_code_problems(i, steps[i]["runCommand"].get("exitCode"), res[3], dialect)
         elif _flagged_failure(res[3]):
             problems.append(f"step {i}: a failed {next(iter(steps[i]), '?')} became a step (nothing in it says so)")
     # Truth rule 7: a history that ends with the user's own message has no pending round.
     if steps and type(delta) is int and delta != len(steps) and _ends_with_user_text(dialect, doc_in):
         problems.append(f"delta_start {delta} with a user message last (expected {len(steps)})")
     # The history stays valid for its dialect.
+    if dialect == "responses":  # a reasoning item goes with the calls that followed it, when all became steps
+        other_in = _without_spent_reasoning(doc_in, {id(x[3]) for x in removed}, other_in)
     if other_out != other_in:
         problems.append("items outside the tool history changed, moved or vanished")
     problems += _dialect_shape(dialect, doc_in, doc_out)
     # Determinism, idempotence.
-    again = rewrite(raw, config, path)
+    again = rewrite(raw, config, path, client_hint=user_agent)
     if again.body != r.body or again.status != r.status:
         problems.append("not deterministic: the same bytes gave another answer")
-    twice = rewrite(r.body, config, path)
+    twice = rewrite(r.body, config, path, client_hint=user_agent)
     if twice.status == "rewritten" or twice.body is not None:
         problems.append("not idempotent: the rewritten body was rewritten again")
     alone = {k: v for k, v in doc_out.items() if k not in (STEPS_KEY, DELTA_KEY)}
-    after = rewrite(orjson.dumps(alone), config, path)
+    after = rewrite(orjson.dumps(alone), config, path, client_hint=user_agent)
     if after.status == "rewritten":
         problems.append("not idempotent: the rewritten history on its own gave new steps")
     return problems
+
+
+def _without_spent_reasoning(doc_in: dict[str, Any], removed: set[int], other: list[Any]) -> list[Any]:
+    """``other`` without the reasoning items whose response's calls all left the history: the
+    calls (and their outputs) straight after the item and the reasoning items next to it
+    (OpenAI rejects a reasoning item without the item it was followed by: it goes with them)."""
+    items = doc_in.get("input")
+    spent: set[int] = set()
+    for i, it in enumerate(items if isinstance(items, list) else []):
+        if not (isinstance(it, dict) and it.get("type") == "reasoning"):
+            continue
+        j = i + 1
+        while j < len(items) and isinstance(items[j], dict) and items[j].get("type") == "reasoning":
+            j += 1
+        run = []
+        while j < len(items) and isinstance(items[j], dict) and _resp_type(items[j]) in RESP_CALLS | RESP_RESULTS:
+            run.append(items[j])
+            j += 1
+        calls = [x for x in run if _resp_type(x) in RESP_CALLS]
+        if run and _resp_type(run[0]) in RESP_CALLS and all(id(c) in removed for c in calls):
+            spent.add(id(it))
+    return [x for x in other if id(x) not in spent]
+
+
+def _resp_type(it: dict[str, Any]) -> str | None:
+    t = it.get("type")
+    return t if isinstance(t, str) else None
 
 
 def _result_text(result: Any) -> str:
@@ -948,16 +1030,15 @@ def _ends_with_user_text(dialect: str, doc: dict[str, Any]) -> bool:
     return True
 
 
-def _exit_code_problems(i: int, code: Any, result: Any) -> list[str]:
-    """Truth rule 3, as far as the result's own data says it: the code comes from the result."""
+def _exit_code_problems(i: int, code: Any, result: Any, dialect: str = "anthropic") -> list[str]:
+    """Truth rule 3, as far as the result's own data says it: the code comes from the result; a
+    result flagged is_error is never exit 0, and its code is absent only where something in it
+    says 0 (a client's frame against the flag: conflicting signals, no claim)."""
     numbers = _numbers(result)
     if code not in (None, 0, 1) and code not in numbers:
         return [f"step {i}: exit code {code} is not in its result"]
-    if (
-        isinstance(result, dict)
-        and result.get("is_error") is True
-        and (code is None or (code == 0 and 0 not in numbers))
-    ):
+    flagged = dialect == "anthropic" and isinstance(result, dict) and result.get("is_error") is True
+    if flagged and (code == 0 or (code is None and 0 not in numbers)):
         return [f"step {i}: the result is flagged is_error, the step says exit {code}"]
     out = result.get("output") if isinstance(result, dict) and result.get("type") == "shell_call_output" else None
     if isinstance(out, list) and len(out) == 1 and isinstance(out[0], dict) and isinstance(out[0].get("outcome"), dict):
@@ -1023,6 +1104,7 @@ class AddonHarness:
 
     def close(self) -> None:
         self.nb.recorder = None
+        self.nb.done()  # the offload worker, if a big body started one
         self._ctx.__exit__(None, None, None)
 
     def check(self, case: Case) -> list[str]:
@@ -1035,6 +1117,8 @@ class AddonHarness:
         req.method = "POST" if case.index % 13 else "GET"
         req.path = (case.path or "/v1/chat/completions") + case.query
         req.headers["content-type"] = "application/json"
+        if case.user_agent:
+            req.headers["user-agent"] = case.user_agent
         for k, v in case.secrets:
             req.headers[k] = v
         if case.index % 17 == 0:
@@ -1053,7 +1137,9 @@ class AddonHarness:
         self.nb.config = case.config
         self.jobs.jobs.clear()
         try:
-            self.nb.request(f)
+            pending = self.nb.request(f)
+            if pending is not None:  # a big body is bridged in a worker: mitmproxy awaits the hook
+                asyncio.run(pending)  # type: ignore[arg-type]
         except BaseException as e:
             return [f"addon raised {type(e).__name__}: {str(e)[:200]}"]
         problems: list[str] = []
@@ -1078,7 +1164,7 @@ class AddonHarness:
         else:
             if req.headers.get("content-encoding") != (case.encoding or None):
                 problems.append("content-encoding changed")
-            expect = rewrite(decoded or b"", case.config, req.path)
+            expect = rewrite(decoded or b"", case.config, req.path, client_hint=case.user_agent)
             if req.get_content() != expect.body:
                 problems.append("the body sent is not the core's rewrite")
         if len(self.jobs.jobs) != 1:
@@ -1155,7 +1241,7 @@ class Outcome:
 
 def run_case(case: Case, addon: AddonHarness | None) -> Outcome:
     t = time.perf_counter()
-    problems, r = check_rewrite(case.raw, case.path, case.config)
+    problems, r = check_rewrite(case.raw, case.path, case.config, case.user_agent)
     if addon is not None:
         problems += addon.check(case)
     return Outcome(
@@ -1239,6 +1325,7 @@ def _collect(rep: Report, results: Iterator[list[Outcome]], addon_every: int) ->
 def show(seed: int, index: int) -> None:
     case = make_case(seed, index)
     print(f"case {index} (seed {seed}): dialect {case.dialect}, path {case.path}, mutations {case.mutations}")
+    print(f"user agent: {case.user_agent}")
     print(f"config: {case.config}")
     print(f"headers: {case.secrets}  query: {case.query!r}  encoding: {case.encoding}")
     preview = case.raw if len(case.raw) < 4000 else case.raw[:2000] + b" ... " + case.raw[-500:]

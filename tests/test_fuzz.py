@@ -15,6 +15,7 @@ import os
 import random
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +55,26 @@ def test_short_fuzz_run_finds_nothing_new() -> None:
 
 @pytest.mark.parametrize("dialect", ["chat", "anthropic", "responses"])
 def test_unmutated_seeds_are_rewritten_and_hold_every_rule(dialect: str) -> None:
-    rewritten = 0
-    for i in range(60):
+    rewritten: Counter[str | None] = Counter()
+    codes: Counter[str | None] = Counter()  # run_command steps with an exit code
+    non_shell: Counter[str | None] = Counter()  # steps of other kinds
+    for i in range(90):
         rng = random.Random(f"{SEED}:{dialect}:{i}")
-        raw = orjson.dumps(fuzz.SEEDS[dialect](rng, fuzz._Tokens()))
-        problems, r = fuzz.check_rewrite(raw, fuzz.PATHS[dialect], fuzz.Config())
-        assert problems == [], (i, problems)
-        rewritten += r.status == "rewritten"
-    assert rewritten >= 30
+        seed = fuzz.make_seed(dialect, rng)  # one client's history, sent with its user agent
+        problems, r = fuzz.check_rewrite(orjson.dumps(seed.doc), fuzz.PATHS[dialect], fuzz.Config(), seed.user_agent)
+        assert problems == [], (i, seed.client, problems)
+        rewritten[seed.client] += r.status == "rewritten"
+        for step in r.steps:
+            if "runCommand" in step:
+                codes[seed.client] += "exitCode" in step["runCommand"]
+            else:
+                non_shell[seed.client] += 1
+    # The seeds are real histories, a good share rewritable for every client (an unidentified
+    # client's shell pairs too, with no code from its words).
+    assert rewritten.total() >= 30 and all(rewritten[c] >= 5 for c in fuzz.CLIENT_UA), rewritten
+    # Codex's frames state exit codes; Claude Code's words make non-shell steps; an unidentified
+    # client's words never do.
+    assert codes["codex"] > 0 and non_shell["claude-code"] > 0 and non_shell[None] == 0, (codes, non_shell)
 
 
 def test_the_oracle_notices_a_lost_item_and_a_stray_step() -> None:
@@ -146,22 +159,24 @@ PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 def test_any_value_under_any_key_keeps_every_rule(
     dialect: str, seed: int, value: Any, key: str, where: int, path_of: str
 ) -> None:
-    doc = fuzz.SEEDS[dialect](random.Random(seed), fuzz._Tokens())
+    sd = fuzz.make_seed(dialect, random.Random(seed))
+    doc = sd.doc
     dicts = [c[k] for c, k in fuzz._nodes(doc, 2000) if isinstance(c[k], dict)] + [doc]
     dicts[where % len(dicts)][key] = value
     path = None if path_of == "none" else fuzz.PATHS[dialect if path_of == "own" else path_of]
-    problems, _ = fuzz.check_rewrite(orjson.dumps(doc), path, fuzz.Config())
+    problems, _ = fuzz.check_rewrite(orjson.dumps(doc), path, fuzz.Config(), sd.user_agent)
     assert no_new_problems(problems) == []
 
 
 @PROPERTY
 @given(dialect=st.sampled_from(["chat", "anthropic", "responses"]), seed=st.integers(0, 2**32), data=st.data())
 def test_byte_damage_never_escapes(dialect: str, seed: int, data: st.DataObject) -> None:
-    raw = orjson.dumps(fuzz.SEEDS[dialect](random.Random(seed), fuzz._Tokens()))
+    sd = fuzz.make_seed(dialect, random.Random(seed))
+    raw = orjson.dumps(sd.doc)
     cut = data.draw(st.integers(0, len(raw)))
     junk = data.draw(st.binary(max_size=8))
     damaged = raw[:cut] + junk + raw[cut + data.draw(st.integers(0, 8)) :]
-    problems, r = fuzz.check_rewrite(damaged, fuzz.PATHS[dialect], fuzz.Config())
+    problems, r = fuzz.check_rewrite(damaged, fuzz.PATHS[dialect], fuzz.Config(), sd.user_agent)
     assert no_new_problems(problems) == []
     if r is not None and r.status == "skipped":
         assert r.body is None and r.reason
@@ -170,10 +185,9 @@ def test_byte_damage_never_escapes(dialect: str, seed: int, data: st.DataObject)
 # ---- classes of hostile input, one by one --------------------------------------------------------
 
 
-def bash_pair_chat(n: int, output: str = "ok") -> dict[str, Any]:
+def bash_pair_chat(n: int, output: str = "ok", name: str = "Bash") -> dict[str, Any]:
     calls = [
-        {"id": f"c{i}", "function": {"name": "Bash", "arguments": json.dumps({"command": f"echo {i}"})}}
-        for i in range(n)
+        {"id": f"c{i}", "function": {"name": name, "arguments": json.dumps({"command": f"echo {i}"})}} for i in range(n)
     ]
     results = [{"role": "tool", "tool_call_id": f"c{i}", "content": output} for i in range(n)]
     return {
@@ -227,11 +241,25 @@ def test_enormous_number_of_tool_calls(path: str) -> None:
 
 
 def test_huge_tool_output_keeps_its_exit_code_and_one_copy() -> None:
+    # Qwen Code's run_shell_command frame around 8 MiB of output (its user agent as captured with 0.24.4).
+    frame = "Command: echo 0\nDirectory: (root)\nOutput: {}\nError: (none)\nExit Code: 3\nSignal: (none)\n"
+    output = frame.format("x" * (8 << 20)) + "Process Group PGID: (none)"
+    raw = orjson.dumps(bash_pair_chat(1, output, "run_shell_command"))
+    problems, r = fuzz.check_rewrite(raw, CHAT, fuzz.Config(), "QwenCode/0.24.4 (linux; x64)")
+    assert problems == []
+    (step,) = r.steps
+    assert step["runCommand"]["exitCode"] == 3
+    assert "stdout" not in step["runCommand"]
+    assert step["runCommand"]["combinedOutput"]["full"] == output
+
+
+def test_huge_tool_output_from_an_unidentified_client_states_no_code() -> None:
+    """A last line "Exit code: 3" is no frame of a client nobody can identify: the program may print it."""
     raw = orjson.dumps(bash_pair_chat(1, "x" * (8 << 20) + "\nExit code: 3"))
     problems, r = fuzz.check_rewrite(raw, CHAT, fuzz.Config())
     assert problems == []
     (step,) = r.steps
-    assert step["runCommand"]["exitCode"] == 3
+    assert "exitCode" not in step["runCommand"]
     assert "stdout" not in step["runCommand"]
 
 
@@ -500,6 +528,25 @@ def test_responses_item_whose_type_is_not_a_string(type_: Any) -> None:
     """Was a bug (found by the fuzzer): `t in CALLS` on a list or object type raised TypeError out of rewrite()."""
     doc = bash_pair_responses(1)
     doc["input"].insert(1, {"type": type_, "call_id": "c0"})
+    problems, r = fuzz.check_rewrite(orjson.dumps(doc), RESPONSES, fuzz.Config())
+    assert problems == []
+    assert r.status in ("rewritten", "skipped")
+
+
+@pytest.mark.parametrize("type_", [["thinking"], {"t": 1}, [], 5, None])
+def test_writers_read_a_block_or_item_type_that_is_not_a_string(type_: Any) -> None:
+    """Was a bug (found by the fuzzer): the validity rules' writers tested `type in THINKING` / `in CALLS`
+    on a list or object type, and raised TypeError out of rewrite(): an Anthropic assistant turn whose
+    stepped call shares the turn with such a block; a Responses reasoning item whose call is followed
+    by such an item."""
+    doc = bash_pair_anthropic(1)
+    doc["messages"][1]["content"].insert(0, {"type": type_, "text": "x"})
+    doc["messages"][2]["content"].append({"type": "text", "text": "go on"})  # the request still ends on the user
+    problems, r = fuzz.check_rewrite(orjson.dumps(doc), MESSAGES, fuzz.Config())
+    assert problems == [] and r.status == "rewritten" and len(r.steps) == 1
+    doc = bash_pair_responses(1)
+    doc["input"][1:1] = [{"type": "reasoning", "summary": []}]
+    doc["input"].insert(3, {"type": type_, "call_id": "c0"})
     problems, r = fuzz.check_rewrite(orjson.dumps(doc), RESPONSES, fuzz.Config())
     assert problems == []
     assert r.status in ("rewritten", "skipped")
