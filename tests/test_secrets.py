@@ -47,8 +47,24 @@ SECRET_HEADERS = {
 QUERY = f"?key={MARK}-key-0007&api_key={MARK}-apikey-0008&model=m"
 
 
+# The requests are Qwen Code's (its user agent as captured with 0.24.4, tests/corpus/qwen-code.json):
+# its run_shell_command frame states the exit code, which the record must keep through redaction.
+QWEN_UA = "QwenCode/0.24.4 (linux; x64)"
+
+
 def bash(cid: str, command: str) -> dict[str, Any]:
-    return {"id": cid, "type": "function", "function": {"name": "Bash", "arguments": json.dumps({"command": command})}}
+    arguments = json.dumps({"command": command})
+    return {"id": cid, "type": "function", "function": {"name": "run_shell_command", "arguments": arguments}}
+
+
+def qwen_shell(command: str, output: str, code: int) -> str:
+    return (
+        f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\nExit Code: {code}\n"
+        "Signal: (none)\nProcess Group PGID: (none)"
+    )
+
+
+CURL = f"curl -fH 'Authorization: Bearer {MARK}-cmdbearer-0011' 'https://h/x?api_key={MARK}-cmdq-0012'"
 
 
 def planted_body(**extra: Any) -> dict[str, Any]:
@@ -64,10 +80,7 @@ def planted_body(**extra: Any) -> dict[str, Any]:
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    bash(
-                        "c1",
-                        f"curl -H 'Authorization: Bearer {MARK}-cmdbearer-0011' 'https://h/x?api_key={MARK}-cmdq-0012'",
-                    ),
+                    bash("c1", CURL),
                     bash("c2", "env"),
                     {
                         "id": "c3",
@@ -79,7 +92,7 @@ def planted_body(**extra: Any) -> dict[str, Any]:
             {
                 "role": "tool",
                 "tool_call_id": "c1",
-                "content": f"HTTP 401\nAuthorization: Bearer {MARK}-resultbearer-0014\nExit code: 22",
+                "content": qwen_shell(CURL, f"HTTP 401\nAuthorization: Bearer {MARK}-resultbearer-0014", 22),
             },
             {
                 "role": "tool",
@@ -111,6 +124,7 @@ def send(nb: NativeBridge, body: bytes, path: str = "/v1/chat/completions" + QUE
     f = tflow.tflow()
     f.request.method, f.request.path = "POST", path
     f.request.headers["content-type"] = "application/json"
+    f.request.headers["user-agent"] = QWEN_UA
     for k, v in headers.items():
         f.request.headers[k] = v
     f.request.content = body
