@@ -853,12 +853,48 @@ addons = [Null()]
 """
 
 
+def _logged_mitmdump() -> type:
+    """demo.Mitmdump with its output in a file, not a pipe: a pipe needs a reader thread in this
+    process, whose wake-ups on every log line (the bridge logs one per flow) would cost the
+    measuring client GIL hand-offs that plain mitmdump, which logs nothing, never causes."""
+    from demo import _LISTENING, Mitmdump
+    from demo import ROOT as DEMO_ROOT
+
+    class Logged(Mitmdump):
+        def start(self, timeout: float = 20.0) -> Logged:
+            log = Path(tempfile.mkstemp(prefix="bench-mitmdump-", suffix=".log")[1])
+            self._log = log
+            with log.open("wb") as out:
+                self._proc = subprocess.Popen(
+                    self.args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=DEMO_ROOT
+                )
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and self._proc.poll() is None:
+                text = log.read_text(errors="replace")
+                m = next((m for ln in text.splitlines() if (m := _LISTENING.search(ln))), None)
+                if m:
+                    self.port = int(m.group(1))
+                    return self
+                time.sleep(0.05)
+            self.lines = log.read_text(errors="replace").splitlines()
+            code = self.stop()
+            raise RuntimeError(f"mitmdump did not start listening in {timeout}s (exit {code}):\n{self.output}")
+
+        def stop(self, timeout: float = 10.0) -> int | None:
+            code = super().stop(timeout)
+            with contextlib.suppress(OSError, AttributeError):
+                self._log.unlink()
+            return code
+
+    return Logged
+
+
 def _proxy(upstream: str, addon: str | None, records: Path | None, confdir: Path, options: Sequence[str] = ()) -> Any:
     """A real mitmdump in reverse mode: plain, with the bridge (records on or off), or with
     the null addon (a script path)."""
-    from demo import Mitmdump, mitmdump_path
+    from demo import mitmdump_path
 
-    proxy = Mitmdump(upstream, records or confdir, confdir)
+    proxy = _logged_mitmdump()(upstream, records or confdir, confdir)
     args = [mitmdump_path(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", "0"]
     args += ["--set", f"confdir={confdir}", "--set", "flow_detail=0"]
     if addon:
@@ -1516,7 +1552,7 @@ def planner_hop(quick: bool, log: Callable[[str], None]) -> list[PlannerRow]:
     import socket
 
     import grpc
-    from demo import Mitmdump, mitmdump_path
+    from demo import mitmdump_path
 
     n_steps = 50  # about 200 KB
     reps, per = (2, 8) if quick else (5, 20)
@@ -1536,7 +1572,7 @@ def planner_hop(quick: bool, log: Callable[[str], None]) -> list[PlannerRow]:
                 args += ["-s", str(script)]
             else:
                 args += ["-s", str(ROOT / "addons" / "bridge.py"), "--set", f"bridge_planner={spec}"]
-            proxy = Mitmdump("http://unused", Path(tmp) / name, Path(tmp) / name)
+            proxy = _logged_mitmdump()("http://unused", Path(tmp) / name, Path(tmp) / name)
             proxy.args = args
             proxy.start()
             proxies[name] = (proxy, port)
