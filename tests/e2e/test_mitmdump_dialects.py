@@ -1,5 +1,6 @@
 """End to end for every dialect: a Claude Code session (Anthropic Messages) and a Codex CLI
-session (OpenAI Responses) through a real mitmdump with the bridge, next to the chat session.
+session (OpenAI Responses) through a real mitmdump with the bridge, next to the chat session;
+each sent with its client's User-Agent (a client's words count only for that client).
 
 What the planner received is checked against expectations read off each session by hand
 (which call has a result, which tool maps to which kind, the commands that failed), never
@@ -40,6 +41,10 @@ FILES = {
     "anthropic": SESSIONS / "anthropic_session.json",
     "responses": SESSIONS / "responses_session.json",
 }
+# The user agent of each session's client (Claude Code for the chat and Anthropic sessions, Codex CLI).
+CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
+CODEX_UA = "codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)"
+UA = {"chat": {"user-agent": CLAUDE_UA}, "anthropic": {"user-agent": CLAUDE_UA}, "responses": {"user-agent": CODEX_UA}}
 
 # Claude Code src/utils/messages.ts REJECT_MESSAGE (its start).
 REJECTED = "The user doesn't want to proceed with this tool use."
@@ -164,6 +169,13 @@ def a_special(doc: dict[str, Any]) -> dict[str, set[str]]:
         },
         "background": {c["id"] for c in calls if c["input"].get("run_in_background")},
         "validity": set(A_PINNED),
+        # No words of Claude Code say these succeeded (README "Success evidence"): its WebFetch
+        # (a model's summary of the page) and a content-mode Grep (the matching lines, bare).
+        "no_words": {
+            c["id"]
+            for c in calls
+            if c["name"] == "WebFetch" or (c["name"] == "Grep" and c["input"].get("output_mode") == "content")
+        },
     }
 
 
@@ -179,6 +191,13 @@ def r_special(doc: dict[str, Any]) -> dict[str, set[str]]:
         "unmapped": {it["call_id"] for it in calls if name(it) not in DEFAULT_TOOL_KINDS},
         "running": {i for i, out in outputs.items() if "\nProcess running with session ID " in out},
         "rejected": {i for i, out in outputs.items() if out == "exec command rejected by user"},
+        # Codex's non-shell results carry no words of success (its read_file returns the lines as
+        # they are: README "Success evidence"), so only its shell pairs become steps.
+        "no_words": {
+            it["call_id"]
+            for it in calls
+            if name(it) in DEFAULT_TOOL_KINDS and DEFAULT_TOOL_KINDS[name(it)] != "run_command"
+        },
     }
 
 
@@ -286,7 +305,7 @@ def mains(bridge: Bridge) -> dict[str, tuple[Exchange, dict[str, Any], bytes]]:
     """Each session sent once, uncompressed: (exchange, what the planner got, its body bytes)."""
     out = {}
     for dialect, path in PATHS.items():
-        ex = bridge.send("POST", path, raw_of(dialect))
+        ex = bridge.send("POST", path, raw_of(dialect), UA[dialect])
         got = bridge.upstream(ex)
         if ex.response.status_code != 200 or got.errors or got.body is None:
             bridge.fail(f"{dialect}: the planner answered {ex.response.status_code} {got.errors}")
@@ -310,7 +329,8 @@ def test_anthropic_session_holds_what_claude_code_sends() -> None:
     thinking = [b for m in msgs for b in blocks(m) if b["type"] == "thinking"]
     assert thinking and all(b["signature"] for b in thinking)
     assert {type(r["content"]) for r in a_results(msgs)} == {str, list}
-    assert all(len(v) == 1 for k, v in a_special(doc).items() if k != "unmapped"), a_special(doc)
+    assert all(len(v) == 1 for k, v in a_special(doc).items() if k not in ("unmapped", "no_words")), a_special(doc)
+    assert {c["name"] for c in a_calls(msgs) if c["id"] in a_special(doc)["no_words"]} == {"Grep", "WebFetch"}
     assert {c["name"] for c in a_calls(msgs) if c["id"] in a_special(doc)["unmapped"]} == {
         "TodoWrite",
         "BashOutput",
@@ -447,6 +467,7 @@ def test_anthropic_record(mains: dict[str, Any], bridge: Bridge) -> None:
     special = a_special(doc)
     kept = {(p["item"], p["id"]): p["kept"] for p in rec["accounting"] if "kept" in p}
     untranslatable = special["image"] | special["rejected"] | special["tool_use_error"] | special["background"]
+    untranslatable |= special["no_words"]
     assert kept == (
         {(item, i): "unmapped" for i in special["unmapped"] for item in ("call", "result")}
         | {("call", i): "unobserved" for i in special["unobserved"]}
@@ -500,12 +521,10 @@ def test_responses_observed_pairs_became_done_steps(mains: dict[str, Any]) -> No
             assert s["runCommand"]["cwd"] == "/home/dev/src/ledger"
         elif "runCommand" in s:
             assert s["runCommand"]["combinedOutput"]["full"] == out
-    (view,) = [s["viewFile"] for s in steps if "viewFile" in s]
-    assert (view["absolutePathUri"], view["offset"], view["limit"]) == (
-        "file:///home/dev/src/ledger/internal/money/split.go",
-        1,
-        200,
-    )
+    # Codex's read_file: the file's lines as they are, no words of success, so it stays a message.
+    assert [s for s in steps if "viewFile" in s] == []
+    (read,) = [it for it in calls if it.get("name") == "read_file"]
+    assert read["call_id"] in r_special(doc)["no_words"]
 
 
 def test_responses_no_step_for_rejected_or_running_commands(mains: dict[str, Any]) -> None:
@@ -530,7 +549,9 @@ def test_responses_history_stays_valid(mains: dict[str, Any]) -> None:
                 j += 1
             if not any(stays(x) for x in items[i + 1 : j]):
                 gone_reasoning.add(i)
-    assert gone_reasoning == {4, 7, 15, 18, 21, 54, 56}, "by hand: every response whose calls all became steps"
+    # By hand: every response whose calls all became steps. Item 7 stays: its response (items 8-11) ends
+    # with the read_file call, which stays a message.
+    assert gone_reasoning == {4, 15, 18, 21, 54, 56}, "by hand: every response whose calls all became steps"
     assert after["input"] == [it for i, it in enumerate(items) if stays(it) and i not in gone_reasoning]
     for i in kept:  # every kept pair: its call, then its output
         pair = [it["type"] for it in after["input"] if owned(it) and it["call_id"] == i]
@@ -558,7 +579,11 @@ def test_responses_record(mains: dict[str, Any], bridge: Bridge) -> None:
     kept = {(p["item"], p["id"]): p["kept"] for p in rec["accounting"] if "kept" in p}
     assert kept == (
         {(item, i): "unmapped" for i in special["unmapped"] for item in ("call", "result")}
-        | {(item, i): "untranslatable" for i in special["running"] | special["rejected"] for item in ("call", "result")}
+        | {
+            (item, i): "untranslatable"
+            for i in special["running"] | special["rejected"] | special["no_words"]
+            for item in ("call", "result")
+        }
     )
     assert rec["summary"]["failed_exit_codes"] == [c for _, c in R_RUN_COMMANDS if c]
 
@@ -580,7 +605,7 @@ def test_responses_previous_response_id_input_is_the_delta(bridge: Bridge) -> No
             *pending_items(doc),
         ],
     }
-    ex = bridge.send("POST", RESPONSES, orjson.dumps(new))
+    ex = bridge.send("POST", RESPONSES, orjson.dumps(new), UA["responses"])
     got = bridge.upstream(ex)
     after = orjson.loads(got.body)
     assert [c for c, _ in run_commands(after[STEPS])] == ["git diff --stat", "go test ./internal/money -run TestSplit"]
@@ -596,7 +621,7 @@ def test_responses_previous_response_id_with_only_outputs_passes(bridge: Bridge)
     # The usual resumed request: only the outputs; their calls are in the server's previous response.
     outputs = r_items({"input": pending_items(doc)}, "function_call_output")
     body = orjson.dumps({"model": doc["model"], "previous_response_id": "resp_0199b2f4", "input": outputs})
-    ex = bridge.send("POST", RESPONSES, body)
+    ex = bridge.send("POST", RESPONSES, body, UA["responses"])
     assert bridge.upstream(ex).raw == body, "outputs without their calls are orphans: nothing to step"
     _, rec = bridge.record(ex)
     assert (rec["status"], rec["dialect"]) == ("unchanged", "responses")
@@ -625,7 +650,7 @@ def test_compressed_body_is_rewritten_and_reencoded(
     dialect: str, encoding: str, bridge: Bridge, mains: dict[str, Any]
 ) -> None:
     compress, decompress, magic = ENCODINGS[encoding]
-    ex = bridge.send("POST", PATHS[dialect], compress(raw_of(dialect)), {"content-encoding": encoding})
+    ex = bridge.send("POST", PATHS[dialect], compress(raw_of(dialect)), {"content-encoding": encoding} | UA[dialect])
     assert ex.response.status_code == 200, ex.response.text
     got = bridge.upstream(ex)
     assert got.header("content-encoding") == encoding
@@ -656,7 +681,7 @@ def forced(start_bridge: Callable[..., Bridge]) -> Bridge:
 def test_dialect_is_chosen_by_body_shape_on_a_neutral_path(
     dialect: str, neutral: Bridge, mains: dict[str, Any]
 ) -> None:
-    ex = neutral.send("POST", NEUTRAL, raw_of(dialect))
+    ex = neutral.send("POST", NEUTRAL, raw_of(dialect), UA[dialect])
     got = neutral.upstream(ex)
     assert got.body == mains[dialect][2], "the same rewrite as through the dialect's own path"
     _, rec = neutral.record(ex)
@@ -700,7 +725,7 @@ def test_unrecognised_json_on_a_dialect_path_passes_and_is_recorded_skipped(brid
 
 def test_forced_dialect_wins_over_the_path(forced: Bridge, mains: dict[str, Any]) -> None:
     # An Anthropic body on a Chat Completions path: read as Anthropic because the option says so.
-    ex = forced.send("POST", CHAT, raw_of("anthropic"))
+    ex = forced.send("POST", CHAT, raw_of("anthropic"), UA["anthropic"])
     got = forced.upstream(ex)
     assert got.body == mains["anthropic"][2]
     assert ex.response.content == got.reply
@@ -739,9 +764,11 @@ G_CANCELLED = "[Operation Cancelled] Reason: User did not allow tool call"  # sc
 
 
 def g_shell_result(command: str, output: str, code: int) -> str:
-    """Gemini CLI's run_shell_command result (packages/core/src/tools/shell.ts)."""
+    """Gemini CLI's run_shell_command result (packages/core/src/tools/shell.ts): an Exit Code line
+    only when the code is not 0."""
+    exit_line = f"Exit Code: {code}\n" if code else ""
     return (
-        f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\nExit Code: {code}\n"
+        f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\n{exit_line}"
         "Signal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 81234"
     )
 
@@ -801,7 +828,7 @@ def test_gemini_session_through_mitmdump(bridge: Bridge) -> None:
     # so); the id-less pair cannot be correlated. gc-6 carries the last turn's signature and stays.
     commands = [(s["runCommand"]["commandLine"], s["runCommand"].get("exitCode")) for s in steps if "runCommand" in s]
     assert [c for c, _ in commands] == ["npm test", "npx eslint src"]
-    assert commands[0][1] in (None, 1), "never a false claim: the frame says exit 1"
+    assert commands[0][1] == 1, "Gemini CLI's frame (its user agent names it) says exit 1"
     assert commands[1][1] == 1, "the dialect's error flag is a failure without a number"
     reads = [s["viewFile"]["absolutePathUri"] for s in steps if "viewFile" in s]
     assert reads == ["file:///w/README.md"]
@@ -844,5 +871,5 @@ def test_gemini_resumed_conversation_and_compressed_body(bridge: Bridge) -> None
     commands = [s["runCommand"]["commandLine"] for s in after[STEPS] if "runCommand" in s]
     assert commands == ["npm test", "npx eslint src", "npm test"]
     assert after[DELTA] == 3 and len(after[STEPS]) == 4
-    assert after[STEPS][3]["runCommand"].get("exitCode") in (None, 0)
+    assert after[STEPS][3]["runCommand"].get("exitCode") == 0, "Gemini CLI's frame without an Exit Code line: 0"
     assert [c["role"] for c in after["contents"]][-1] == "user"
