@@ -1,8 +1,8 @@
 """Benchmark of the bridge, measured side by side against its floor and against plain mitmdump.
 
-    .venv/bin/python scripts/bench.py            # the full bench (a few minutes)
+    .venv/bin/python scripts/bench.py            # the full bench (about five minutes)
     .venv/bin/python scripts/bench.py --quick    # seconds: the CI smoke (tests/test_bench_smoke.py)
-    .venv/bin/python scripts/bench.py --only core,e2e,golden
+    .venv/bin/python scripts/bench.py --only shapes,stall,planner
 
 Every figure that decides a target is a ratio of two things measured in the same
 run, interleaved, as medians: timings on a shared, noisy 2-core machine mean
@@ -16,9 +16,18 @@ Sections:
           before: the steady state of an agent session). Peak memory per rewrite
           (tracemalloc) as a multiple of the body size. Scaling exponent.
   nohist  a request with no tool history: rewrite() against the floor.
-  e2e     real mitmdump (reverse proxy) with the addon against plain mitmdump,
-          same local planner, 10 KB / 200 KB / 2 MB bodies, 1 and 8 clients:
-          p50/p99 latency and requests/s; records on against records off.
+  shapes  agent traffic through five mitmdumps in one run (plain, a naive orjson peer
+          addon, the bridge in rewrite mode, in observe mode, observe with records):
+          the same body again and again, the agent loop (each request the previous
+          history plus one round, 40-turn conversations), new conversations, 8
+          conversations at once; 10 KB / 200 KB / 2 MB; p50 and throughput vs plain.
+  stall   a 32 MB history never seen before while small requests run: their p99
+          alone and during, and peak RSS growth of each proxy (worker included).
+  planner the planner hop: grpcio -> mitmdump (prior-knowledge HTTP/2 listener) ->
+          grpcio, plain (h2c listener only) against -s addons/bridge.py with
+          bridge_planner; a 200 KB SendUserCascadeMessage, first and resumed turn.
+  e2e     (not in the default run) the older mitmdump cases: 10 KB / 200 KB / 2 MB,
+          1 and 8 clients, a null addon; the CI smoke runs it with --quick.
   golden  the output of rewrite() is byte-identical to the reference path
           (protobuf encoder, no caches) over the bundled session and generated
           histories; --golden-save/--golden-check compare against stored digests.
