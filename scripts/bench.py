@@ -67,6 +67,21 @@ from native_bridge.core.pipeline import rewrite  # noqa: E402
 rewrite_mod = sys.modules["native_bridge.core.pipeline"]  # the module (the package exports the function)
 
 DIALECT_PATHS = {"chat": "/v1/chat/completions", "anthropic": "/v1/messages", "responses": "/v1/responses"}
+# The User-Agent each generated dialect's client sends (Claude Code; Codex for Responses): with
+# it the client is known before parsing and the memo resumes from raw bytes (core, memory).
+# ``--no-client-hint`` measures the core as for an unidentified client.
+CLIENT_HINTS = {
+    "chat": "claude-cli/2.1.332 (external, cli)",
+    "anthropic": "claude-cli/2.1.332 (external, cli)",
+    "responses": "codex_cli_rs/0.50.0 (Ubuntu 24.4.0; x86_64) xterm-256color",
+}
+USE_HINTS = True
+
+
+def _hint(dialect: str) -> str | None:
+    return CLIENT_HINTS[dialect] if USE_HINTS else None
+
+
 SESSION = SCRIPTS / "sessions" / "chat_session.json"
 SESSIONS = sorted((SCRIPTS / "sessions").glob("*_session.json"))  # the bundled sessions, one per dialect
 
@@ -615,18 +630,18 @@ def _core_jobs(dialect: str, s: Session, rounds: int) -> tuple[bytes, dict[str, 
     cur, prev = s.body(rounds), s.body(rounds - 1) if rounds > 1 else None
     primed = Memo(max_bytes=2**31)  # the series goes past the default budget (memo.MAX_BYTES)
     if prev is not None:
-        rewrite(prev, path=path, memo=primed)  # the conversation's previous turn
+        rewrite(prev, path=path, memo=primed, client_hint=_hint(dialect))  # the conversation's previous turn
 
     def floor() -> None:
         orjson.dumps(orjson.loads(cur))
 
     def cold() -> None:
-        rewrite(cur, path=path, memo=Memo(max_bytes=2**31))
+        rewrite(cur, path=path, memo=Memo(max_bytes=2**31), client_hint=_hint(dialect))
 
     def warm() -> float:
         m = primed.copy()
         t0 = time.perf_counter()
-        rewrite(cur, path=path, memo=m)
+        rewrite(cur, path=path, memo=m, client_hint=_hint(dialect))
         return time.perf_counter() - t0
 
     return cur, {"floor": floor, "cold": cold, "warm": warm}
@@ -752,10 +767,10 @@ def memory(dialect: str, s: Session, rounds: int) -> tuple[float, float, float]:
         orjson = orjson
 
     floor = _live_peak(lambda: _Floor.orjson.dumps(_Floor.orjson.loads(cur)), [_Floor])
-    cold = _live_peak(lambda: rewrite(cur, path=path, memo=Memo()), mods)
+    cold = _live_peak(lambda: rewrite(cur, path=path, memo=Memo(), client_hint=_hint(dialect)), mods)
     primed = Memo()
-    rewrite(prev, path=path, memo=primed)
-    warm = _live_peak(lambda: rewrite(cur, path=path, memo=primed.copy()), mods)
+    rewrite(prev, path=path, memo=primed, client_hint=_hint(dialect))
+    warm = _live_peak(lambda: rewrite(cur, path=path, memo=primed.copy(), client_hint=_hint(dialect)), mods)
     return floor / len(cur), cold / len(cur), warm / len(cur)
 
 
@@ -1861,8 +1876,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--golden-save", type=Path, help="write the digests of every golden case to this file")
     parser.add_argument("--golden-check", type=Path, help="compare the digests of every golden case with this file")
+    parser.add_argument(
+        "--no-client-hint", action="store_true", help="core: rewrite as for an unidentified client (no User-Agent)"
+    )
     parser.add_argument("--serve-planner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    global USE_HINTS
+    USE_HINTS = not args.no_client_hint
     if args.serve_planner:
         asyncio.run(_serve_planner(sys.stdout))
         return 0
