@@ -3,11 +3,14 @@ chained (upstream mode), and server replay (-S) of a capture made behind the bri
 
 Two captures are made once per module, through mitmdump in reverse mode in front of
 the reference planner: one with the bridge switched off (what an agent really sent),
-one with it on (what the planner was told).
+one with it on (what the planner was told). Each request carries its client's User-Agent:
+the sessions are Claude Code's (over Chat Completions, where it states no exit code: no
+is_error), the failed command Qwen Code's (its run_shell_command frame states exit 2).
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -44,12 +47,24 @@ FAILED = chat(
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": '{"command":"make"}'}}
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "run_shell_command", "arguments": '{"command":"make"}'},
+            }
         ],
     },
-    {"role": "tool", "tool_call_id": "c1", "content": "Exit code: 2\nmake: *** [all] Error 2"},
+    {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "Command: make\nDirectory: (root)\nOutput: make: *** [all] Error 2\nError: (none)\nExit Code: 2\n"
+        "Signal: (none)\nProcess Group PGID: (none)",
+    },
 )
 PLAIN = chat({"role": "user", "content": "hello"})
+CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
+QWEN_UA = "QwenCode/0.24.4 (linux; x64)"  # as captured with 0.24.4 (tests/corpus/qwen-code.json)
+USER_AGENT = {"session": CLAUDE_UA, "session-sse": CLAUDE_UA, "failed": QWEN_UA}
 
 
 @dataclass(slots=True)
@@ -118,6 +133,8 @@ def send_all(base_url: str, tags: dict[str, str] | None = None) -> dict[str, htt
         for name, method, path, body in exchanges():
             tag = (tags or {}).get(name) or f"{name}-{time.monotonic_ns()}"
             headers = {TAG: tag, "authorization": "Bearer sk-replay-SECRET"}
+            if name in USER_AGENT:
+                headers["user-agent"] = USER_AGENT[name]
             if body:
                 headers["content-type"] = "application/json"
             out[name] = client.request(method, path, content=body or None, headers=headers)
@@ -152,8 +169,8 @@ def bridged_capture(planner: ReferencePlanner, tmp: Path) -> Capture:
     return capture(planner, tmp, "bridged", [])
 
 
-def expected_body(original: bytes) -> bytes:
-    result = rewrite(original, path=CHAT)
+def expected_body(original: bytes, user_agent: str | None = CLAUDE_UA) -> bytes:
+    result = rewrite(original, path=CHAT, client_hint=user_agent)
     assert result.status == "rewritten" and result.body is not None
     return result.body
 
@@ -187,7 +204,7 @@ def test_offline_rewrite_is_deterministic_and_keeps_the_capture(plain_capture: C
     for name in ("session", "session-sse", "failed"):
         f, c = rewritten[t[name]], captured[t[name]]
         assert f.metadata["bridge"]["status"] == "rewritten"
-        assert f.request.content == expected_body(c.request.content)
+        assert f.request.content == expected_body(c.request.content, USER_AGENT[name])
         assert f._backup is not None and f._backup["request"]["content"] == c.request.content  # revertible
     assert rewritten[t["failed"]].metadata["bridge"]["failed_exit_codes"] == [2]
     assert rewritten[t["failed"]].marked
@@ -237,7 +254,7 @@ def test_client_replay_bridges_a_plain_capture_once(plain_capture: Capture, plan
     got = planner.find(TAG, t["session"])
     assert len(got) == seen["session"] + 2
     assert got[-1].body == got[-2].body
-    assert len(got[-1].json[STEPS]) == 23
+    assert len(got[-1].json[STEPS]) == 21
 
 
 def test_client_replay_of_a_bridged_capture_is_not_bridged_again(
@@ -265,9 +282,8 @@ def test_chained_bridges_rewrite_once(planner: ReferencePlanner, tmp: Path):
             tag = f"chain-{time.monotonic_ns()}"
             session = SESSION.read_bytes()
             with httpx.Client(proxy=a.url, timeout=15) as client:
-                r = client.post(
-                    planner.url + CHAT, content=session, headers={"content-type": "application/json", TAG: tag}
-                )
+                headers = {"content-type": "application/json", TAG: tag, "user-agent": CLAUDE_UA}
+                r = client.post(planner.url + CHAT, content=session, headers=headers)
             assert r.status_code == 200, r.text
         finally:
             a.stop()
@@ -277,7 +293,7 @@ def test_chained_bridges_rewrite_once(planner: ReferencePlanner, tmp: Path):
     assert got.body == expected_body(session)
     [ra] = [orjson.loads(p.read_bytes()) for p in rec_a.glob("*.json")]
     [rb] = [orjson.loads(p.read_bytes()) for p in rec_b.glob("*.json")]
-    assert ra["status"] == "rewritten" and ra["summary"]["steps"] == 23
+    assert ra["status"] == "rewritten" and ra["summary"]["steps"] == 21
     assert (rb["status"], rb["reason"]) == ("skipped", "already carries additional_steps")
     assert rb["before"] == orjson.loads(got.body)  # B passed on exactly what A made
     assert ra["conversation"] == rb["conversation"] and ra["conversation"].startswith("opening:")
@@ -359,22 +375,18 @@ def test_replay_check_reports_each_difference_and_fails(bridged_capture: Capture
         (edited / p.name).write_bytes(orjson.dumps(rec))
     done = run_script("replay_check.py", str(edited))
     assert done.returncode == 1, done.stdout + done.stderr
-    assert (
-        "step was   #13  run_command      DONE   exit 0   $ python -m pytest -q tests/test_duration.py -x"
-        in done.stdout
-    )
-    assert (
-        "     now   #13  run_command      DONE   exit 2   $ python -m pytest -q tests/test_duration.py -x"
-        in done.stdout
-    )
-    assert "3 would change" in done.stdout  # both sessions and the FAILED request
+    assert "step was   #0   run_command      DONE   exit 0   $ make" in done.stdout
+    assert "     now   #0   run_command      DONE   exit 2   $ make" in done.stdout
+    # Only the FAILED request (Qwen Code's frame) states a code: the sessions' results (Claude Code over
+    # Chat Completions, no is_error) state none, so nothing of theirs was edited.
+    assert "1 would change" in done.stdout
 
-    # Today's rules with Bash unmapped: every Bash pair would stay a message instead.
-    done = run_script("replay_check.py", str(bridged_capture.records), "--tools", "Bash=", "-q")
+    # Today's rules with the shell tools unmapped: every shell pair would stay a message instead.
+    done = run_script("replay_check.py", str(bridged_capture.records), "--tools", "Bash=", "run_shell_command=", "-q")
     assert done.returncode == 1
     assert "lost step" in done.stdout
-    assert "(turn 32): step #13 -> kept [unmapped]" in done.stdout  # the failed pytest run
-    assert "status: rewritten -> unchanged (no pair became a step)" in done.stdout  # FAILED: its only pair was Bash
+    assert "(turn 32): step #11 -> kept [unmapped]" in done.stdout  # the failed pytest run
+    assert "status: rewritten -> unchanged (no pair became a step)" in done.stdout  # FAILED: its only pair
     assert "same " not in done.stdout  # -q: only what would change
 
 
@@ -394,8 +406,10 @@ def test_summary_groups_requests_by_conversation(bridged_capture: Capture):
         block = out.split(f"conversation {session_key}: 2 requests\n", 1)[1].split("\n\n", 1)[0]
         rows = block.splitlines()[2:]
         assert len(rows) == 2
-        for r in rows:
-            assert "rewritten" in r and "57 -> 23" in r and " 23 " in r and "2 (1, 2)" in r
+        for r in rows:  # status, items before -> after, steps, failed (none stated: no is_error), kept, unobserved
+            assert re.search(r"rewritten\s+57 -> 26\s+21\s+0\s+14\s+1$", r), r
+        failed = next(b for b in out.split("\n\n") if "3 -> 1" in b).splitlines()[-1]  # the FAILED request
+        assert re.search(r"rewritten\s+3 -> 1\s+1\s+1 \(2\)\s+0\s+0$", failed), failed
         assert out.count("conversation ") == 3  # the session pair, FAILED, PLAIN
         assert "unchanged: no tool history" in out
-        assert "4 requests, 3 rewritten, 47 steps sent, 5 failed commands" in out
+        assert "4 requests, 3 rewritten, 43 steps sent, 1 failed commands" in out
