@@ -21,6 +21,7 @@ import asyncio
 import gzip
 import os
 import random
+import re
 import threading
 import time
 import uuid
@@ -58,16 +59,21 @@ class Sent:
     raw: bytes  # as sent (encoded)
     decoded: bytes | None  # what the addon decodes; None: it cannot
     encoding: str | None
+    user_agent: str | None = None  # the client's (the fuzzer's seeds: one client each)
     status: int = 0  # what the client got
     error: str = ""
 
 
+# The URL part of the default bridge_filter (chat_addon.DEFAULT_FILTER) for POST requests: a dialect's
+# endpoint, ending the path (so not /v1/messages/count_tokens, nor /v1/chat/completions/x).
+_ENDPOINT = re.compile(
+    r"^[^?#]*(/(chat/completions|messages|responses)|/models/[^/?#:]+:(generateContent|streamGenerateContent))"
+    r"([?#]|$)"
+)
+
+
 def _selected(method: str, path: str) -> bool:
-    return (
-        method == "POST"
-        and "count_tokens" not in path
-        and any(p in path for p in ("/chat/completions", "/messages", "/responses"))
-    )
+    return method == "POST" and bool(_ENDPOINT.search(path))
 
 
 def make_request(rng: random.Random, n: int) -> Sent:
@@ -84,21 +90,24 @@ def make_request(rng: random.Random, n: int) -> Sent:
         i = n
         while len((case := fuzz.make_case(seed, i)).raw) > 2_000_000:
             i += 1_000_000
-        return Sent(tag, "malformed", "POST", case.path or "/v1/chat/completions", case.raw, case.raw, None)
+        path = case.path or "/v1/chat/completions"
+        return Sent(tag, "malformed", "POST", path, case.raw, case.raw, None, case.user_agent)
     dialect = rng.choice(["chat", "chat", "anthropic", "responses"])
-    doc = fuzz.SEEDS[dialect](random.Random(seed), fuzz._Tokens())
+    sd = fuzz.make_seed(dialect, random.Random(seed))  # one client's history, sent with its user agent
+    doc, ua = sd.doc, sd.user_agent
     doc["soak"] = tag  # every body is unique: an interleaved record would show
     if x < 0.30:  # a large tool output
         doc["padding"] = "x" * rng.choice([200_000, 600_000])
     raw = orjson.dumps(doc)
     path = fuzz.PATHS[dialect]
     if x < 0.72:
-        return Sent(tag, dialect, "POST", path, raw, raw, None)
+        return Sent(tag, dialect, "POST", path, raw, raw, None, ua)
     if x < 0.84:
-        return Sent(tag, f"{dialect}+gzip", "POST", path, gzip.compress(raw, mtime=0), raw, "gzip")
+        return Sent(tag, f"{dialect}+gzip", "POST", path, gzip.compress(raw, mtime=0), raw, "gzip", ua)
     if x < 0.96:
-        return Sent(tag, f"{dialect}+zstd", "POST", path, zstandard.ZstdCompressor().compress(raw), raw, "zstd")
-    return Sent(tag, "broken-gzip", "POST", path, b"\x1f\x8b\x08\x00broken" + raw[:50], None, "gzip")
+        zstd = zstandard.ZstdCompressor().compress(raw)
+        return Sent(tag, f"{dialect}+zstd", "POST", path, zstd, raw, "zstd", ua)
+    return Sent(tag, "broken-gzip", "POST", path, b"\x1f\x8b\x08\x00broken" + raw[:50], None, "gzip", ua)
 
 
 class RssSampler(threading.Thread):
@@ -136,6 +145,8 @@ async def load(url: str, deadline: float) -> list[Sent]:
                 headers = {TAG: req.tag, "content-type": "application/json"}
                 if req.encoding:
                     headers["content-encoding"] = req.encoding
+                if req.user_agent:
+                    headers["user-agent"] = req.user_agent
                 try:
                     r = await client.request(req.method, req.path, content=req.raw or None, headers=headers)
                     req.status = r.status_code
@@ -164,7 +175,7 @@ def expected(s: Sent):
     if s.decoded is None or not _selected(s.method, s.path):
         return None
     try:
-        return rewrite(s.decoded, Config(), s.path)
+        return rewrite(s.decoded, Config(), s.path, client_hint=s.user_agent)
     except Exception:  # an open core bug (tests/test_fuzz.py xfails): the addon fails open
         return None
 
