@@ -551,7 +551,8 @@ def truth_failures(run: Run, cap: Captured, states_code: bool | None = None) -> 
                 problems.append(f"success kept as a message {reason}; result {text}")
     elif t.kind == "read":
         if t.ok:
-            if v.step is None or "viewFile" not in v.step:
+            # A successful read may stay a message only when the client's words do not say it succeeded.
+            if (v.step is None and states_code is not False) or (v.step is not None and "viewFile" not in v.step):
                 problems.append(
                     f"a successful read did not become a viewFile step ({(v.kept or {}).get('reason')}); result {text}"
                 )

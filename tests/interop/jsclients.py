@@ -329,6 +329,13 @@ class QwenCode(GeminiCli):
     def edit(self, path: str, old: str, new: str) -> ToolCall:
         return ToolCall("edit", {"file_path": path, "old_string": old, "new_string": new})
 
+    def states_status(self, result: Any, truth: Outcome) -> bool:
+        # Over Chat Completions a successful read_file is the file's bare content: no words of
+        # Qwen Code say it succeeded (a file may itself begin like an error), so it may stay a message.
+        if truth.kind == "read" and truth.ok:
+            return False
+        return super().states_status(result, truth)
+
     def scenarios(self) -> list[Scenario]:
         def timed(cmd: str) -> ToolCall:
             return ToolCall("run_shell_command", {"command": cmd, "description": "run it", "timeout": 1000})
