@@ -458,9 +458,15 @@ def test_killed_mid_write_leaves_nothing_half_written_looking_valid(planner, pro
         "records.os.fsync = fsync\n"
     )
     proxy = start(proxies, planner.url, records, tmp_path, *inject(tmp_path, slow_fsync))
+    # Qwen Code (its user agent as captured with 0.24.4): its run_shell_command frame states exit 1.
     big = orjson.loads(BODY)
-    big["messages"][2]["content"] = "x" * 300_000 + "\nExit code: 1"
-    tags = [proxy.send(orjson.dumps(big))[0] for _ in range(6)]
+    big["messages"][1]["tool_calls"][0]["function"]["name"] = "run_shell_command"
+    big["messages"][2]["content"] = (
+        "Command: ls\nDirectory: (root)\nOutput: " + "x" * 300_000 + "\nError: (none)\nExit Code: 1\n"
+        "Signal: (none)\nProcess Group PGID: (none)"
+    )
+    qwen = {"user-agent": "QwenCode/0.24.4 (linux; x64)"}
+    tags = [proxy.send(orjson.dumps(big), **qwen)[0] for _ in range(6)]
     time.sleep(0.12)
     started = procs.descendants(proxy.pid)  # the record worker, and whatever else mitmdump started
     assert started, "records on: mitmdump runs a record worker"

@@ -32,7 +32,7 @@ import pytest
 from reference_planner import ReferencePlanner
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
-from .conftest import CHAT, ROOT, SESSION, TAG
+from .conftest import ROOT, SESSION, TAG
 
 pytestmark = pytest.mark.e2e
 
@@ -54,6 +54,14 @@ CHROME_FLAGS = (
 WEB_COLUMNS = ("icon", "path", "method", "status", "size", "time", "comment")
 _PROXY_LISTENING = re.compile(r"listening at 127\.0\.0\.1:(\d+)")
 _WEB_LISTENING = re.compile(r"Web server listening at (http://\S+)")
+# Claude Code's session over its own Messages API (it flags failures is_error and states their codes),
+# sent with its user agent.
+MESSAGES = "/v1/messages"
+ANTHROPIC_SESSION = SESSION.with_name("anthropic_session.json")
+CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
+VERDICT = "bridge: 19 steps (2 failed: exit 1, exit 2), 21 kept as messages, 1 unobserved"
+FAILED_2 = "$ .venv/bin/python -m burndown render /home/dev/src/burndown/data/sprint15.csv"
+FAILED_1 = "$ python -m burndown render /home/dev/src/burndown/data/sprint14.csv"
 
 
 def find_chromium() -> str | None:
@@ -286,12 +294,12 @@ def browser(chromium_binary: str) -> Iterator[Chromium]:
 
 @pytest.fixture(scope="module")
 def bridged_flow(mitmweb: Mitmweb) -> dict[str, Any]:
-    """The bundled session sent through mitmweb; its flow as mitmweb's API lists it."""
+    """The bundled Claude Code session sent through mitmweb; its flow as mitmweb's API lists it."""
     tag = secrets.token_hex(8)
     r = httpx.post(
-        f"http://127.0.0.1:{mitmweb.proxy_port}{CHAT}",
-        content=SESSION.read_bytes(),
-        headers={"content-type": "application/json", TAG: tag},
+        f"http://127.0.0.1:{mitmweb.proxy_port}{MESSAGES}",
+        content=ANTHROPIC_SESSION.read_bytes(),
+        headers={"content-type": "application/json", TAG: tag, "user-agent": CLAUDE_UA},
         timeout=15,
     )
     assert r.status_code == 200, r.text
@@ -309,7 +317,7 @@ def bridged_flow(mitmweb: Mitmweb) -> dict[str, Any]:
 
 def test_the_bridge_view_is_chosen_and_lists_the_commands(mitmweb: Mitmweb, bridged_flow: dict[str, Any]):
     """The same server-side facts the UI renders, read from mitmweb's own API (no browser needed)."""
-    assert bridged_flow["comment"] == "bridge: 23 steps (2 failed: exit 1, exit 2), 10 kept as messages, 1 unobserved"
+    assert bridged_flow["comment"] == VERDICT
     assert bridged_flow["marked"] in (":warning:", "\u26a0")  # mitmweb's API sends the marker as its emoji
     content = mitmweb.api.get(f"/flows/{bridged_flow['id']}/request/content/auto.json").json()
     assert content["view_name"] == "Bridge steps"
@@ -325,23 +333,16 @@ def test_browser_shows_steps_and_exit_codes_of_a_bridged_flow(
     flow_id = bridged_flow["id"]
     # The token logs the browser in (a cookie); the fragment opens the flow's request tab.
     browser.navigate(f"{mitmweb.web}/?token={mitmweb.password}#/flows/{flow_id}/request")
-    text = browser.wait_for_text(
-        "bridge: 23 steps (2 failed: exit 1, exit 2), 10 kept as messages, 1 unobserved",
-        "STEPS (additional_steps, 23",
-        "exit 2",
-        "$ python -m pytest -q tests/test_duration.py -x",
-        "exit 1",
-        "$ python -m tally report /home/dev/timelogs/week47.log",
-    )
+    text = browser.wait_for_text(VERDICT, "STEPS (additional_steps, 19", "exit 2", FAILED_2, "exit 1", FAILED_1)
     # Those lines are the content view's, and the view is the bridge's (auto-selected).
     view_name = browser.evaluate("(document.querySelector('.contentview .controls h5') || {}).innerText")
     assert view_name == "Bridge steps"
     shown = browser.evaluate("(document.querySelector('.contentview pre') || {}).innerText") or ""
     lines = shown.splitlines()
-    assert lines[0] == "bridge: 23 steps (2 failed: exit 1, exit 2), 10 kept as messages, 1 unobserved"
+    assert lines[0] == VERDICT
     # Each failed command and its exit code are on one line of the view.
-    assert any("exit 2" in line and "$ python -m pytest -q tests/test_duration.py -x" in line for line in lines)
-    assert any("exit 1" in line and "$ python -m tally report /home/dev/timelogs/week47.log" in line for line in lines)
+    assert any("exit 2" in line and FAILED_2 in line for line in lines)
+    assert any("exit 1" in line and FAILED_1 in line and ".venv/bin/" not in line for line in lines)
     # The flow list shows the bridge's verdict (the comment column) and its marker next to the flow.
     row = browser.evaluate(
         """(() => {
@@ -354,7 +355,7 @@ def test_browser_shows_steps_and_exit_codes_of_a_bridged_flow(
     assert row is not None, "no selected flow in the flow list:\n" + text[:2000]
     assert row["comment"] == bridged_flow["comment"]
     assert row["marker"] == "\u26a0"  # ":warning:": a failure or an unobserved call
-    assert row["path"].endswith(CHAT)
+    assert row["path"].endswith(MESSAGES)
 
 
 def test_browser_shows_the_history_diff_view(browser: Chromium, mitmweb: Mitmweb, bridged_flow: dict[str, Any]):
@@ -387,5 +388,5 @@ def test_browser_shows_the_history_diff_view(browser: Chromium, mitmweb: Mitmweb
         )
         time.sleep(0.05)
     assert picked, "the view menu offers no 'Bridge diff':\n" + browser.text()[:3000]
-    browser.wait_for_text("messages: 57 items before, 23 after", "+ additional_steps: 23 steps", "→ step #13")
+    browser.wait_for_text("messages: 53 items before, 25 after", "+ additional_steps: 19 steps", "→ step #13")
     assert browser.evaluate("document.querySelector('.contentview .controls h5').innerText") == "Bridge diff"
