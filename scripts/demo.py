@@ -275,7 +275,14 @@ def before_after(session: dict[str, Any], after: dict[str, Any], record: dict[st
         for i, s in enumerate(steps)
         if s.get("runCommand", {}).get("exitCode") not in (None, 0)
     ]
-    out += ["", "  Failed steps, with their true exit codes:", table(("step", "command", "exit_code"), failed, "    ")]
+    if failed:
+        out += [
+            "",
+            "  Failed steps, with their true exit codes:",
+            table(("step", "command", "exit_code"), failed, "    "),
+        ]
+    else:
+        out += ["", "  No step states a failure: this client's words state no exit code here (see the probe below)."]
     if record is not None:
         kept = [
             (p["item"], p["name"] or "?", p["id"], p["kept"], _short(p["reason"] or "", 60))
@@ -349,7 +356,14 @@ def probes(session: dict[str, Any], after: dict[str, Any]) -> str:
             f"steps[{after[DELTA_KEY]}:] = {len(steps) - after[DELTA_KEY]}" if DELTA_KEY in after else "-",
         ),
     ]
-    return table(("probe", "the known gateway", "bridge (what the planner received)"), rows)
+    text = table(("probe", "the known gateway", "bridge (what the planner received)"), rows)
+    if truth and all(c == "absent" for c in b_codes):
+        text += (
+            "\n  absent, not 0: Claude Code states 'Exit code N' only with is_error, which Chat Completions cannot"
+            "\n  carry, and a program can print that line itself (truth rule 3). Through both hops, (d) below,"
+            "\n  the chat hop sees is_error and the planner gets the true codes."
+        )
+    return text
 
 
 # ---- the planner hop -----------------------------------------------------------------
