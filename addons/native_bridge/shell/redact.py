@@ -85,10 +85,38 @@ def _body_secret(name: Any) -> bool:
     return not words or words[-1].lower() not in _BODY_INTEGRITY
 
 
+_SCHEMA_WORDS = frozenset(
+    {
+        "type", "description", "title", "properties", "required", "items", "enum", "const", "default", "examples",
+        "format", "pattern", "minLength", "maxLength", "minimum", "maximum", "additionalProperties", "anyOf",
+        "oneOf", "allOf", "not", "$ref", "$schema", "nullable", "deprecated", "minItems", "maxItems",
+    }
+)  # fmt: skip
+_SCHEMA_TYPES = frozenset({"string", "object", "array", "integer", "number", "boolean", "null"})
+
+
+def _is_schema(value: Any) -> bool:
+    """A JSON Schema: what a tool definition says about a parameter (named ``password``, ``api_key``, ...)."""
+    if not isinstance(value, dict) or not value or not set(value) <= _SCHEMA_WORDS:
+        return False
+    kind = value.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    typed = "type" in value and all(isinstance(k, str) and k in _SCHEMA_TYPES for k in kinds)
+    return typed or any(k in value for k in ("$ref", "anyOf", "oneOf", "allOf", "properties"))
+
+
+def _secret_value(value: Any) -> Any:
+    """The value of a secret-named field, redacted whole; a JSON Schema under the name is a tool's
+    parameter definition (a ``password`` parameter), prose and structure, kept and redacted like any other."""
+    if _is_schema(value):
+        return body(value)
+    return REDACTED if value else value
+
+
 def body(doc: Any) -> Any:
     """A copy of a JSON document: secret-named fields redacted, secret-looking strings masked."""
     if isinstance(doc, dict):
-        return {k: (REDACTED if v and _body_secret(k) else body(v)) for k, v in doc.items()}
+        return {k: (_secret_value(v) if _body_secret(k) else body(v)) for k, v in doc.items()}
     if isinstance(doc, list):
         return [body(v) for v in doc]
     if isinstance(doc, str):
@@ -96,13 +124,27 @@ def body(doc: Any) -> Any:
     return doc
 
 
+# Secrets in free text are found by their shape and their place, never by a word alone: "basic searches",
+# "bearer of news", "token limits" and "the password field" are prose. A candidate after "Bearer"/"Basic"
+# or after a credential header's colon must look like a token (see _token_like); key formats are
+# recognised by their prefixes (sk-, AIza, ghp_, github_pat_, xoxb-, glpat-, AKIA, JWTs).
 _TEXT_SECRETS = re.compile(
-    r"(?i)((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}"
-    r"|\b((?:sk-|sk-ant-|AIza)[A-Za-z0-9_-]{8,})"
+    r"(?i)\b(?P<scheme>(?:bearer|basic)\s+)(?P<token>[A-Za-z0-9._~+/=-]{8,})"
+    r"|(?-i:\b(?P<key>(?:sk-|AIza|gh[pousr]_|github_pat_|xox[abprs]-|glpat-)(?P<tail>[A-Za-z0-9_-]{8,})"
+    r"|AKIA[0-9A-Z]{16}\b|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}))"
     # A credential header quoted in text: curl -H 'x-api-key: ...', a logged request.
-    r"|(\b(?:proxy-authorization|authorization|x-api-key|api-key|x-goog-api-key|x-auth-token|x-access-token"
-    r"|cookie)[ \t]*:[ \t]*(?:(?:bearer|basic)[ \t]+)?)[^\r\n'\"]+"
+    r"|(?P<header>\b(?:proxy-authorization|authorization|x-api-key|api-key|x-goog-api-key|x-auth-token"
+    r"|x-access-token|cookie)[ \t]*:[ \t]*(?:(?:bearer|basic)[ \t]+)?)(?P<value>[^\r\n'\"]+)"
 )
+# A word of prose: letters, an initial capital at most, hyphenated parts ("Authentication", "well-known").
+_PROSE_WORD = re.compile(r"[A-Z]?[a-z]+(?:-[a-z]+)*|[A-Z]+(?:-[A-Z]+)*")
+
+
+def _token_like(value: str) -> bool:
+    """A credential, not a word: a digit, a symbol, mixed case inside the word, or 16+ letters."""
+    return len(value) >= 16 or not _PROSE_WORD.fullmatch(value)
+
+
 # "name": "value" in text, also JSON-escaped inside a JSON string (tool arguments in a body that is not
 # JSON as a whole), redacted when the name says credential (is_secret_name).
 _JSON_PAIR = re.compile(
@@ -118,7 +160,16 @@ def text(value: str) -> str:
     """Best-effort redaction of free text: a body that is not JSON, a tool's output, a reason."""
 
     def sub(m: re.Match[str]) -> str:
-        return (m.group(1) or m.group(3) or "") + REDACTED
+        if m.group("token") is not None:
+            return m.group("scheme") + REDACTED if _token_like(m.group("token")) else m.group(0)
+        if m.group("header") is not None:
+            words = m.group("value").split()
+            if words and _token_like(words[0].rstrip(".,;:!?)")):
+                return m.group("header") + REDACTED
+            return m.group("header") + _TEXT_SECRETS.sub(sub, m.group("value"))  # prose: still look inside
+        if m.group("tail") is not None and not _token_like(m.group("tail")):
+            return m.group(0)  # "sk-learn-compatible" is a word, "sk-proj-4fJ..." a key
+        return REDACTED
 
     def pair(m: re.Match[str]) -> str:
         prefix, name, secret = m.groups()[:3] if m.group(1) else m.groups()[3:]
