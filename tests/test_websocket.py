@@ -500,3 +500,14 @@ def test_mitmweb_picks_bridge_steps_for_a_bridged_frame_only(bridge):
     assert contentviews.prettify_message(f.websocket.messages[0], f).view_name != "Bridge steps"
     diff = contentviews.prettify_message(f.websocket.messages[i], f, "Bridge diff")
     assert diff.view_name == "Bridge diff" and "Couldn't parse" not in diff.text
+
+
+def test_items_with_odd_types_and_ids_never_raise(bridge):
+    """A client may send anything under "type" and "call_id" (found by review after the fuzzer found
+    the same in the dialect writers): such items are not calls or outputs, and the frame is handled."""
+    nb, _ = bridge
+    f = ws_flow()
+    odd = [{"type": ["function_call"], "call_id": "x"}, {"type": "function_call_output", "call_id": ["c1"]}]
+    i = send(nb, f, frame(user("go"), *odd, previous_response_id="resp_1"))
+    verdict = f.metadata["bridge_ws"][str(i)]
+    assert verdict["status"] != "error", verdict

@@ -144,7 +144,7 @@ def previous_calls(flow: http.HTTPFlow, index: int, response_id: str) -> list[di
 
     def calls(items: Any) -> list[dict[str, Any]]:
         items = items if isinstance(items, list) else []
-        return [it for it in items if isinstance(it, dict) and it.get("type") in responses.CALLS]
+        return [it for it in items if responses.item_type(it) in responses.CALLS]
 
     events = _server_events(flow, index)  # newest first
     done = next((k for k, (_, d) in enumerate(events) if d.get("type") in _DONE and rid(d) == response_id), None)
@@ -168,8 +168,8 @@ def context_for(flow: http.HTTPFlow, index: int, doc: Any) -> tuple[list[dict[st
     items = doc.get("input") if isinstance(doc, dict) else None
     if not isinstance(prev, str) or not prev or not isinstance(items, list):
         return [], None
-    answered = {it.get("call_id") for it in items if isinstance(it, dict) and it.get("type") in responses.RESULTS} - {
-        None
+    answered = {
+        c for it in items if responses.item_type(it) in responses.RESULTS and isinstance(c := it.get("call_id"), str)
     }
     if not answered:
         return [], None
@@ -204,7 +204,10 @@ def bridge_body(
         left.pop(0)
         items.pop(k)
     ids = {c.get("call_id") for c in context}
-    if any(isinstance(it, dict) and it.get("type") in responses.CALLS and it.get("call_id") in ids for it in items):
+    if any(
+        responses.item_type(it) in responses.CALLS and isinstance(c := it.get("call_id"), str) and c in ids
+        for it in items
+    ):
         raise ValueError("a server-held call stayed inside the rewritten input")
     result.body = orjson.dumps(new)
     return result

@@ -149,14 +149,14 @@ def write(body: dict[str, Any], stepped: frozenset[int]) -> list[Any]:
 PIN_REASONING = "a reasoning item (with an id) led to this call and to calls that stay: the API needs its next item"
 
 
-def _type(it: Any) -> str | None:
+def item_type(it: Any) -> str | None:
     """An item's type (a client may send anything under "type": only a string names one)."""
     t = it.get("type") if isinstance(it, dict) else None
     return t if isinstance(t, str) else None
 
 
 def _owned(it: Any) -> bool:
-    return _type(it) in CALLS or _type(it) in RESULTS
+    return item_type(it) in CALLS or item_type(it) in RESULTS
 
 
 def _is_reasoning(it: Any) -> bool:
@@ -175,7 +175,7 @@ def _reasoning_fate(
     j = i + 1
     while j < len(items) and _is_reasoning(items[j]):
         j += 1
-    if j == len(items) or _type(items[j]) not in CALLS:
+    if j == len(items) or item_type(items[j]) not in CALLS:
         return False  # followed by a message, a hosted call, input, or nothing: not ours to change
     calls: list[int] = []
     p = pos
