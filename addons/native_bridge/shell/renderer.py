@@ -36,7 +36,8 @@ _HEADER = struct.Struct("!cQ")  # b"o" (rendered bytes follow) or b"e" (an error
 _WATCHDOG_EVERY = 0.5  # seconds between two looks at the parent pid
 # The worker imports this module from the same package the proxy loaded (a checkout or an installed copy).
 _BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); from native_bridge.shell.renderer import serve; serve(sys.argv[2])"
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from native_bridge.shell.renderer import serve; serve(sys.argv[2], int(sys.argv[3]))"
 )
 
 
@@ -70,13 +71,15 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
-def serve(target: str) -> None:
+def serve(target: str, parent: int) -> None:
     """The worker's loop: read a pickled job, answer with the rendered bytes; end at end of input."""
     # Ctrl-C reaches the whole process group: the proxy decides when the worker stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     module, _, name = target.partition(":")
     render = getattr(importlib.import_module(module), name)
-    watchdog = threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True)
+    # ``parent`` is the proxy's pid as the proxy knows it: if the proxy died before this line ran,
+    # getppid() already differs from it and the watchdog ends the worker at once.
+    watchdog = threading.Thread(target=_watch_parent, args=(parent,), daemon=True)
     watchdog.start()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
@@ -117,7 +120,7 @@ class Renderer:
 
     def _start(self) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, "-c", _BOOT, _package_parent(), self._target],
+            [sys.executable, "-c", _BOOT, _package_parent(), self._target, str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,  # the worker's own tracebacks, if any, go where the proxy's go
