@@ -146,7 +146,7 @@ def refresh(text: str) -> str:
     return text
 
 
-if __name__ == "__main__":
+def main() -> int:
     readme = ROOT / "README.md"
     if "--write" in sys.argv:
         readme.write_text(refresh(readme.read_text()))
@@ -154,3 +154,10 @@ if __name__ == "__main__":
     else:
         for name, make in TABLES.items():
             print(f"## {name}\n{make()}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    import cli
+
+    cli.run(main)

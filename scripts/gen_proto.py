@@ -25,6 +25,13 @@ def generate(out_dir: Path = OUT_DIR) -> None:
             sys.exit(f"protoc failed on {proto}")
 
 
-if __name__ == "__main__":
+def main() -> int:
     generate()
     print(f"regenerated {OUT_DIR.relative_to(ROOT)} from {PROTO_DIR.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    import cli
+
+    cli.run(main)

@@ -215,18 +215,25 @@ def _frame_entries(path: Path, f: Any) -> list[Entry]:
 
 
 def read_sources(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
+    """Every flow the bridge saw in the sources, once: the same flow in a record directory and in
+    the flow file captured alongside it (``records/ capture.flows``) is one entry, the first seen."""
     entries: list[Entry] = []
     unseen: list[str] = []
+    seen: set[tuple[str, str, bool]] = set()
     for s in sources:
         path = Path(s)
         if not path.exists():
             raise FileNotFoundError(f"{s}: no such file or directory")
         if path.is_file() and path.suffix != ".json":
             got, skipped = read_flows(path)
-            entries += got
             unseen += skipped
         else:
-            entries += list(read_records(path))
+            got = list(read_records(path))
+        for entry in got:
+            key = (entry.flow_id, entry.method, entry.native is not None)  # a WebSocket frame: "WS #i"
+            if key not in seen:
+                seen.add(key)
+                entries.append(entry)
     chats = [e for e in entries if e.native is None]
     for e in entries:
         if e.native is not None:
@@ -407,13 +414,22 @@ def describe(entry: Entry) -> str:
     return text
 
 
-def config_from(args: argparse.Namespace) -> Config:
+def _split(values: Sequence[str]) -> list[str]:
+    """Repeated options, each a comma-separated list: ``--kinds a,b --kinds c``."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def config_from(args: argparse.Namespace, p: argparse.ArgumentParser | None = None) -> Config:
+    p = p or parser()
     try:
-        tool_kinds = tool_map(args.tools)
+        tool_kinds = tool_map(_split(args.tools))
     except ValueError as e:
-        raise SystemExit(f"--tools: {e}") from e
-    kinds = frozenset(args.kinds) if args.kinds else frozenset(KINDS)
-    return Config(kinds, tool_kinds, args.dialect)
+        p.error(f"--tools: {e}")
+    kinds = _split(args.kinds)
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        p.error(f"--kinds: unknown {', '.join(map(repr, unknown))} (choose from {', '.join(KINDS)})")
+    return Config(frozenset(kinds) if kinds else frozenset(KINDS), tool_kinds, args.dialect)
 
 
 def say(line: str) -> None:
@@ -424,16 +440,29 @@ def say(line: str) -> None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("sources", nargs="+", help="record directories, record files, or mitmproxy flow files")
-    p.add_argument("--tools", nargs="*", default=[], metavar="NAME=KIND", help="as the addon option bridge_tools")
-    p.add_argument("--kinds", nargs="*", default=[], metavar="KIND", help="as bridge_kinds (default: all)")
+    p.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="NAME=KIND[,...]",
+        help="as the addon option bridge_tools (repeat, or separate with commas)",
+    )
+    p.add_argument(
+        "--kinds",
+        action="append",
+        default=[],
+        metavar="KIND[,...]",
+        help=f"as bridge_kinds (repeat, or separate with commas; default: all): {', '.join(KINDS)}",
+    )
     p.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS], help="as bridge_dialect")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the flows that would change")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    config = config_from(args)
+    p = parser()
+    args = p.parse_args(argv)
+    config = config_from(args, p)
     try:
         entries, unseen = read_sources(args.sources)
     except (OSError, ValueError) as e:
@@ -462,4 +491,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import cli
+
+    cli.run(main)

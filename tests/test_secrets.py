@@ -348,6 +348,7 @@ SCRIPTS = {
     "interop.py": "installs agent clients and runs pytest; prints install logs and test output, no request data",
     "real_gateway.py": "prints the steps (commands, outputs, reasons) the gateway sent and the language server got, "
     "never Metadata; its --state folder holds the stand-in language server's captures (the planner side, as above)",
+    "cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
     "sessions/make_chat_session.py": "writes the bundled synthetic session",
     "sessions/make_anthropic_session.py": "writes the bundled synthetic session",
     "sessions/make_responses_session.py": "writes the bundled synthetic session",

@@ -1,0 +1,134 @@
+"""The command-line scripts as a user runs them (issue 12): option order, bad choices, pipes, duplicates."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from mitmproxy import hooks, io
+from mitmproxy.test import taddons, tflow
+from native_bridge.shell import records
+from native_bridge.shell.chat_addon import NativeBridge
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+import replay_check  # noqa: E402
+import summary  # noqa: E402
+
+SESSION = (SCRIPTS / "sessions" / "chat_session.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "argv, kinds, tools",
+    [
+        (["--kinds", "run_command", "recs/"], ["run_command"], []),
+        (
+            ["--kinds", "run_command,view_file", "--tools", "my_exec=run_command", "recs/"],
+            ["run_command", "view_file"],
+            ["my_exec=run_command"],
+        ),
+        (["--kinds", "run_command", "--kinds", "find", "recs/", "-q"], ["run_command", "find"], []),
+        (["recs/", "--tools", "Bash=", "--tools", "a=find,b=view_file"], [], ["Bash=", "a=find", "b=view_file"]),
+    ],
+)  # fmt: skip
+def test_options_before_the_sources_do_not_swallow_them(argv, kinds, tools) -> None:
+    p = replay_check.parser()
+    args = p.parse_args(argv)
+    assert args.sources == ["recs/"]
+    assert replay_check._split(args.kinds) == kinds and replay_check._split(args.tools) == tools
+    config = replay_check.config_from(args, p)
+    assert config.kinds == (frozenset(kinds) if kinds else frozenset(replay_check.KINDS))
+
+
+@pytest.mark.parametrize("argv", [["--kinds", "nope", "recs/"], ["recs/", "--kinds", "run_command,nope"]])
+def test_an_unknown_kind_is_refused_with_a_clear_error(argv, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        replay_check.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--kinds: unknown 'nope' (choose from view_file, run_command" in err
+
+
+def test_a_bad_tool_mapping_is_refused_with_a_clear_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        replay_check.main(["--tools", "x=nope", "recs/"])
+    assert exit_.value.code == 2 and "--tools:" in capsys.readouterr().err
+
+
+def _capture(tmp_path: Path, n: int = 3) -> tuple[Path, Path]:
+    """Records and a -w flow file of the same flows, as the README's walkthrough makes them."""
+    nb = NativeBridge()
+    flows = []
+    with taddons.context(nb) as tctx:
+        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
+        for i in range(n):
+            f = tflow.tflow()
+            f.request.method, f.request.path = "POST", "/v1/chat/completions"
+            f.request.headers["content-type"] = "application/json"
+            f.request.headers["x-session-id"] = f"s{i}"
+            f.request.content = SESSION
+            nb.request(f)
+            flows.append(f)
+        assert nb.recorder.flush(10)
+        nb.done()
+    capture = tmp_path / "capture.flows"
+    with capture.open("wb") as fo:
+        w = io.FlowWriter(fo)
+        for f in flows:
+            w.add(f)
+    return tmp_path / "records", capture
+
+
+def test_summary_counts_each_flow_once_from_records_and_their_capture(tmp_path, capsys) -> None:
+    recs, capture = _capture(tmp_path)
+    assert summary.main([str(recs), str(capture)]) == 0
+    out = capsys.readouterr().out
+    assert "3 requests, 3 rewritten" in out
+    assert replay_check.main([str(recs), str(capture), "-q"]) == 0
+    assert "3 checked" in capsys.readouterr().out
+
+
+# The planner-hop scripts, still being written by another change: to move to cli.run when it lands.
+NOT_YET = {"fake_language_server.py", "interop.py", "real_gateway.py"}
+
+
+def test_every_script_ends_through_cli_run() -> None:
+    """cli.run ends a script quietly when its reader goes away (| head)."""
+    for path in sorted(SCRIPTS.glob("*.py")):
+        if path.name in NOT_YET:
+            continue
+        text = path.read_text()
+        if 'if __name__ == "__main__":' in text:
+            assert "cli.run(main)" in text, f"{path.name}: use cli.run(main) at its entry point"
+
+
+def _many_records(directory: Path, n: int) -> None:
+    directory.mkdir()
+    for i in range(n):
+        job = records.RecordJob(
+            f"flow-{i:05d}", 1.7e9 + i, "POST", "http://h/v1/chat/completions", [], "unchanged", "no tool history",
+            "chat", orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+        )  # fmt: skip
+        (directory / records.record_name(job)).write_bytes(records._render(job))
+
+
+@pytest.mark.parametrize("script", ["summary.py", "replay_check.py"])
+def test_piping_to_head_prints_no_traceback(tmp_path, script) -> None:
+    _many_records(tmp_path / "records", 1500)  # far more output than a pipe holds
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / script), str(tmp_path / "records")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # what head does after its first line
+    err = proc.stderr.read().decode()
+    proc.wait(60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
