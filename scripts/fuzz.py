@@ -491,7 +491,10 @@ def _m_ids(doc: Any, rng: random.Random) -> None:
         return
     c, k = rng.choice(nodes)
     other = rng.choice(nodes)
-    c[k] = rng.choice([other[0][other[1]], None, "", 7, ["x"], {"id": "x"}, "../../etc/passwd", "c" * 300])
+    value = rng.choice([other[0][other[1]], None, "", 7, ["x"], {"id": "x"}, "../../etc/passwd", "c" * 300])
+    # A copy: another id's value can be a container holding c itself, and a document that contains
+    # itself has no JSON (seed 20261130 case 44618: "Recursion limit reached" ended the run).
+    c[k] = copy.deepcopy(value) if isinstance(value, dict | list) else value
     if rng.random() < 0.3:
         del c[k]
 
@@ -696,8 +699,55 @@ class Case:
     query: str = ""
 
 
+TOO_DEEP = "too-deep-to-encode"  # a case whose document orjson cannot write (over 254 levels): written here
+
+
 def _dumps(doc: Any) -> bytes:
     return _splice_deep(orjson.dumps(doc))
+
+
+_CLOSE = object()  # marks the end of a container on the encoder's stack
+
+
+def _dumps_any_depth(doc: Any, limit: int = 256 * 1024 * 1024) -> bytes:
+    """The JSON of ``doc`` at any depth, byte for byte what orjson would write if it could (it stops
+    at 254 levels with "Recursion limit reached"): containers without recursion, leaves by orjson.
+    A document that contains itself, or would be larger than ``limit``, raises ValueError."""
+    out: list[bytes] = []
+    size = 0
+    open_: set[int] = set()  # the containers being written: meeting one again is a cycle
+    stack: list[Any] = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple) and node and node[0] is _CLOSE:
+            open_.discard(node[1])
+            continue
+        if isinstance(node, dict | list):
+            if id(node) in open_:
+                raise ValueError("the document contains itself")
+            open_.add(id(node))
+            stack.append((_CLOSE, id(node)))
+        if isinstance(node, bytes):  # a piece of syntax pushed below
+            out.append(node)
+            size += len(node)
+        elif isinstance(node, dict):
+            parts: list[Any] = [b"{"]
+            for i, (k, v) in enumerate(node.items()):
+                parts += [b"," if i else b"", orjson.dumps(k) + b":", v]
+            parts.append(b"}")
+            stack.extend(reversed(parts))
+        elif isinstance(node, list):
+            parts = [b"["]
+            for i, v in enumerate(node):
+                parts += [b"," if i else b"", v]
+            parts.append(b"]")
+            stack.extend(reversed(parts))
+        else:
+            out.append(orjson.dumps(node))
+            size += len(out[-1])
+        if size > limit:
+            raise ValueError(f"the document would be over {limit} bytes")
+    return _splice_deep(b"".join(out))
 
 
 def _config(rng: random.Random) -> Config:
@@ -729,7 +779,11 @@ def make_case(seed: int, index: int) -> Case:
     if isinstance(doc, dict) and rng.random() < 0.2:  # secret-looking body fields, which records must not show
         doc["api_key"] = f"sk-{SECRET}-body"
         doc["metadata"] = {"user_id": "u1", "token": f"{SECRET}-meta"}
-    raw = _dumps(doc)
+    try:
+        raw = _dumps(doc)
+    except orjson.JSONEncodeError:  # mutations nested it past orjson's 254 levels: still a case, counted
+        raw = _dumps_any_depth(doc)
+        mutations.append(TOO_DEEP)
     if rng.random() < 0.25:
         name, fn = _weighted(rng, BYTE_MUTATIONS)
         raw = fn(raw, rng)
@@ -1255,14 +1309,24 @@ def run_case(case: Case, addon: AddonHarness | None) -> Outcome:
     )
 
 
+def _case_outcome(seed: int, index: int, addon: AddonHarness | None) -> Outcome:
+    """One case's outcome; a case the generator itself cannot build is a failure of the fuzzer, reported
+    with its number like any other, never the end of the run."""
+    try:
+        case = make_case(seed, index)
+    except Exception as e:
+        problem = f"fuzzer: the case generator raised {type(e).__name__}: {e}"
+        return Outcome(index, 0.0, "generator-error", [problem], [], "?", None)
+    return run_case(case, addon)
+
+
 def _worker(args: tuple[int, int, int, int]) -> list[Outcome]:
     seed, start, stop, addon_every = args
     logging.disable(logging.CRITICAL)  # the addon's fail-open lines; failures are counted here
     addon = AddonHarness() if addon_every else None
     try:
         return [
-            run_case(make_case(seed, i), addon if addon_every and i % addon_every == 0 else None)
-            for i in range(start, stop)
+            _case_outcome(seed, i, addon if addon_every and i % addon_every == 0 else None) for i in range(start, stop)
         ]
     finally:
         if addon is not None:
@@ -1364,6 +1428,8 @@ def main(argv: list[str] | None = None) -> int:
     print("  statuses:  " + ", ".join(f"{k} {v}" for k, v in sorted(rep.statuses.items())))
     print("  mutations: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.mutations.items())))
     print("  slowest:   " + ", ".join(f"case {i} {s:.2f}s" for s, i in rep.slowest))
+    if rep.mutations[TOO_DEEP]:
+        print(f"  generator: {rep.mutations[TOO_DEEP]} cases nested past orjson's 254 levels (written by fuzz.py)")
     for k, n in sorted(rep.known.items()):
         print(f"  known open bug ({n} cases, e.g. --case {rep.known_examples[k]}): {KNOWN[k]}")
     failed = rep.failures
@@ -1385,4 +1451,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import cli
+
+    cli.run(main)

@@ -550,3 +550,61 @@ def test_writers_read_a_block_or_item_type_that_is_not_a_string(type_: Any) -> N
     problems, r = fuzz.check_rewrite(orjson.dumps(doc), RESPONSES, fuzz.Config())
     assert problems == []
     assert r.status in ("rewritten", "skipped")
+
+
+# ---- issue 12: the fuzzer survives every seed -----------------------------------------------------
+
+
+def test_seed_20261130_case_44618_is_a_case_not_a_crash() -> None:
+    """Was: `fuzz.py --cases 100000 --seed 20261130` died with "TypeError: Recursion limit reached" in its
+    own generator: the "ids" mutation set an id to another id's value, a container holding the first one,
+    so the document contained itself. Values are copied now; the case is an ordinary one."""
+    case = fuzz.make_case(20261130, 44618)
+    orjson.loads(case.raw)
+    rep = fuzz.run(1, seed=20261130, workers=1, addon_every=1, start=44618)
+    assert rep.cases == 1 and rep.failures == []
+
+
+def test_the_ids_mutation_never_makes_a_document_contain_itself() -> None:
+    """The bug itself, whatever the generator's seeds look like: an id set to a container that holds it."""
+    for i in range(300):
+        doc = {"messages": [{"id": {"messages": [{"id": "x", "n": i}]}, "tool_use_id": "y"}]}
+        fuzz._m_ids(doc, random.Random(i))
+        orjson.dumps(doc)  # "Recursion limit reached" on a cycle
+
+
+def test_a_document_that_contains_itself_is_refused_not_looped_on() -> None:
+    doc: dict = {"messages": []}
+    doc["messages"].append(doc)
+    with pytest.raises(ValueError, match="contains itself"):
+        fuzz._dumps_any_depth(doc)
+
+
+@pytest.mark.parametrize("index", range(40))
+def test_the_any_depth_encoder_writes_what_orjson_writes(index: int) -> None:
+    rng = random.Random(index)
+    dialect = rng.choice(list(fuzz.SEEDS))
+    doc = fuzz.SEEDS[dialect](rng, fuzz._Tokens())
+    assert fuzz._dumps_any_depth(doc) == fuzz._dumps(doc)
+    deep: list = []
+    node = deep
+    for _ in range(600):
+        node.append([])
+        node = node[0]
+    want = b'{"x":' + b"[" * 601 + b"]" * 601 + b',"y":' + orjson.dumps("é\u2028") + b"}"
+    assert fuzz._dumps_any_depth({"x": deep, "y": "é\u2028"}) == want
+
+
+def test_a_case_the_generator_cannot_build_is_reported_not_fatal(monkeypatch) -> None:
+    real = fuzz.make_case
+
+    def flaky(seed: int, index: int):
+        if index == 3:
+            raise RuntimeError("generator bug")
+        return real(seed, index)
+
+    monkeypatch.setattr(fuzz, "make_case", flaky)
+    rep = fuzz.run(6, seed=1, workers=1, addon_every=0)
+    assert rep.cases == 6
+    [failure] = rep.failures
+    assert failure.index == 3 and failure.problems == ["fuzzer: the case generator raised RuntimeError: generator bug"]
