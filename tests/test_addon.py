@@ -12,7 +12,7 @@ from mitmproxy import exceptions, hooks, http, io
 from mitmproxy.net import encoding
 from mitmproxy.test import taddons, tflow
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS
-from native_bridge.shell import MARKER, META
+from native_bridge.shell import MARKER, META, records
 from native_bridge.shell import chat_addon as addon_module
 from native_bridge.shell.chat_addon import DEFAULT_FILTER, NativeBridge, parse_tool_map
 from native_bridge.shell.redact import REDACTED
@@ -618,7 +618,7 @@ def test_core_exception_fails_open(bridge, monkeypatch, caplog, tmp_path):
     assert rec["status"] == "error"
     assert rec["flow_id"] == f.id
     assert rec["reason"] == "RuntimeError: core exploded"
-    assert rec["after"] is None
+    assert records.after_doc(rec) is None
     assert rec["before"]["messages"][1]["tool_calls"][0]["id"] == "c1"
 
 
@@ -689,7 +689,7 @@ def test_rewritten_flow_is_recorded_redacted(bridge, tmp_path):
     assert rec["summary"] == {k: v for k, v in f.metadata[META].items() if k not in ("status", "reason")}
     assert rec["summary"]["steps"] == 2
     assert rec["before"] == json.loads(MIXED_BODY)
-    assert rec["after"] == body_of(f)
+    assert records.after_doc(rec) == body_of(f)
     assert rec["steps"] == body_of(f)["additional_steps"]
     assert ["authorization", REDACTED] in rec["request_headers"]
     assert len(rec["accounting"]) == 7  # 4 calls + 3 results, each placed once
@@ -705,7 +705,7 @@ def test_encoded_body_is_recorded_decoded(bridge, tmp_path):
     [record] = list((tmp_path / "records").glob("*.json"))
     rec = json.loads(record.read_text())
     assert rec["before"] == json.loads(OK_BODY)
-    assert "additional_steps" in rec["after"]
+    assert "additional_steps" in records.after_doc(rec)
 
 
 def test_non_selected_flows_write_no_record(bridge, tmp_path):
@@ -713,7 +713,7 @@ def test_non_selected_flows_write_no_record(bridge, tmp_path):
     tctx.configure(nb, bridge_records=str(tmp_path / "records"))
     nb.request(chat_flow(method="GET"))
     assert nb.recorder.flush(timeout=10)
-    assert not (tmp_path / "records").exists()
+    assert list((tmp_path / "records").iterdir()) == []  # created at start-up, nothing written
 
 
 def test_unsetting_records_closes_the_recorder(bridge, tmp_path):

@@ -28,7 +28,7 @@ from mitmproxy.test import taddons, tflow
 from native_bridge import rewrite
 from native_bridge.shell import META
 from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.records import Recorder, RecordJob, to_record
+from native_bridge.shell.records import Limits, Recorder, RecordJob, to_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fuzz
@@ -435,9 +435,11 @@ def test_broken_compression_passes_byte_identical_with_a_reason(addon, encoding:
     assert job.status == f.metadata[META]["status"] and job.reason == f.metadata[META]["reason"]
 
 
-def test_deep_body_fails_open_and_is_still_recorded_in_full(addon, tmp_path: Path, caplog) -> None:
+@pytest.mark.parametrize("skipped_bodies", [False, True])
+def test_deep_body_fails_open_and_is_still_recorded(addon, tmp_path: Path, caplog, skipped_bodies: bool) -> None:
     caplog.set_level(logging.ERROR)
     nb, jobs = addon
+    nb.record_limits = Limits(skipped_bodies=skipped_bodies)  # bridge_records_skipped_bodies
     raw = orjson.dumps(bash_pair_chat(1))[:-1] + b',"metadata":' + b"[" * 600 + b"]" * 600 + b"}"
     f = send(nb, raw)
     assert f.request.raw_content == raw  # fail open: the original goes upstream
@@ -445,7 +447,11 @@ def test_deep_body_fails_open_and_is_still_recorded_in_full(addon, tmp_path: Pat
     path = Recorder(str(tmp_path)).write(jobs.jobs[0])
     rec = orjson.loads(Path(path).read_bytes())
     assert rec["status"] == f.metadata[META]["status"]
-    assert rec["before"] is None and rec["before_text"].startswith('{"model":"m"')  # too deep for JSON: as text
+    assert rec["before"] is None
+    if rec["status"] == "skipped" and not skipped_bodies:  # a skipped body is recorded by its size only
+        assert rec["before_bytes"] == len(raw) and "body_omitted" in rec and "before_text" not in rec
+    else:
+        assert rec["before_text"].startswith('{"model":"m"')  # too deep for JSON: as text
 
 
 @pytest.mark.parametrize("depth", [254, 400, 1024])

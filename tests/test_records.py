@@ -31,8 +31,9 @@ FIELDS = {
     "reason",
     "comment",
     "summary",
+    "before_bytes",
     "before",
-    "after",
+    "after_patch",
     "steps",
     "accounting",
     "notes",
@@ -93,7 +94,7 @@ def test_write_produces_one_valid_json_record_with_the_documented_fields(recorde
     assert raw.endswith(b"\n")
     rec = json.loads(raw)
     assert set(rec) >= FIELDS
-    assert rec["record_version"] == RECORD_VERSION == 1
+    assert rec["record_version"] == RECORD_VERSION == 2
     assert rec["flow_id"] == "0b8e6c0e-1111-4222-8333-944445555666"
     assert rec["time"] == "2023-11-14T22:13:20.500000Z"
     assert rec["method"] == "POST"
@@ -104,7 +105,7 @@ def test_write_produces_one_valid_json_record_with_the_documented_fields(recorde
     assert rec["summary"] == {"steps": 1, "failed": 0}
     assert rec["steps"] == [{"type": "T", "status": "CORTEX_STEP_STATUS_DONE"}]
     assert rec["accounting"] == [{"item": "call", "id": "c1", "name": "Bash", "turn": 1, "step": 0}]
-    assert rec["after"] == {"model": "m", "messages": [], "additional_steps": [{"type": "T"}]}
+    assert records.after_doc(rec) == {"model": "m", "messages": [], "additional_steps": [{"type": "T"}]}
     assert rec["notes"] == []
     assert "before_text" not in rec and "after_text" not in rec
     assert recorder.written == 1 and recorder.failed == 0
@@ -128,7 +129,7 @@ def test_non_json_body_is_kept_as_redacted_text():
     rec = to_record(job(before=b"not json; Authorization: Bearer abcdefghijklmnop", after=None))
     assert rec["before"] is None
     assert rec["before_text"] == f"not json; Authorization: Bearer {REDACTED}"
-    assert rec["after"] is None
+    assert rec["after_patch"] is None and records.after_doc(rec) is None
     assert "after_text" not in rec
 
 
@@ -144,7 +145,7 @@ def test_error_record_without_bodies(recorder):
     rec = json.loads(Path(path).read_text())
     assert rec["status"] == "error"
     assert rec["reason"] == "RuntimeError: boom"
-    assert rec["before"] is None and rec["after"] is None
+    assert rec["before"] is None and records.after_doc(rec) is None
 
 
 # ---- one file per job, permissions, atomicity --------------------------------
@@ -438,3 +439,11 @@ def test_distinct_jobs_never_share_a_file(recorder, tmp_path):
     recorder.write(job("a/b"))
     recorder.write(job("a_b"))
     assert len(files(tmp_path / "records")) == 2
+
+
+def test_a_non_json_body_without_tool_history_says_it_is_not_json():
+    """Was "no tool history" alone: the core's pre-check does not parse a body without markers (issue 12)."""
+    rec = to_record(job(status="unchanged", reason="no tool history", before=b"hello, not json", after=None, steps=[]))
+    assert rec["reason"] == "the body is not JSON (no tool history)"
+    rec = to_record(job(status="unchanged", reason="no tool history", before=b'{"messages": []}', after=None))
+    assert rec["reason"] == "no tool history"

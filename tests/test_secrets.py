@@ -30,7 +30,7 @@ import orjson
 import pytest
 from mitmproxy import hooks, io
 from mitmproxy.test import taddons, tflow
-from native_bridge.shell import META, redact
+from native_bridge.shell import META, records, redact
 from native_bridge.shell.chat_addon import NativeBridge
 from native_bridge.shell.records import Recorder, RecordJob, record_name
 
@@ -171,7 +171,7 @@ def test_record_holds_no_planted_secret(bridge, case: str) -> None:
     if case == "rewritten":
         codes = [s["runCommand"].get("exitCode") for s in rec["steps"] if "runCommand" in s]
         assert 22 in codes
-        assert rec["after"]["metadata"] == {"user_id": "u-1", "token": redact.REDACTED}
+        assert records.after_doc(rec)["metadata"] == {"user_id": "u-1", "token": redact.REDACTED}
 
 
 def test_record_of_an_error_holds_no_planted_secret(bridge, monkeypatch) -> None:
@@ -348,6 +348,8 @@ SCRIPTS = {
     "interop.py": "installs agent clients and runs pytest; prints install logs and test output, no request data",
     "real_gateway.py": "prints the steps (commands, outputs, reasons) the gateway sent and the language server got, "
     "never Metadata; its --state folder holds the stand-in language server's captures (the planner side, as above)",
+    "rebuild_record.py": "prints a record's rewritten body, rebuilt from the record (redacted)",
+    "record_size.py": "bundled synthetic sessions only; prints sizes",
     "cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
     "sessions/make_chat_session.py": "writes the bundled synthetic session",
     "sessions/make_anthropic_session.py": "writes the bundled synthetic session",

@@ -18,6 +18,7 @@ from mitmproxy.websocket import WebSocketMessage
 from native_bridge.shell import MARKER, META, commands, view
 from native_bridge.shell import websocket as ws_module
 from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.shell.records import after_doc
 from native_bridge.shell.websocket import WS_META, wire
 from wsproto.frame_protocol import Opcode
 
@@ -293,7 +294,7 @@ def test_one_record_per_frame_with_distinct_names(bridge, tmp_path):
     assert rec["websocket_message"] == 2 and rec["flow_id"] == f.id and rec["method"] == "GET"
     assert rec["url"].endswith("/v1/responses") and rec["dialect"] == "responses"
     assert rec["before"] == json.loads(FAILED)
-    assert [s["runCommand"]["exitCode"] for s in rec["after"]["additional_steps"]] == [2, 0]
+    assert [s["runCommand"]["exitCode"] for s in after_doc(rec)["additional_steps"]] == [2, 0]
     assert [s["runCommand"]["exitCode"] for s in rec["steps"]] == [2, 0]
     assert "sk-secret" not in json.dumps(rec)
 

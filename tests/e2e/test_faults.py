@@ -184,10 +184,12 @@ def bridge_lines(proxy: Proxy, needle: str) -> list[str]:
 
 
 def test_records_directory_unwritable(planner, proxies, tmp_path: Path) -> None:
-    """A read-only filesystem (tmpfs mounted ro): every request still goes through, rewritten; one line."""
+    """The filesystem turns read-only while running (tmpfs remounted ro): every request still goes
+    through, rewritten; one line."""
     records = tmp_path / "ro"
-    with tmpfs(records, "ro"):
+    with tmpfs(records):
         proxy = start(proxies, planner.url, records, tmp_path)
+        subprocess.run(["mount", "-o", "remount,ro", str(records)], check=True, capture_output=True)
         assert_traffic_ok(proxy, planner, 6)
         assert wait_for(lambda: bridge_lines(proxy, "cannot write record"))
         time.sleep(0.3)
@@ -199,16 +201,37 @@ def test_records_directory_unwritable(planner, proxies, tmp_path: Path) -> None:
 
 
 def test_records_directory_under_a_file(planner, proxies, tmp_path: Path) -> None:
-    """No mount needed: the records path cannot be a directory at all."""
+    """No mount needed: while running, the records path stops being a directory at all."""
     blocker = tmp_path / "blocker"
-    blocker.write_text("a file")
+    blocker.mkdir()
     proxy = start(proxies, planner.url, blocker / "records", tmp_path)
+    shutil.rmtree(blocker)
+    blocker.write_text("a file")
     assert_traffic_ok(proxy, planner, 4)
     assert wait_for(lambda: bridge_lines(proxy, "cannot write record"))
     time.sleep(0.3)
     assert len(bridge_lines(proxy, "cannot write record")) == 1, proxy.fail("one line per fault")
     assert blocker.read_text() == "a file"
     assert proxy.close() == 0
+
+
+@pytest.mark.parametrize("bad", ["under-a-file", "read-only"])
+def test_unusable_records_directory_is_refused_at_start_up(tmp_path: Path, bad: str) -> None:
+    """A bad bridge_records path stops mitmdump before traffic starts, with the path and the cause."""
+    if bad == "under-a-file":
+        (tmp_path / "blocker").write_text("a file")
+        records = tmp_path / "blocker" / "records"
+    else:
+        records = tmp_path / "ro"
+        records.mkdir(mode=0o500)
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a 0500 directory")
+    args = Mitmdump("http://127.0.0.1:9", records, tmp_path / "conf").args
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert f"bridge_records: cannot write records to {records}" in out, out[-3000:]
+    assert not (tmp_path / "blocker" / "records").exists() or bad != "under-a-file"
 
 
 def test_records_directory_removed_while_running(planner, proxies, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import pytest
 import reference_planner
 import zstandard
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.shell import records
 
 from .conftest import CHAT, SESSION, Bridge, Exchange
 
@@ -462,7 +463,7 @@ def test_anthropic_record(mains: dict[str, Any], bridge: Bridge) -> None:
     assert rec["url"].endswith(MESSAGES)
     # (Thinking signatures aside: see test_anthropic_record_keeps_thinking_signatures.)
     assert unsigned(rec["before"]) == unsigned(doc)
-    assert unsigned(rec["after"]) == unsigned(after)
+    assert unsigned(records.after_doc(rec)) == unsigned(after)
     assert rec["steps"] == after[STEPS]
     special = a_special(doc)
     kept = {(p["item"], p["id"]): p["kept"] for p in rec["accounting"] if "kept" in p}
@@ -495,7 +496,7 @@ def test_anthropic_record_keeps_thinking_signatures(mains: dict[str, Any], bridg
     _, rec = bridge.record(ex)
     signatures = lambda d: [b["signature"] for m in d["messages"] for b in blocks(m) if b["type"] == "thinking"]  # noqa: E731
     assert signatures(rec["before"]) == signatures(doc_of("anthropic"))
-    assert signatures(rec["after"]) == signatures(after)
+    assert signatures(records.after_doc(rec)) == signatures(after)
 
 
 # ---- OpenAI Responses (Codex CLI) ---------------------------------------------------------------
@@ -574,7 +575,7 @@ def test_responses_record(mains: dict[str, Any], bridge: Bridge) -> None:
     doc = doc_of("responses")
     _, rec = bridge.record(ex)
     assert (rec["status"], rec["dialect"], rec["notes"]) == ("rewritten", "responses", [])
-    assert rec["before"] == doc and rec["after"] == after
+    assert rec["before"] == doc and records.after_doc(rec) == after
     special = r_special(doc)
     kept = {(p["item"], p["id"]): p["kept"] for p in rec["accounting"] if "kept" in p}
     assert kept == (
@@ -705,7 +706,7 @@ def test_unrecognised_json_on_a_selected_path_passes_and_is_recorded_skipped(neu
     _, rec = neutral.record(ex)
     assert (rec["status"], rec["dialect"]) == ("skipped", None)
     assert rec["reason"] == "body is not a chat request of a known dialect"
-    assert rec["after"] is None and rec["steps"] == []
+    assert records.after_doc(rec) is None and rec["steps"] == []
 
 
 def test_unrecognised_json_on_a_dialect_path_passes_and_is_recorded_skipped(bridge: Bridge) -> None:

@@ -13,7 +13,7 @@ from ..core.memo import Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from . import MARKER, META, websocket
 from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed
-from .records import Recorder, RecordJob
+from .records import Limits, Recorder, RecordJob, parse_age, parse_size, prepare_directory
 from .state import BridgeState
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,63 @@ def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
 MODES = ("observe", "rewrite")
 
 
+RECORD_OPTIONS = {
+    "bridge_records",
+    "bridge_records_max_record",
+    "bridge_records_max_total",
+    "bridge_records_max_age",
+    "bridge_records_skipped_bodies",
+}
+
+
+def add_record_options(loader) -> None:
+    loader.add_option(
+        "bridge_records_max_record",
+        str,
+        "16M",
+        "Largest record (e.g. 500K, 16M; 0: no cap): a larger one is written without its bodies.",
+    )
+    loader.add_option(
+        "bridge_records_max_total",
+        str,
+        "2G",
+        "Most the records directory holds (e.g. 500M, 2G; 0: no cap): the oldest records are removed beyond it.",
+    )
+    loader.add_option(
+        "bridge_records_max_age",
+        str,
+        "14d",
+        "Records older than this are removed (e.g. 12h, 14d, 2w; 0: kept forever).",
+    )
+    loader.add_option(
+        "bridge_records_skipped_bodies",
+        bool,
+        False,
+        "Record the content of bodies the bridge skipped (over bridge_max_body, streamed, ...); off: their size only.",
+    )
+
+
+def record_limits(opts) -> Limits:
+    """The record options as limits, refused with a message when malformed."""
+    values = {}
+    for name, parse in (("max_record", parse_size), ("max_total", parse_size), ("max_age", parse_age)):
+        try:
+            values[name] = parse(getattr(opts, f"bridge_records_{name}"))
+        except ValueError as e:
+            raise exceptions.OptionsError(f"bridge_records_{name}: {e}") from e
+    max_record, max_total, max_age = values["max_record"], values["max_total"], values["max_age"]
+    if max_total and max_record and max_record > max_total:
+        raise exceptions.OptionsError("bridge_records_max_record must not be larger than bridge_records_max_total")
+    if max_total and not max_record:
+        raise exceptions.OptionsError(
+            "bridge_records_max_total needs bridge_records_max_record (one record could fill it)"
+        )
+    return Limits(max_record, max_total, max_age, opts.bridge_records_skipped_bodies)
+
+
 class NativeBridge:
+    record_limits = Limits()  # the bridge_records_* options (configure)
+
     def __init__(self, state: BridgeState | None = None) -> None:
         self.state = state or BridgeState()
         self.config = Config()
@@ -124,6 +180,7 @@ class NativeBridge:
             32 * 1024 * 1024,
             "Largest request body (bytes, decoded) the bridge rewrites; larger ones pass untouched.",
         )
+        add_record_options(loader)
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -144,12 +201,22 @@ class NativeBridge:
             raise exceptions.OptionsError(f"bridge_mode: {opts.bridge_mode!r} is not one of {', '.join(MODES)}")
         if "bridge_max_body" in updated and opts.bridge_max_body <= 0:
             raise exceptions.OptionsError("bridge_max_body must be positive")
+        if updated & RECORD_OPTIONS:
+            self.record_limits = record_limits(opts)
+            if self.recorder is not None and "bridge_records" not in updated:
+                self.recorder.limits = self.record_limits
         if "bridge_records" in updated:
+            if opts.bridge_records:
+                try:  # a bad path is refused now, not at the first write after traffic has started
+                    directory = prepare_directory(opts.bridge_records)
+                except OSError as e:
+                    message = f"bridge_records: cannot write records to {opts.bridge_records}: {e}"
+                    raise exceptions.OptionsError(message) from e
             if self.recorder is not None:
                 self.recorder.close()
                 self.recorder = None
             if opts.bridge_records:
-                self.recorder = Recorder(opts.bridge_records, isolate=True)
+                self.recorder = Recorder(directory, isolate=True, limits=self.record_limits)
         if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:
             logger.warning("bridge: stream_large_bodies is set; streamed request bodies cannot be rewritten")
 
@@ -271,7 +338,10 @@ class NativeBridge:
         flow.comment = comment(out, summary)
         flow.metadata[META] = {"status": out.status, "reason": out.reason, **summary}
         if self.recorder is not None:
-            self._record(flow, out, raw if raw is not None else req.raw_content)
+            before = raw if raw is not None else req.raw_content
+            # Not rewritten, not recorded: its size and conversation, not 40 MB of it.
+            omit = out.status == "skipped" and not self.record_limits.skipped_bodies
+            self._record(flow, out, before, omit)
 
     def _observe(self, result: Rewrite) -> None:
         """Hand the planner hop what the client's own results say (core/observe.py)."""
@@ -293,7 +363,7 @@ class NativeBridge:
             return None, too_big
         return raw, None
 
-    def _record(self, flow: http.HTTPFlow, result: Outcome, before: bytes | None) -> None:
+    def _record(self, flow: http.HTTPFlow, result: Outcome, before: bytes | None, omit: bool = False) -> None:
         assert self.recorder is not None
         req = flow.request
         self.recorder.submit(
@@ -313,5 +383,6 @@ class NativeBridge:
                 summary=result.summary,
                 comment=flow.comment,
                 notes=result.notes,
+                omit_before=omit,
             )
         )

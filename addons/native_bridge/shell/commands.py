@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import mitmproxy.types
-from mitmproxy import command, exceptions, flow, http
+from mitmproxy import command, ctx, exceptions, flow, http
 
 from ..core.pipeline import rewrite
 from . import META, explain, native_record, native_view, redact, websocket
@@ -105,7 +105,7 @@ def record_job(f: http.HTTPFlow) -> RecordJob:
     return job
 
 
-def stats_text(flows: Sequence[flow.Flow]) -> str:
+def stats_text(flows: Sequence[flow.Flow], extra: Sequence[tuple[str, int]] = ()) -> str:
     bridged = _bridged(flows)
     verdicts = [v for f in bridged for v in _verdicts(f)]
     by_status = Counter(str(v.get("status")) for v in verdicts)
@@ -131,9 +131,25 @@ def stats_text(flows: Sequence[flow.Flow]) -> str:
         ("calls never observed (unobserved)", unobserved),
         ("items kept as messages", sum(kept.values())),
         *((f"  {code}", n) for code, n in sorted(kept.items())),
+        *extra,
     ]
     width = max(len(label) for label, _ in rows)
     return "\n".join(f"{label.ljust(width)}  {n}" for label, n in rows) + "\n"
+
+
+def records_rows() -> list[tuple[str, int]]:
+    """The running addon's record counts (bridge_records), when records are on."""
+    master = getattr(ctx, "master", None)
+    recorder = getattr(master.addons.get("nativebridge"), "recorder", None) if master is not None else None
+    if recorder is None:
+        return []
+    return [
+        ("records written", recorder.written),
+        ("records lost", recorder.lost),
+        ("  failed to write", recorder.failed),
+        ("  dropped (writer behind)", recorder.dropped),
+        ("records removed by retention", recorder.removed),
+    ]
 
 
 class BridgeCommands:
@@ -175,6 +191,6 @@ class BridgeCommands:
     def stats(self, flows: Sequence[flow.Flow]) -> str:
         """Summary of the chosen flows: how many the bridge saw and rewrote, steps sent, failures
         found (exit codes), and the tool calls and results kept as messages, by code."""
-        text = stats_text(flows)
+        text = stats_text(flows, records_rows())
         logger.info(text.rstrip("\n"))
         return text

@@ -101,7 +101,10 @@ def explain_bodies(
 
 def explain_record(rec: dict[str, Any]) -> Explained:
     """From a record written by the recorder (bodies there are redacted JSON)."""
-    after = rec.get("after") if isinstance(rec.get("after"), dict) else None
+    from .records import after_doc  # records (version 2) hold the rewritten body as a patch
+
+    after = after_doc(rec)
+    after = after if isinstance(after, dict) else None
     before = rec.get("before") if isinstance(rec.get("before"), dict) else None
     steps = rec.get("steps") or _steps_of(after)
     accounting = rec.get("accounting") if rec.get("status") == "rewritten" else None

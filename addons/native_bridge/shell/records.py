@@ -3,6 +3,11 @@
 The addon hands raw material to :meth:`Recorder.submit` (a queue put); a writer
 thread decodes, redacts and writes each record atomically (temp file, fsync,
 rename), readable by the owner only. Failures are logged, counted and survived.
+
+A record holds each body once: ``before``, and the rewritten body as ``after_patch``
+(what changed, :mod:`bodydiff`); :func:`after_doc` / :func:`rebuild_after` give it back.
+Records are capped in size one by one (:class:`Limits`), and the directory by total
+size and age: the oldest records go first.
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ from typing import Any
 import orjson
 
 from ..core.conversation import conversation_key
-from . import native_record, redact
+from . import bodydiff, native_record, redact
 from .native_record import NativeJob
 from .renderer import Renderer
 
 logger = logging.getLogger(__name__)
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: after_patch instead of after; skipped bodies omitted; size caps
 _STOP = object()
 # orjson writes at most 254 nested levels and the record holds a body one level down: a deeper
 # body is kept as (redacted) text, so even a hostile nesting leaves a complete record.
@@ -59,6 +64,51 @@ class RecordJob:
     native: NativeJob | None = None  # the planner hop's material (native_record.py)
     websocket_message: int | None = None  # a WebSocket client frame: its index in the flow's messages
     websocket_context: list[dict[str, Any]] | None = None  # server-held calls the frame answers (websocket.py)
+    omit_before: bool = False  # record ``before``'s size and conversation, not its content (a skipped body)
+    max_record: int = 0  # bytes; 0: no cap
+
+
+@dataclass(slots=True, frozen=True)
+class Limits:
+    """What the records directory may hold; 0 means no limit."""
+
+    max_record: int = 0  # bytes per record: larger records are written without their bodies
+    max_total: int = 0  # bytes in the directory: the oldest records are removed beyond it
+    max_age: float = 0  # seconds: older records are removed
+    skipped_bodies: bool = False  # record the content of bodies the bridge skipped
+
+
+_SIZE = re.compile(r"(?i)^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$")
+_AGE = re.compile(r"(?i)^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+
+
+def parse_size(value: str) -> int:
+    """``0``, ``123``, ``64K``, ``16M``, ``2G`` (powers of 1024) as bytes; ValueError otherwise."""
+    m = _SIZE.match(str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not a size (e.g. 0, 500K, 16M, 2G)")
+    return int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " "))
+
+
+def parse_age(value: str) -> float:
+    """``0``, ``90s``, ``30m``, ``12h``, ``14d``, ``2w`` as seconds (a bare number is days); ValueError otherwise."""
+    m = _AGE.match(str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not an age (e.g. 0, 12h, 14d, 2w)")
+    unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "": 86400}[m.group(2).lower()]
+    return float(m.group(1)) * unit
+
+
+def prepare_directory(directory: str) -> str:
+    """Create the records directory (0700) if needed and prove it writable; OSError with the cause otherwise."""
+    path = os.path.abspath(os.path.expanduser(directory))
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if not os.path.isdir(path):
+        raise NotADirectoryError(f"{path} is not a directory")
+    fd, probe = tempfile.mkstemp(dir=path, prefix=".", suffix=".tmp")
+    os.close(fd)
+    os.unlink(probe)
+    return path
 
 
 def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
@@ -86,14 +136,24 @@ def _body_doc(raw: bytes | None) -> tuple[Any, str | None]:
     return None, redact.text(raw.decode("utf-8", "replace"))
 
 
+def _not_json(raw: bytes | None) -> bool:
+    try:
+        orjson.loads(raw or b"")
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
 def _str(value: str) -> str:
     """Text JSON can carry: mitmproxy keeps undecodable header and URL bytes as lone surrogates."""
     return _SURROGATES.sub("\ufffd", value)
 
 
 def to_record(job: RecordJob) -> dict[str, Any]:
-    before, before_text = _body_doc(job.before)
+    before, before_text = _body_doc(job.before) if not job.omit_before else (None, None)
     after, after_text = _body_doc(job.after)
+    # Steps carry tool output (a token a command printed) and accounting reasons quote arguments.
+    steps = redact.body(job.steps)
     rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "flow_id": _str(job.flow_id),
@@ -108,10 +168,11 @@ def to_record(job: RecordJob) -> dict[str, Any]:
         "comment": redact.text(_str(job.comment)),
         "notes": [redact.text(_str(n)) for n in job.notes],
         "summary": job.summary,
+        "before_bytes": len(job.before) if job.before is not None else None,
         "before": before,
-        "after": after,
-        # Steps carry tool output (a token a command printed) and accounting reasons quote arguments.
-        "steps": redact.body(job.steps),
+        # The rewritten body once: what changed from before (bodydiff); rebuild_after() gives its bytes.
+        "after_patch": None,
+        "steps": steps,
         "accounting": redact.body(job.accounting),
     }
     if job.websocket_message is not None:  # a frame of the flow's WebSocket, not its HTTP request
@@ -120,11 +181,42 @@ def to_record(job: RecordJob) -> dict[str, Any]:
         rec["websocket_context"] = redact.body(job.websocket_context)
     if job.native is not None:
         rec["native"] = native_record.render(job.native)
+    if job.status == "unchanged" and before_text is not None and _not_json(job.before):
+        # The core's cheap pre-check found no tool-history markers and did not parse: say what the body is.
+        rec["reason"] = f"the body is not JSON ({rec['reason'] or 'no tool history'})"
+    if job.omit_before and job.before is not None:
+        rec["body_omitted"] = (
+            f"{job.status} body of {len(job.before)} bytes not recorded (bridge_records_skipped_bodies records it)"
+        )
     if before_text is not None:
         rec["before_text"] = before_text
-    if after_text is not None:
-        rec["after_text"] = after_text
+    if job.after is not None:
+        rec["after_bytes"] = len(job.after)
+        rec["after_sha256"] = hashlib.sha256(job.after).hexdigest()  # of the bytes that went upstream
+        if before is not None and after is not None:
+            rec["after_patch"] = bodydiff.diff(before, after, steps)
+        elif after is not None:
+            rec["after"] = after  # the original is not JSON: nothing to describe the change against
+        if after_text is not None:
+            rec["after_text"] = after_text
     return rec
+
+
+def after_doc(rec: dict[str, Any]) -> Any:
+    """The rewritten body (redacted) of a record of any version, or None when it has none."""
+    if rec.get("after") is not None or "after_patch" not in rec:
+        return rec.get("after")
+    patch, before = rec.get("after_patch"), rec.get("before")
+    if patch is None or before is None:
+        return None
+    return bodydiff.apply(before, patch, rec.get("steps"))
+
+
+def rebuild_after(rec: dict[str, Any]) -> bytes | None:
+    """The bytes of the rewritten body as they went upstream (identical unless redaction masked a secret
+    in it: compare with ``after_sha256``)."""
+    doc = after_doc(rec)
+    return None if doc is None else orjson.dumps(doc)
 
 
 def _time(timestamp: float) -> datetime | None:
@@ -146,11 +238,27 @@ def record_name(job: RecordJob) -> str:
     return f"{stamp}-{safe_id}{frame}.json"
 
 
+# The names record_name() gives: only these are ever removed by retention.
+_RECORD_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}-[A-Za-z0-9_-]+\.json$")
+_AGE_EVERY = 60.0  # seconds between two sweeps for records older than max_age
+
+
 class Recorder:
-    def __init__(self, directory: str, max_pending_bytes: int = MAX_PENDING_BYTES, isolate: bool = False) -> None:
+    def __init__(
+        self,
+        directory: str,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
+        isolate: bool = False,
+        limits: Limits | None = None,
+    ) -> None:
         """``isolate``: render records in a worker process (renderer.py), as the addon does,
         so their CPU work never competes with the proxy's event loop for the GIL."""
         self.directory = os.path.abspath(directory)
+        self.limits = limits or Limits()
+        self.removed = 0  # records removed by retention (max_total, max_age)
+        self._index: list[tuple[float, str, int]] | None = None  # (mtime, name, size) of our records, oldest first
+        self._total = 0
+        self._last_age_sweep = float("-inf")
         self._renderer = Renderer(_render) if isolate else None
         self.max_pending_bytes = max_pending_bytes
         self.written = 0
@@ -166,7 +274,14 @@ class Recorder:
         self._pending = 0
         self._idle = threading.Condition(self._lock)
 
+    @property
+    def lost(self) -> int:
+        """Records that never reached the disk: failed writes and records dropped under back-pressure."""
+        return self.failed + self.dropped
+
     def submit(self, job: RecordJob) -> None:
+        if self.limits.max_record:
+            job.max_record = self.limits.max_record
         size = _size(job)
         with self._lock:
             if self._pending and self._pending_bytes + size > self.max_pending_bytes:
@@ -204,8 +319,10 @@ class Recorder:
             pending = self._pending
         if pending:
             logger.info(f"bridge: writing {pending} pending records to {self.directory} before closing")
+        unwritten = 0
         if not self.flush(timeout):
-            logger.error(f"bridge: {self._pending} records not written to {self.directory}: gave up after {timeout}s")
+            unwritten = self._pending
+            logger.error(f"bridge: {unwritten} records not written to {self.directory}: gave up after {timeout}s")
         with self._lock:
             thread, self._thread = self._thread, None
         if thread is not None:
@@ -213,6 +330,15 @@ class Recorder:
             thread.join(timeout)
         if self._renderer is not None:
             self._renderer.close()
+        lost = self.lost + unwritten
+        if lost:
+            logger.warning(
+                f"bridge: {lost} records lost for {self.directory} ({self.failed} failed to write, "
+                f"{self.dropped} dropped while the writer was behind, {unwritten} unwritten at shutdown); "
+                f"{self.written} written"
+            )
+        elif self.written:
+            logger.info(f"bridge: {self.written} records written to {self.directory}, none lost")
 
     def _run(self) -> None:
         while (job := self._queue.get()) is not _STOP:
@@ -244,6 +370,7 @@ class Recorder:
             except BaseException:
                 _unlink(tmp)
                 raise
+            self._retain(path, len(data))
         except Exception as e:  # a disk fault must never reach the traffic
             self.failed += 1
             fault = _fault(e)
@@ -256,6 +383,60 @@ class Recorder:
             logger.info(f"bridge: records are written to {self.directory} again ({self.failed} failed in all)")
             self._last_error = None
         return path
+
+    def _retain(self, path: str, size: int) -> None:
+        """Keep the directory within max_total and max_age, oldest records first (never the one just written)."""
+        limits = self.limits
+        if not limits.max_total and not limits.max_age:
+            return
+        if self._index is None:
+            self._index = self._scan()
+            self._total = sum(s for _, _, s in self._index)
+        name = os.path.basename(path)
+        self._index = [e for e in self._index if e[1] != name]  # a record written again (replay) replaces its file
+        self._total = sum(s for _, _, s in self._index)
+        self._index.append((time.time(), name, size))
+        self._total += size
+        doomed: list[tuple[float, str, int]] = []
+        now = time.monotonic()
+        if limits.max_age and now - self._last_age_sweep >= _AGE_EVERY:
+            self._last_age_sweep = now
+            cutoff = time.time() - limits.max_age
+            doomed += [e for e in self._index[:-1] if e[0] < cutoff]
+        if limits.max_total:
+            total = self._total - sum(s for _, _, s in doomed)
+            for e in self._index[:-1]:
+                if total <= limits.max_total:
+                    break
+                if e not in doomed:
+                    doomed.append(e)
+                    total -= e[2]
+        if not doomed:
+            return
+        gone = set()
+        for e in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                try:
+                    os.unlink(os.path.join(self.directory, e[1]))
+                except OSError as err:
+                    logger.warning(f"bridge: cannot remove old record {e[1]}: {_fault(err)}")
+                    continue
+            gone.add(e[1])
+        self.removed += len(gone)
+        self._index = [e for e in self._index if e[1] not in gone]
+        self._total = sum(s for _, _, s in self._index)
+
+    def _scan(self) -> list[tuple[float, str, int]]:
+        """The records already in the directory, oldest first (only names this recorder gives)."""
+        found = []
+        with os.scandir(self.directory) as it:
+            for entry in it:
+                if _RECORD_NAME.match(entry.name):
+                    with contextlib.suppress(OSError):
+                        st = entry.stat(follow_symlinks=False)
+                        found.append((st.st_mtime, entry.name, st.st_size))
+        found.sort()
+        return found
 
     def _directory(self) -> None:
         if os.path.isdir(self.directory):
@@ -278,10 +459,37 @@ def _fault(e: Exception) -> str:
     return f"{type(e).__name__}: {e}"
 
 
+def _dump(rec: dict[str, Any]) -> bytes:
+    """One top-level field a line, each value compact: readable with jq and grep, without the third of
+    the size that indenting every nested body level costs."""
+    lines = [b"  " + orjson.dumps(k) + b": " + orjson.dumps(v) for k, v in rec.items()]
+    return b"{\n" + b",\n".join(lines) + b"\n}\n"
+
+
 def _render(job: RecordJob) -> bytes:
     option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
     try:
-        return orjson.dumps(to_record(job), option=option)
+        rec = to_record(job)
+        data = _dump(rec)
+        if job.max_record and len(data) > job.max_record:
+            # Over the cap: the bodies go first, then the steps (tool output), then all but the verdict.
+            size = len(data)
+            for key in ("before", "before_text", "after", "after_text", "after_patch"):
+                if key in rec:
+                    rec[key] = None
+            rec["body_omitted"] = (
+                f"the record would be {size} bytes, over bridge_records_max_record ({job.max_record}): "
+                "bodies not recorded"
+            )
+            data = _dump(rec)
+            if len(data) > job.max_record:
+                rec["steps"] = rec["accounting"] = None
+                rec["body_omitted"] += "; steps and accounting not recorded either"
+                data = _dump(rec)
+            if len(data) > job.max_record:
+                keep = ("record_version", "flow_id", "time", "method", "status", "summary", "body_omitted")
+                data = _dump({k: rec[k] for k in keep})
+        return data
     except Exception as e:  # still one record per flow: what is known, and why the rest is missing
         logger.warning(f"bridge: record for flow {_str(job.flow_id)} kept short: {type(e).__name__}: {e}")
         stub = {
