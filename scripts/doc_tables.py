@@ -12,6 +12,7 @@ import re
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "addons"))
@@ -99,10 +100,7 @@ def evidence_table() -> str:
     ]
     for e in EVIDENCE:
         created = {True: "true", False: "false", None: "absent"}[e.file_created] if e.kind == "write_to_file" else ""
-        rows.append(
-            f"| {e.kind} | {_names(e.clients)} | `{e.tool}` | {_words(e)} | {created} | "
-            f"{_cell(e.source)} |"
-        )
+        rows.append(f"| {e.kind} | {_names(e.clients)} | `{e.tool}` | {_words(e)} | {created} | {_cell(e.source)} |")
     return "\n".join(rows)
 
 
@@ -128,7 +126,74 @@ def tools_table() -> str:
     return "\n".join(rows)
 
 
+# Why each client's results let the bridge state what they do (read off its captured results).
+_WHY = {
+    "claude-code": "`Exit code N` on the first line, only with `is_error` (Anthropic); a success is the bare "
+    "output, so 0 is never stated; reads and edits in its own words",
+    "codex": "`Process exited with code N` above `Output:` in every exec_command result (HTTP and WebSocket); "
+    "no read or edit tool (`cat` through exec_command, `apply_patch` has no lossless step)",
+    "gemini-cli": "its shell frame (`Exit Code: N` only when non-zero, `Signal: N`), `{error}` for a failed tool "
+    "(the dialect's flag); its `{output}` is a successful read",
+    "qwen-code": "the Gemini CLI frame with `Exit Code: N` on every run; `read_file` returns the bare content: no "
+    "words say it succeeded, so it stays a message",
+    "opencode": "never states a status: the exit code stays client-side, so it is absent; only a timeout note "
+    "says a command failed",
+    "kilo": "as opencode (a fork): never states a status",
+    "mini-swe-agent": "`returncode` in every result (JSON or `<returncode>` tags); `-1` with `exception_info` is "
+    "a timeout",
+    "openai-agents": "`shell_call_output`'s structured outcome; the sandbox's exec_command frame; `LocalShellTool` "
+    "returns bare output: nothing stated",
+    "openhands": "`[Command finished with exit code N]`; a timeout leaves the command running (no step); "
+    "`file_editor` has no step kind (its kind depends on its command)",
+}
+
+
+def measured_table() -> str:
+    """Per client and version: what the bridge stated for every real result in tests/corpus/ (the
+    same replay tests/test_corpus.py asserts)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_corpus as corpus
+
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for _, e, tools in corpus.ENTRIES:
+        raw, path = corpus.body_for(e, tools)
+        result = corpus._rewrite(raw, path, (e.get("request_headers_subset") or {}).get("user-agent"))
+        step = result.steps[0] if result.steps else None
+        r = rows.setdefault(
+            (e["client"], e["version"]),
+            {"n": 0, "dialects": set(), "stated": [0, 0], "silent": [0, 0], "failed": [0, 0], "ok": [0, 0]},
+        )
+        r["n"] += 1
+        r["dialects"].add(e["dialect"])
+        out, states = e["outcome"], e.get("client_states_status", True)
+        if out["kind"] == "shell" and not out.get("running"):
+            got = step["runCommand"].get("exitCode") if step and "runCommand" in step else None
+            if states and out.get("exit_code") is not None:
+                r["stated"][1] += 1
+                r["stated"][0] += got == out["exit_code"]
+            elif not states:
+                r["silent"][1] += 1
+                r["silent"][0] += got is None
+        elif out["kind"] in ("read", "edit"):
+            which = "ok" if out.get("ok") else "failed"
+            r[which][1] += 1
+            r[which][0] += (step is not None) if which == "ok" else (step is None)
+    lines = [
+        "| client (version tested) | dialects | results | code the client states → sent | no status stated → "
+        "absent | failed read/edit → kept | successful read/edit → step | why |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (client, version), r in sorted(rows.items()):
+        cells = [f"{a} of {b}" if b else "-" for a, b in (r["stated"], r["silent"], r["failed"], r["ok"])]
+        why = _cell(_WHY.get(client, ""))
+        lines.append(
+            f"| {client} {version} | {', '.join(sorted(r['dialects']))} | {r['n']} | {' | '.join(cells)} | {why} |"
+        )
+    return "\n".join(lines)
+
+
 TABLES = {
+    "measured": measured_table,
     "formats": formats_table,
     "not-run": not_run_list,
     "tools": tools_table,
