@@ -365,14 +365,9 @@ class NativeBridge:
 
     def _record(self, flow: http.HTTPFlow, result: Outcome, before: bytes | None, omit: bool = False) -> None:
         assert self.recorder is not None
-        req = flow.request
         self.recorder.submit(
-            RecordJob(
-                flow_id=flow.id,
-                timestamp=req.timestamp_start,
-                method=req.method,
-                url=req.pretty_url,
-                headers=list(req.headers.items(multi=True)),
+            RecordJob.of(
+                flow,
                 status=result.status,
                 reason=result.reason,
                 dialect=result.dialect,

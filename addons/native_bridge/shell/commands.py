@@ -75,12 +75,8 @@ def record_job(f: http.HTTPFlow) -> RecordJob:
     current = req.get_content(strict=False)
     status = str(meta.get("status"))
     summary = {k: v for k, v in meta.items() if k not in ("status", "reason")}
-    job = RecordJob(
-        flow_id=f.id,
-        timestamp=req.timestamp_start,
-        method=req.method,
-        url=req.pretty_url,
-        headers=list(req.headers.items(multi=True)),
+    job = RecordJob.of(
+        f,
         status=status,
         reason=str(meta.get("reason", "")),
         dialect=None,

@@ -260,12 +260,8 @@ class PlannerBridge:
         assert recorder is not None
         req = flow.request
         recorder.submit(
-            RecordJob(
-                flow_id=flow.id,
-                timestamp=req.timestamp_start,
-                method=req.method,
-                url=req.pretty_url,
-                headers=list(req.headers.items(multi=True)),
+            RecordJob.of(
+                flow,
                 status=result.status,
                 reason=result.reason,
                 dialect=DIALECT,

@@ -67,6 +67,19 @@ class RecordJob:
     omit_before: bool = False  # record ``before``'s size and conversation, not its content (a skipped body)
     max_record: int = 0  # bytes; 0: no cap
 
+    @classmethod
+    def of(cls, flow: Any, *, timestamp: float | None = None, **fields: Any) -> RecordJob:
+        """A job for ``flow``'s request (id, time, method, URL, headers), with the other fields given."""
+        req = flow.request
+        return cls(
+            flow_id=flow.id,
+            timestamp=req.timestamp_start if timestamp is None else timestamp,
+            method=req.method,
+            url=req.pretty_url,
+            headers=list(req.headers.items(multi=True)),
+            **fields,
+        )
+
 
 @dataclass(slots=True, frozen=True)
 class Limits:

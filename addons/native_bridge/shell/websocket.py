@@ -284,12 +284,9 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
     flow.comment = f"bridge: websocket message {index}: {line.removeprefix('bridge: ')}"
     if nb.recorder is not None:
         nb.recorder.submit(
-            RecordJob(
-                flow_id=flow.id,
+            RecordJob.of(
+                flow,
                 timestamp=message.timestamp,
-                method=req.method,
-                url=req.pretty_url,
-                headers=list(req.headers.items(multi=True)),
                 status=result.status,
                 reason=result.reason,
                 dialect=result.dialect,
@@ -423,12 +420,9 @@ def record_jobs(flow: http.HTTPFlow, config: Config) -> list[RecordJob]:
         entry = frames(flow)[str(i)]
         message = flow.websocket.messages[i]
         status = str(entry.get("status"))
-        job = RecordJob(
-            flow_id=flow.id,
+        job = RecordJob.of(
+            flow,
             timestamp=message.timestamp,
-            method=req.method,
-            url=req.pretty_url,
-            headers=list(req.headers.items(multi=True)),
             status=status,
             reason=str(entry.get("reason", "")),
             dialect=None,
