@@ -23,11 +23,11 @@ from ..cascade.ledger import step_digest
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request
 from ..cascade.request import parse_request
 from ..cascade.steps import to_json
-from ..core.observe import observations
 from ..core.pipeline import Config, rewrite
 from . import META, explain, redact
 from .native_view import DIALECT, original_raw
-from .store import MemoryStore, Observation, call_key, match_key
+from .offload import observed
+from .store import MemoryStore, Observation, match_key
 
 __all__ = ["DIALECT", "Evidence", "NativeCase", "from_flow", "from_record", "observations_of", "recheck"]
 
@@ -125,17 +125,8 @@ def from_flow(flow: Any) -> NativeCase:
 
 
 def observations_of(raw: bytes, config: Config, path: str | None, user_agent: str | None = None) -> list[Observation]:
-    """What the chat hop observes in one chat request body (as the chat addon's ``_observe``)."""
-    result = rewrite(raw, config, path, None, user_agent)
-    history = result.history
-    if history is None:
-        return []
-    return [
-        Observation(
-            match_key(o.kind, o.subject, o.output), call_key("", o.call_id), o.exit_code, o.failed, history.client
-        )
-        for o in observations(history, config.tool_kinds)
-    ]
+    """What the chat hop observes in one chat request body (the chat addon's own conversion)."""
+    return observed(rewrite(raw, config, path, None, user_agent), config.tool_kinds)
 
 
 class Evidence:
