@@ -383,7 +383,7 @@ def test_replay_check_reports_each_difference_and_fails(bridged_capture: Capture
     assert "1 would change" in done.stdout
 
     # Today's rules with the shell tools unmapped: every shell pair would stay a message instead.
-    done = run_script("replay_check.py", str(bridged_capture.records), "--tools", "Bash=", "run_shell_command=", "-q")
+    done = run_script("replay_check.py", str(bridged_capture.records), "--tools", "Bash=,run_shell_command=", "-q")
     assert done.returncode == 1
     assert "lost step" in done.stdout
     assert "(turn 32): step #11 -> kept [unmapped]" in done.stdout  # the failed pytest run
