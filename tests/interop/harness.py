@@ -16,12 +16,9 @@ import contextlib
 import ctypes
 import json
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,9 +31,11 @@ sys.path.insert(0, str(HERE))
 
 from fakemodel import FakeModel, Request, ToolCall  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from demo import Mitmdump  # noqa: E402  (the same real mitmdump the e2e tests and the demo run)
+
 MANIFEST = Path(os.environ.get("INTEROP_MANIFEST", ROOT / ".interop" / "manifest.json"))
 HELLO = "hello interop\nsecond line\n"
-_LISTENING = re.compile(r"listening at \S+:(\d+)\.?\s*$")
 
 # Headers worth keeping in the corpus: they identify the client.
 HEADER_SUBSET = (
@@ -78,93 +77,6 @@ def skip_reason(client: str) -> str:
     if entry and "error" in entry:
         return f"{client} failed to install: {entry['error'][:300]}"
     return f"{client} is not installed (run: .venv/bin/python scripts/interop.py install; manifest {MANIFEST})"
-
-
-def mitmdump_path() -> str:
-    for c in (Path(sys.executable).with_name("mitmdump"), ROOT / ".venv" / "bin" / "mitmdump"):
-        if c.exists():
-            return str(c)
-    found = shutil.which("mitmdump")
-    if not found:
-        raise FileNotFoundError("mitmdump not found")
-    return found
-
-
-class Mitmdump:
-    """``mitmdump --mode reverse:UPSTREAM -s addons/bridge.py`` on an ephemeral loopback port."""
-
-    def __init__(self, upstream: str, records: Path, confdir: Path, options: tuple[str, ...] = ()) -> None:
-        self.args = [
-            mitmdump_path(),
-            "--mode",
-            f"reverse:{upstream}",
-            "--listen-host",
-            "127.0.0.1",
-            "--listen-port",
-            "0",
-            "-s",
-            str(ROOT / "addons" / "bridge.py"),
-            "--set",
-            f"bridge_records={records}",
-            "--set",
-            f"confdir={confdir}",
-            *options,
-        ]
-        self.lines: list[str] = []
-        self.port: int | None = None
-        self._proc: subprocess.Popen[str] | None = None
-        self._ready = threading.Event()
-        self._reader: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-    def start(self, timeout: float = 30.0) -> Mitmdump:
-        self._proc = subprocess.Popen(
-            self.args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            cwd=ROOT,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"),
-        )
-        self._reader = threading.Thread(target=self._read, name="mitmdump-output", daemon=True)
-        self._reader.start()
-        if not self._ready.wait(timeout) or self.port is None:
-            code = self.stop()
-            raise RuntimeError(f"mitmdump did not start in {timeout}s (exit {code}):\n{self.output[-5000:]}")
-        return self
-
-    def _read(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        for line in self._proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            if self.port is None and (m := _LISTENING.search(line)):
-                self.port = int(m.group(1))
-                self._ready.set()
-        self._ready.set()
-
-    def stop(self, timeout: float = 15.0) -> int | None:
-        """SIGTERM (the addon flushes its records), SIGKILL if it hangs."""
-        if self._proc is None:
-            return None
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        if self._reader is not None:
-            self._reader.join(timeout)
-        return self._proc.returncode
 
 
 @dataclass(frozen=True)
@@ -330,7 +242,7 @@ def run_scenario(driver: Driver, scenario: Scenario, tmp: Path, mitm_options: tu
     fm.start()
     proxy = Mitmdump(fm.base_url, records, conf, mitm_options)
     try:
-        proxy.start()
+        proxy.start(timeout=30.0)
         driver.configure(home, ws, proxy.url)
         proc = subprocess.Popen(
             driver.argv(PROMPT, ws),
