@@ -307,19 +307,6 @@ def _where(p: dict[str, Any] | None) -> str:
     return f"kept [{p.get('kept')}]"
 
 
-def _changed_fields(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    out = []
-    for k in sorted({*a, *b}):
-        va, vb = a.get(k), b.get(k)
-        if va == vb:
-            continue
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out += [f"{k}.{f}" for f in sorted({*va, *vb}) if va.get(f) != vb.get(f)]
-        else:
-            out.append(k)
-    return out
-
-
 def _accounting_changes(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
     old_by, new_by = {_placement_key(p): p for p in old}, {_placement_key(p): p for p in new}
     out = []
@@ -360,23 +347,7 @@ def compare(entry: Entry, config: Config) -> list[str]:
         old = f"{entry.status} ({entry.reason})" if entry.reason else entry.status
         new = f"{now.status} ({now.reason})" if now.reason else now.status
         changes.append(f"status: {old} -> {new}")
-    old_steps = _clean(entry.steps, entry.redacted)
-    new_steps = _clean(now.steps, entry.redacted)
-    for i in range(max(len(old_steps), len(new_steps))):
-        a = old_steps[i] if i < len(old_steps) else None
-        b = new_steps[i] if i < len(new_steps) else None
-        if a == b:
-            continue
-        if a is None:
-            assert b is not None
-            changes.append(f"new step   {explain.step_brief(i, b)}")
-        elif b is None:
-            changes.append(f"lost step  {explain.step_brief(i, a)}")
-        elif explain.step_brief(i, a) != explain.step_brief(i, b):
-            changes.append(f"step was   {explain.step_brief(i, a)}")
-            changes.append(f"     now   {explain.step_brief(i, b)}")
-        else:
-            changes.append(f"step body  #{i} {explain.step_kind(a)}: {', '.join(_changed_fields(a, b))} changed")
+    changes += explain.step_changes(_clean(entry.steps, entry.redacted), _clean(now.steps, entry.redacted))
     new_acc_json = [p.to_json() for p in now.plan.accounting] if now.plan else []
     if entry.status != now.status and "rewritten" in (entry.status, now.status):
         changes.append(f"now: {explain.headline(now.summary())}" if now.status == "rewritten" else "now: no steps")

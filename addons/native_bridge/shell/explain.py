@@ -220,6 +220,40 @@ def step_brief(i: int, step: dict[str, Any]) -> str:
     return f"#{i:<3} {step_kind(step):<16} {step_status(step):<6} {exit_label(step):<8} {step_subject(step)}".rstrip()
 
 
+def changed_fields(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The fields (one level into a body, as ``runCommand.exitCode``) that differ between two steps."""
+    out = []
+    for k in sorted({*a, *b}):
+        va, vb = a.get(k), b.get(k)
+        if va == vb:
+            continue
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += [f"{k}.{f}" for f in sorted({*va, *vb}) if va.get(f) != vb.get(f)]
+        else:
+            out.append(k)
+    return out
+
+
+def step_changes(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
+    """Step by step, what differs between the steps sent then and the steps sent now (replay checks)."""
+    out = []
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else None
+        b = new[i] if i < len(new) else None
+        if a == b:
+            continue
+        if a is None:
+            assert b is not None
+            out.append(f"new step   {step_brief(i, b)}")
+        elif b is None:
+            out.append(f"lost step  {step_brief(i, a)}")
+        elif step_brief(i, a) != step_brief(i, b):
+            out += [f"step was   {step_brief(i, a)}", f"     now   {step_brief(i, b)}"]
+        else:
+            out.append(f"step body  #{i} {step_kind(a)}: {', '.join(changed_fields(a, b))} changed")
+    return out
+
+
 def step_lines(i: int, step: dict[str, Any], indent: str = "  ") -> list[str]:
     out = [indent + step_brief(i, step)]
     got = step_output(step)

@@ -189,20 +189,7 @@ def recheck(case: NativeCase, evidence: Evidence | None = None) -> list[str]:
         if (index, action) not in old_changes:
             out.append(f"new change   step {index}: {action}")
     if case.steps_after is not None and now.status != "skipped":
-        old_steps, new_steps = _clean(case.steps_after, case.redacted), _clean(now.after, case.redacted)
-        for i in range(max(len(old_steps), len(new_steps))):
-            a = old_steps[i] if i < len(old_steps) else None
-            b = new_steps[i] if i < len(new_steps) else None
-            if a == b:
-                continue
-            if a is None:
-                out.append(f"new step   {explain.step_brief(i, b or {})}")
-            elif b is None:
-                out.append(f"lost step  {explain.step_brief(i, a)}")
-            elif explain.step_brief(i, a) != explain.step_brief(i, b):
-                out += [f"step was   {explain.step_brief(i, a)}", f"     now   {explain.step_brief(i, b)}"]
-            else:
-                out.append(f"step body  #{i} {explain.step_kind(a)} changed")
+        out += explain.step_changes(_clean(case.steps_after, case.redacted), _clean(now.after, case.redacted))
     if not out and case.sent is not None and now.status == "corrected" and now.body != case.sent:
         out.append("the corrected body differs outside the steps")
     return out
