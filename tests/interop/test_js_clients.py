@@ -1,0 +1,70 @@
+"""The JavaScript agent CLIs (jsclients.DRIVERS: Claude Code, Codex over HTTP+SSE and over
+WebSocket, Gemini CLI, Qwen Code, opencode, Kilo, Continue's CLI) through a real mitmdump with
+the bridge (rewrite mode): every scripted call's result must reach the planner as the exact
+truth (jsclients.py says how each client is driven and what each call's truth is). A client
+that is not installed is skipped (.venv/bin/python scripts/interop.py install)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from harness import bypassed, installed, skip_reason, verdict_for
+from jsclients import DRIVERS, JsRunCache, cases, scenario_ids
+
+pytestmark = pytest.mark.interop
+
+
+def _installed(key: str) -> pytest.MarkDecorator:
+    name = DRIVERS[key].name
+    return pytest.mark.skipif(not installed(name), reason=skip_reason(name))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], JsRunCache]:
+    """One real run per (client, scenario) for the whole module."""
+    caches: dict[str, JsRunCache] = {}
+
+    def of(key: str) -> JsRunCache:
+        if key not in caches:
+            caches[key] = JsRunCache(key, tmp_path_factory.mktemp(key))
+        return caches[key]
+
+    return of
+
+
+@pytest.mark.parametrize(
+    ("key", "sid"),
+    [pytest.param(k, sid, marks=_installed(k), id=f"{k}-{sid}") for k in DRIVERS for sid in scenario_ids(k)],
+)
+def test_every_call_answered_and_recorded(runs: Callable[[str], JsRunCache], key: str, sid: str) -> None:
+    """The client ran every scripted call and sent its result back; no request went unbridged."""
+    run = runs(key).run(sid)
+    missing = [c.call.arguments or c.call.raw_input for c in run.captured if c.result is None]
+    assert len(run.captured) == len(run.scenario.calls) and not missing, f"no result for {missing}\n{run.describe()}"
+    assert not bypassed(run), f"requests with tool results but no bridge record: {bypassed(run)}"
+
+
+@pytest.mark.parametrize(
+    ("key", "sid", "index"),
+    [
+        pytest.param(k, *case.values, marks=_installed(k), id=f"{k}-{case.id}")
+        for k in DRIVERS
+        for case in cases(k)
+    ],
+)
+def test_truth(runs: Callable[[str], JsRunCache], key: str, sid: str, index: int) -> None:
+    problems = runs(key).check(sid, index)
+    assert not problems, "\n".join(problems)
+
+
+@_installed("continue-cli")
+def test_continue_cli_is_unidentified_so_its_words_state_no_code(runs: Callable[[str], JsRunCache]) -> None:
+    """The core does not identify Continue's CLI (not Continue's IDE tool set; User-Agent "ls/JS 5.23.2",
+    the bundled OpenAI SDK), so its words "Error (exit code N)" are forgeable program output: no shell
+    step may carry an exit code."""
+    run = runs("continue-cli").run("shell")
+    for cap in run.captured:
+        step = verdict_for(run, cap).step
+        code = ((step or {}).get("runCommand") or {}).get("exitCode")
+        assert code is None, f"exitCode {code} from an unidentified client's words: {cap.result}"
