@@ -17,18 +17,21 @@ from ..core.exitstatus import parse_exit_status
 from ..core.history import ToolResult
 from ..core.kinds import signals_failure
 from .steps import (
+    COMBINED_OUTPUT,
+    COMMAND_LINE,
     EXIT_CODE,
+    FULL,
     RESULT_FIELDS,
+    STDERR,
     STDOUT,
     StepView,
     edit,
     result_text,
     rewrap,
-    run_command,
     subject,
     view,
 )
-from .wire import WireError
+from .wire import LEN, Field, WireError, fields, int32, varint_field, varint_value
 
 Action = Literal["dropped", "exit_code", "stdout_deduplicated", "already_delivered"]
 
@@ -53,12 +56,38 @@ Lookup = Callable[[str, str, str], Observed | None]
 
 
 @dataclass(frozen=True, slots=True)
+class StepEdit:
+    """A step and an edit of its body, made only when asked for: the state between two
+    changes of one step is for records and views, never for the wire (picklable, so the
+    record worker can make it)."""
+
+    step: bytes
+    drop: frozenset[int]
+    varint: tuple[int, int] | None
+
+    def made(self) -> bytes:
+        v = view(self.step)
+        assert v.body is not None
+        return rewrap(self.step, v, edit(v.body, v.body_fields, drop=self.drop, varint=self.varint))
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     index: int  # position of the step in the list that was corrected
     action: Action
     reason: str
-    before: bytes
-    after: bytes | None  # None: the step was removed
+    step_before: bytes | StepEdit
+    step_after: bytes | StepEdit | None  # None: the step was removed
+
+    @property
+    def before(self) -> bytes:
+        b = self.step_before
+        return b.made() if isinstance(b, StepEdit) else b
+
+    @property
+    def after(self) -> bytes | None:
+        a = self.step_after
+        return a.made() if isinstance(a, StepEdit) else a
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,41 +178,95 @@ def _exit_claim(text: str, obs: Observed | None, client: str | None) -> _Claim:
 def _run_command(
     i: int, step: bytes, v: StepView, lookup: Lookup | None, client: str | None
 ) -> tuple[bytes | None, list[Change]]:
-    assert v.body is not None
-    rc = run_command(v.body, v.body_fields)
+    body = v.body
+    assert body is not None
+    # One pass over the body's fields (this runs for every step of every request): the
+    # last occurrence of a scalar wins, repeated combined_output messages merge.
+    command = stdout = stderr = None
+    gateway_code: int | None = None
+    combined = False
+    full: bytes | None = None
+    for f in v.body_fields:
+        n = f.number
+        if n in _STRINGS and f.wire_type != LEN:
+            raise WireError(f"run_command field {n}: wire type {f.wire_type}, expected a string")
+        if n == STDOUT:
+            stdout = f
+        elif n == COMBINED_OUTPUT:
+            if f.wire_type != LEN:
+                raise WireError("combined_output is not a message")
+            combined = True
+            inner = body[f.value_start : f.end]
+            for g in fields(inner):
+                if g.number == FULL:
+                    if g.wire_type != LEN:
+                        raise WireError(f"combined_output.full: wire type {g.wire_type}, expected a string")
+                    full = inner[g.value_start : g.end]
+        elif n == EXIT_CODE:
+            gateway_code = int32(varint_value(body, f))
+        elif n == STDERR:
+            stderr = f
+        elif n == COMMAND_LINE:
+            command = f
     # The exit code alone is no observation: the gateway writes 0 without one, and
     # after correction it may be gone, which must not turn the step unobserved.
-    if rc.stdout is None and rc.stderr is None and not rc.combined_output:
+    if stdout is None and stderr is None and not combined:
         return _dropped(
             i,
             step,
             "never observed: a DONE run_command without output (only its inputs"
-            + (f" and the gateway's exit_code {rc.exit_code}" if rc.exit_code is not None else "")
+            + (f" and the gateway's exit_code {gateway_code}" if gateway_code is not None else "")
             + "): the call never got a result",
         )
-    text = rc.full if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
-    assert text is not None
-    obs = lookup("run_command", rc.command_line or "", text) if lookup else None
+    out = body[stdout.value_start : stdout.end] if stdout is not None else None
+    shown = full if combined else out if out is not None else body[stderr.value_start : stderr.end]  # type: ignore[union-attr]
+    text = _text(shown if shown is not None else b"", "the output")
+    obs = lookup("run_command", _text(_value(body, command), "command_line"), text) if lookup else None
     claim = _exit_claim(text, obs, client)
     if claim.action == "drop":
         return _dropped(i, step, claim.why)
-    # Both edits are made on the body as it came (one parse): each change's "after" is the
-    # step as the next change found it.
-    body, bf = v.body, v.body_fields
     varint = (EXIT_CODE, claim.code) if claim.code is not None else None
     drop = frozenset() if varint else frozenset({EXIT_CODE})
+    dedupe = combined and out is not None and out == (full or b"")
+    if dedupe:
+        drop |= {STDOUT}
+    fixed = rewrap(step, v, edit(body, v.body_fields, drop=drop, varint=varint))
     changes: list[Change] = []
-    fixed = rewrap(step, v, edit(body, bf, drop=drop, varint=varint))
-    if fixed is not step:
-        was = "absent" if rc.exit_code is None else str(rc.exit_code)
+    # The exit code's change ends where the deduplication starts: that step is made only
+    # when a record or view asks for it.
+    middle: bytes | StepEdit = StepEdit(step, drop - {STDOUT}, varint) if dedupe else fixed
+    if _exit_code_edited(body, v.body_fields, claim.code):
+        was = "absent" if gateway_code is None else str(gateway_code)
         now = "absent" if claim.code is None else str(claim.code)
-        changes.append(Change(i, "exit_code", f"exit_code {was} -> {now}: {claim.why}", step, fixed))
-    if rc.combined_output and rc.stdout is not None and rc.stdout == rc.full:
-        once = rewrap(step, v, edit(body, bf, drop=drop | {STDOUT}, varint=varint))
+        changes.append(Change(i, "exit_code", f"exit_code {was} -> {now}: {claim.why}", step, middle))
+    else:
+        middle = step
+    if dedupe:
         reason = "stdout repeats combined_output.full: one copy of the output"
-        changes.append(Change(i, "stdout_deduplicated", reason, fixed, once))
-        fixed = once
+        changes.append(Change(i, "stdout_deduplicated", reason, middle, fixed))
     return fixed, changes
+
+
+_STRINGS = frozenset({STDOUT, STDERR, COMMAND_LINE})
+
+
+def _text(raw: bytes | None, what: str) -> str:
+    try:
+        return "" if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise WireError(f"run_command {what} is not UTF-8 ({e.reason})") from None
+
+
+def _value(buf: bytes, f: Field | None) -> bytes | None:
+    return None if f is None else buf[f.value_start : f.end]
+
+
+def _exit_code_edited(body: bytes, body_fields: Sequence[Field], code: int | None) -> bool:
+    """Whether setting the exit code to ``code`` (None: absent) changes the body's bytes."""
+    found = [f for f in body_fields if f.number == EXIT_CODE]
+    if code is None:
+        return bool(found)
+    return len(found) != 1 or body[found[0].start : found[0].end] != varint_field(EXIT_CODE, code)
 
 
 # ---- the other kinds ----------------------------------------------------------------

@@ -8,12 +8,12 @@ never raises.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .correct import Change, Evidence, Lookup, correct
 from .framing import Framed, FramingError, reframe, unframe
-from .ledger import delivered_prefix, step_digest
+from .ledger import Delivered, Delivery, delivered_prefix
 from .request import parse_request, redacted, splice
 from .steps import to_json
 from .wire import WireError
@@ -30,13 +30,35 @@ class NativeResult:
     body: bytes | None = None  # the body to send, only when status is "corrected"
     cascade_id: str | None = None
     protocol: str | None = None
-    # Digests of every field-9 step as the gateway sent it: the caller stores them for
-    # cascade_id once the upstream reply succeeded (a failed send delivered nothing).
-    digests: list[bytes] = field(default_factory=list)
+    # Every field-9 step as the gateway sent it: the caller stores it for cascade_id once
+    # the upstream reply succeeded (a failed send delivered nothing).
+    delivery: Delivery | None = None
     delta_start: int = 0  # leading steps already delivered, removed from the body
-    changes: list[Change] = field(default_factory=list)  # indices into the gateway's steps
+    corrections: list[Change] = field(default_factory=list)  # the steps' fixes; indices into the gateway's steps
     steps_before: list[bytes] = field(default_factory=list)  # every field-9 step as it came
     steps_after: list[bytes] = field(default_factory=list)  # the field-9 steps sent on
+
+    @property
+    def changes(self) -> list[Change]:
+        """Every change: one per delivered step removed (made when asked: a long cascade's
+        prefix is thousands of steps), then the corrections."""
+        held = f"cascade {self.cascade_id!r} already holds this step"
+        delivered = [
+            Change(i, "already_delivered", held, s, None) for i, s in enumerate(self.steps_before[: self.delta_start])
+        ]
+        return delivered + self.corrections
+
+    def counts(self) -> dict[str, int]:
+        """How many changes of each action, in the order they first occur."""
+        out = {"already_delivered": self.delta_start} if self.delta_start else {}
+        for c in self.corrections:
+            out[c.action] = out.get(c.action, 0) + 1
+        return out
+
+    @property
+    def digests(self) -> list[bytes]:
+        """The digests of the gateway's steps (the ledger entry a persistent store writes)."""
+        return self.delivery.digests() if self.delivery is not None else []
 
     # proto3 JSON for records, computed on demand: off the request's hot path.
     @property
@@ -70,7 +92,7 @@ def correct_request(
     body: bytes,
     content_type: str,
     headers: Mapping[str, str],
-    delivered: Sequence[bytes] | Callable[[str], Sequence[bytes]] | None,
+    delivered: Delivered | Sequence[bytes] | Callable[[str], Delivered | Sequence[bytes]] | None,
     evidence: Evidence | Lookup | None = None,
     max_size: int = DEFAULT_MAX_SIZE,
     *,
@@ -79,9 +101,10 @@ def correct_request(
 ) -> NativeResult:
     """Correct field 9 of one request body; every other byte goes as it came.
 
-    ``headers``: lower-case names. ``delivered``: the digests stored for this request's
-    cascade_id (None or empty: a new cascade), or a function from the cascade_id to them
-    (the caller's ledger: the id is known only once the body is read).
+    ``headers``: lower-case names. ``delivered``: the ledger entry for this request's
+    cascade_id, or the delivered steps' digests (None or empty: a new cascade), or a
+    function from the cascade_id to either (the caller's ledger: the id is known only
+    once the body is read).
     ``already_decoded``: see :func:`.framing.unframe`.
     ``client``: see :func:`.correct.correct`."""
     try:
@@ -95,43 +118,38 @@ def correct_request(
 
 def _correct(
     framed: Framed,
-    delivered: Sequence[bytes] | Callable[[str], Sequence[bytes]],
+    delivered: Delivered | Sequence[bytes] | Callable[[str], Delivered | Sequence[bytes]],
     evidence: Evidence | Lookup | None,
     client: str | None,
 ) -> NativeResult:
     req = parse_request(framed.payload)
     if callable(delivered):
         delivered = delivered(req.cascade_id) if req.cascade_id else ()
-    digests = [step_digest(s) for s in req.steps]
-    start = delivered_prefix(delivered, digests)
+    if not isinstance(delivered, Delivered):
+        delivered = Delivered(digests=delivered)
+    start = delivered_prefix(delivered, req.steps)
+    known = delivered.digests[:start] if delivered.digests is not None else ()
     # Delivered steps are removed unread: the planner holds exactly those bytes already.
     fixed = correct(req.steps[start:], evidence, client=client, first_index=start)
-    changes = [
-        Change(i, "already_delivered", f"cascade {req.cascade_id!r} already holds this step", s, None)
-        for i, s in enumerate(req.steps[:start])
-    ] + fixed.changes
     common = dict(
-        cascade_id=req.cascade_id, protocol=framed.protocol, digests=digests, delta_start=start, steps_before=req.steps
+        cascade_id=req.cascade_id,
+        protocol=framed.protocol,
+        delivery=Delivery(req.steps, known),
+        delta_start=start,
+        steps_before=req.steps,
     )
-    if not changes:
+    if not start and not fixed.changes:
         return NativeResult("unchanged", "nothing to correct", steps_after=req.steps, **common)  # type: ignore[arg-type]
-    payload = splice(framed.payload, req, fixed.steps)
-    summary = ", ".join(f"{n} {a}" for a, n in _count(changes).items())
-    return NativeResult(
+    result = NativeResult(
         "corrected",
-        summary,
-        body=reframe(framed, payload),
-        changes=changes,
+        "",
+        body=reframe(framed, splice(framed.payload, req, fixed.steps)),
+        corrections=fixed.changes,
         steps_after=fixed.steps,
         **common,  # type: ignore[arg-type]
     )
-
-
-def _count(changes: Sequence[Change]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for c in changes:
-        out[c.action] = out.get(c.action, 0) + 1
-    return out
+    summary = ", ".join(f"{n} {a}" for a, n in result.counts().items())
+    return replace(result, reason=summary)
 
 
 def redact_body(

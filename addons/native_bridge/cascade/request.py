@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .wire import LEN, Field, WireError, fields, len_field, string, value
+from .wire import LEN, Field, WireError, fields, len_field, string
 
 CASCADE_ID = 1
 METADATA = 3
@@ -39,7 +39,7 @@ def parse_request(payload: bytes) -> CascadeRequest:
             if f.wire_type != LEN:
                 raise WireError(f"additional_steps entry with wire type {f.wire_type}")
             step_fields.append(f)
-    return CascadeRequest(cascade_id, [value(payload, f) for f in step_fields], all_fields, step_fields)
+    return CascadeRequest(cascade_id, [payload[f.value_start : f.end] for f in step_fields], all_fields, step_fields)
 
 
 def splice(payload: bytes, req: CascadeRequest, new_steps: Sequence[bytes]) -> bytes:

@@ -84,8 +84,8 @@ class StepView:
     body_field: int | None  # the oneof field holding the body; None: no body we know
     body: bytes | None
     kind: str | None  # KIND_BY_FIELD[body_field]
-    fields: tuple[Field, ...]  # the step's top-level fields
-    body_fields: tuple[Field, ...]  # the body's fields (empty without a body)
+    fields: Sequence[Field]  # the step's top-level fields
+    body_fields: Sequence[Field]  # the body's fields (empty without a body)
 
     @property
     def done(self) -> bool:
@@ -99,20 +99,21 @@ def view(step: Buffer) -> StepView:
     type_ = status = None
     body: Field | None = None
     for f in top:
-        if f.number == TYPE:
+        number = f.number
+        if number == TYPE:
             type_ = varint_value(step, f)
-        elif f.number == STATUS:
+        elif number == STATUS:
             status = varint_value(step, f)
-        elif f.number in KIND_BY_FIELD:
+        elif number in KIND_BY_FIELD:
             if f.wire_type != LEN:
-                raise WireError(f"step body {f.number} with wire type {f.wire_type}")
+                raise WireError(f"step body {number} with wire type {f.wire_type}")
             if body is not None:
-                raise WireError(f"step holds two bodies ({body.number} and {f.number})")
+                raise WireError(f"step holds two bodies ({body.number} and {number})")
             body = f
     if body is None:
-        return StepView(type_, status, None, None, None, tuple(top), ())
+        return StepView(type_, status, None, None, None, top, ())
     payload = bytes(step[body.value_start : body.end])
-    return StepView(type_, status, body.number, payload, KIND_BY_FIELD[body.number], tuple(top), tuple(fields(payload)))
+    return StepView(type_, status, body.number, payload, KIND_BY_FIELD[body.number], top, fields(payload))
 
 
 def has_any(body_fields: Collection[Field], numbers: Collection[int]) -> bool:
@@ -159,16 +160,20 @@ class RunCommand:
 
 
 def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RunCommand:
+    """The run_command body's values, read in one pass (the last occurrence of a scalar
+    wins and repeated combined_output messages merge, as in protobuf)."""
     bf = fields(body) if body_fields is None else body_fields
     exit_code = blocking = None
     full = None
     combined = False
+    last: dict[int, Field] = {}
     for f in bf:
-        if f.number == EXIT_CODE:
+        number = f.number
+        if number == EXIT_CODE:
             exit_code = int32(varint_value(body, f))
-        elif f.number == BLOCKING:
+        elif number == BLOCKING:
             blocking = bool(varint_value(body, f))
-        elif f.number == COMBINED_OUTPUT:
+        elif number == COMBINED_OUTPUT:
             if f.wire_type != LEN:
                 raise WireError("combined_output is not a message")
             combined = True
@@ -176,12 +181,19 @@ def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> Ru
             found = last_string(inner, fields(inner), FULL)
             if found is not None:  # repeated messages merge: a later full wins
                 full = found
+        else:
+            last[number] = f
+
+    def text(number: int) -> str | None:
+        f = last.get(number)
+        return None if f is None else string(body, f)
+
     return RunCommand(
-        command_line=last_string(body, bf, COMMAND_LINE),
-        cwd=last_string(body, bf, CWD),
+        command_line=text(COMMAND_LINE),
+        cwd=text(CWD),
         blocking=blocking,
-        stdout=last_string(body, bf, STDOUT),
-        stderr=last_string(body, bf, STDERR),
+        stdout=text(STDOUT),
+        stderr=text(STDERR),
         exit_code=exit_code,
         combined_output=combined,
         full=full if full is not None else ("" if combined else None),

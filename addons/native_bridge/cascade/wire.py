@@ -30,6 +30,9 @@ class Field(NamedTuple):
     value_start: int  # where its value starts (for LEN: the payload, after the length)
 
 
+_new = tuple.__new__
+
+
 def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """The unsigned varint at ``pos`` and the position after it."""
     result = 0
@@ -121,7 +124,7 @@ def fields(buf: Buffer) -> list[Field]:
             raise WireError(f"field {number}: invalid wire type {wire_type}")
         if pos > end:
             raise WireError(f"field {number} at byte {start} runs past the end")
-        append(Field(number, wire_type, start, pos, value_start))
+        append(_new(Field, (number, wire_type, start, pos, value_start)))  # skips NamedTuple.__new__ (Python code)
     return out
 
 

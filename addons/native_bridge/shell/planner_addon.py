@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import mode_specs
 
 from ..cascade.correct import Observed
+from ..cascade.ledger import Delivery
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request, is_send_user_cascade_message
 from ..core.clients import CLIENTS
 from . import MARKER, META
@@ -41,7 +42,27 @@ HANDLED_HEADER = "x-native-bridge"
 @dataclass(frozen=True, slots=True)
 class _Pending:
     cascade_id: str
-    digests: list[bytes]
+    delivery: Delivery
+
+
+def after_forward(work: Callable[[], None]) -> None:
+    """Run ``work`` once the current hook has returned and mitmproxy has sent the request on:
+    a hook's synchronous return lets the proxy write the request in the same loop step, and a
+    callback scheduled now runs before any reply can be read. Without a running loop (a test
+    calling the hook directly), at once."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        work()
+        return
+
+    def run() -> None:
+        try:
+            work()
+        except Exception:  # bookkeeping must never take the proxy down
+            logger.exception("bridge: planner hop: recording a flow failed")
+
+    loop.call_soon(run)
 
 
 class StoreEvidence:
@@ -59,9 +80,7 @@ class StoreEvidence:
 
 
 def summary(result: NativeResult) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    for c in result.changes:
-        counts[c.action] = counts.get(c.action, 0) + 1
+    counts = result.counts()
     return {
         "steps_in": len(result.steps_before),
         "steps_out": len(result.steps_after),
@@ -194,21 +213,37 @@ class PlannerBridge:
         self._apply(flow, result)
 
     def _apply(self, flow: http.HTTPFlow, result: NativeResult) -> None:
+        """Put the corrected body on the request; the rest (backup, comment, metadata, log,
+        record) is made once the request has gone upstream, while the language server works."""
         req = flow.request
         original = req.raw_content
         if result.status == "corrected":
             assert result.body is not None
-            flow.backup()  # mitmweb shows the flow as modified and can revert it
             req.raw_content = result.body  # framed and compressed as it came
             req.headers[HANDLED_HEADER] = "corrected"
-            if any(c.action != "already_delivered" for c in result.changes):
+        if result.cascade_id is not None and result.status != "skipped":
+            assert result.delivery is not None
+            self._pending[flow.id] = _Pending(result.cascade_id, result.delivery)
+        if flow.live and flow.response is None:
+            after_forward(lambda: self._account(flow, result, original))
+        else:  # a capture read back (-nr) or a reply already set (server replay): nothing goes upstream
+            self._account(flow, result, original)
+
+    def _account(self, flow: http.HTTPFlow, result: NativeResult, original: bytes | None) -> None:
+        req = flow.request
+        if result.status == "corrected":
+            # mitmweb shows the flow as modified and can revert it: the backup is the request as it came.
+            sent, req.raw_content = req.raw_content, original
+            del req.headers[HANDLED_HEADER]
+            flow.backup()
+            req.raw_content = sent
+            req.headers[HANDLED_HEADER] = "corrected"
+            if result.corrections:
                 flow.marked = MARKER
         elif result.status == "skipped" and HANDLED_HEADER in req.headers:
             logger.info(f"bridge: planner flow {flow.id}: {result.reason}")
         elif result.status == "skipped":
             logger.warning(f"bridge: planner flow {flow.id}: passed through untouched: {result.reason}")
-        if result.cascade_id is not None and result.status != "skipped":
-            self._pending[flow.id] = _Pending(result.cascade_id, result.digests)
         flow.comment = comment(result)
         flow.metadata[META] = {
             "status": result.status,
@@ -222,7 +257,7 @@ class PlannerBridge:
         if result.status == "corrected":
             logger.info(f"bridge: planner flow {flow.id}: {flow.comment.removeprefix('bridge: planner ')}")
         if self.recorder is not None:
-            self._record(flow, result, original if result.status == "corrected" else req.raw_content)
+            self._record(flow, result, original)
 
     def _correct(self, flow: http.HTTPFlow) -> NativeResult:
         req = flow.request
@@ -244,7 +279,7 @@ class PlannerBridge:
         if pending is None or flow.response is None:
             return
         if grpc_ok(flow.response):
-            self.state.store.deliver(pending.cascade_id, pending.digests)
+            self.state.store.deliver(pending.cascade_id, pending.delivery)
         else:
             logger.info(
                 f"bridge: planner flow {flow.id}: the language server refused the call "

@@ -20,10 +20,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..cascade.ledger import DIGEST_SIZE, Delivered, Delivery
+
 MAX_CASCADES = 4096  # ledgers kept in memory (oldest forgotten first)
+# Delivered steps kept as bytes, newest cascades first: a resumed turn then compares its
+# prefix byte for byte instead of hashing it. Older ledgers keep only their digests.
+MAX_LEDGER_BYTES = 32 * 1024 * 1024
 MAX_OBSERVATIONS = 65536
 OBSERVATION_TTL = 7 * 24 * 3600.0  # seconds an observation stays usable
-_DIGEST = 16
 
 
 def match_key(kind: str, subject: str, output: str) -> bytes:
@@ -33,11 +37,11 @@ def match_key(kind: str, subject: str, output: str) -> bytes:
         data = part.encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "big"))
         h.update(data)
-    return h.digest()[:_DIGEST]
+    return h.digest()[:DIGEST_SIZE]
 
 
 def call_key(conversation: str, call_id: str) -> bytes:
-    return hashlib.sha256(f"{conversation}\0{call_id}".encode("utf-8", "surrogatepass")).digest()[:_DIGEST]
+    return hashlib.sha256(f"{conversation}\0{call_id}".encode("utf-8", "surrogatepass")).digest()[:DIGEST_SIZE]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,29 +56,55 @@ class Observation:
 
 
 class Store(Protocol):
-    def delivered(self, cascade_id: str) -> list[bytes]: ...
-    def deliver(self, cascade_id: str, digests: list[bytes]) -> None: ...
+    def delivered(self, cascade_id: str) -> Delivered: ...
+    def deliver(self, cascade_id: str, delivery: Delivery) -> None: ...
     def observe(self, observations: list[Observation]) -> None: ...
     def candidates(self, key: bytes) -> list[Observation]: ...
     def close(self) -> None: ...
 
 
 class MemoryStore:
-    def __init__(self, max_cascades: int = MAX_CASCADES, max_observations: int = MAX_OBSERVATIONS) -> None:
-        self._ledger: OrderedDict[str, list[bytes]] = OrderedDict()
+    def __init__(
+        self,
+        max_cascades: int = MAX_CASCADES,
+        max_observations: int = MAX_OBSERVATIONS,
+        max_ledger_bytes: int = MAX_LEDGER_BYTES,
+        keep_digests: bool = False,
+    ) -> None:
+        self._ledger: OrderedDict[str, Delivered] = OrderedDict()
+        self._kept: OrderedDict[str, int] = OrderedDict()  # ledgers holding bytes -> their size, oldest first
+        self._kept_bytes = 0
         self._obs: OrderedDict[tuple[bytes, bytes], Observation] = OrderedDict()  # oldest first
         self._by_key: dict[bytes, dict[bytes, Observation]] = {}
         self._max_cascades = max_cascades
         self._max_obs = max_observations
+        self._max_ledger_bytes = max_ledger_bytes
+        self._keep_digests = keep_digests  # a persistent store's front: its entries carry both
 
-    def delivered(self, cascade_id: str) -> list[bytes]:
-        return list(self._ledger.get(cascade_id, ()))
+    def delivered(self, cascade_id: str) -> Delivered:
+        return self._ledger.get(cascade_id) or Delivered()
 
-    def deliver(self, cascade_id: str, digests: list[bytes]) -> None:
-        self._ledger[cascade_id] = list(digests)
+    def deliver(self, cascade_id: str, delivery: Delivery) -> None:
+        self._forget_bytes(cascade_id)
+        size = sum(len(s) for s in delivery.steps)
+        digests = delivery.digests() if self._keep_digests else None
+        if size <= self._max_ledger_bytes:
+            self._ledger[cascade_id] = Delivered(steps=delivery.steps, digests=digests)
+            self._kept[cascade_id] = size
+            self._kept_bytes += size
+        else:
+            self._ledger[cascade_id] = Delivered(digests=delivery.digests())
         self._ledger.move_to_end(cascade_id)
+        while self._kept_bytes > self._max_ledger_bytes:  # the oldest keep their digests only
+            old, _ = next(iter(self._kept.items()))
+            self._ledger[old] = _digests_only(self._ledger[old])
+            self._forget_bytes(old)
         while len(self._ledger) > self._max_cascades:
-            self._ledger.popitem(last=False)
+            old, _ = self._ledger.popitem(last=False)
+            self._forget_bytes(old)
+
+    def _forget_bytes(self, cascade_id: str) -> None:
+        self._kept_bytes -= self._kept.pop(cascade_id, 0)
 
     def observe(self, observations: list[Observation]) -> None:
         for o in observations:
@@ -93,6 +123,12 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+
+def _digests_only(entry: Delivered) -> Delivered:
+    if entry.digests is not None:
+        return Delivered(digests=entry.digests)
+    return Delivered(digests=Delivery(entry.steps or ()).digests())
 
 
 _SCHEMA = """
@@ -125,21 +161,28 @@ class SQLiteStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._pruned = 0.0
+        # The ledgers this process wrote, with their steps' bytes while they fit: checked
+        # against the file on every read (another process may have written since).
+        self._front = MemoryStore(max_observations=0, keep_digests=True)
 
-    def delivered(self, cascade_id: str) -> list[bytes]:
+    def delivered(self, cascade_id: str) -> Delivered:
         with self._lock:
             row = self._db.execute("SELECT digests FROM ledger WHERE cascade_id = ?", (cascade_id,)).fetchone()
         if row is None:
-            return []
+            return Delivered()
         blob = bytes(row[0])
-        return [blob[i : i + _DIGEST] for i in range(0, len(blob), _DIGEST)]
+        front = self._front.delivered(cascade_id)
+        if front.digests is not None and b"".join(front.digests) == blob:
+            return front  # what this process delivered last, still what the file says: its bytes compare
+        return Delivered(digests=[blob[i : i + DIGEST_SIZE] for i in range(0, len(blob), DIGEST_SIZE)])
 
-    def deliver(self, cascade_id: str, digests: list[bytes]) -> None:
+    def deliver(self, cascade_id: str, delivery: Delivery) -> None:
+        self._front.deliver(cascade_id, delivery)
         with self._lock:
             self._db.execute(
                 "INSERT INTO ledger (cascade_id, digests, updated) VALUES (?, ?, ?) "
                 "ON CONFLICT (cascade_id) DO UPDATE SET digests = excluded.digests, updated = excluded.updated",
-                (cascade_id, b"".join(digests), time.time()),
+                (cascade_id, b"".join(delivery.digests()), time.time()),
             )
 
     def observe(self, observations: list[Observation]) -> None:
