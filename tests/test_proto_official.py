@@ -38,7 +38,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from native_bridge._proto import cortex_pb2
 from native_bridge.cascade import steps as wire_steps
-from native_bridge.cascade.correct import correct
+from native_bridge.cascade.corrections import correct
 from native_bridge.cascade.framing import unframe
 from native_bridge.cascade.request import SECRET_METADATA_FIELDS, parse_request
 from native_bridge.cascade.wire import len_field, varint_field

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 from native_bridge._proto import cortex_pb2 as pb
-from native_bridge.cascade.correct import Observed
+from native_bridge.cascade.corrections import Observed
 from native_bridge.cascade.steps import DONE, FIELD_BY_KIND
 from native_bridge.cascade.wire import len_field, varint_field
 

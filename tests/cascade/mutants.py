@@ -13,31 +13,41 @@ ROOT = C.parents[2]
 M = [
     (
         "unobserved run_command kept",
-        "correct.py",
-        "if rc.stdout is None and rc.stderr is None and not rc.combined_output:",
+        "corrections.py",
+        "if stdout is None and stderr is None and not combined:",
         "if False:",
     ),
     (
         "gateway exit code kept",
-        "correct.py",
-        "fixed = rewrap(step, v, edit(body, bf, drop=drop, varint=varint))",
+        "corrections.py",
+        "fixed = rewrap(step, v, edit(body, v.body_fields, drop=drop, varint=varint))",
         "fixed = step",
     ),
-    ("stdout duplicate kept", "correct.py", "rc.stdout == rc.full:", "rc.stdout == rc.full and False:"),
+    (
+        "stdout duplicate kept",
+        "corrections.py",
+        'dedupe = combined and out is not None and out == (full or b"")',
+        "dedupe = False",
+    ),
     (
         "non-shell failure kept",
-        "correct.py",
+        "corrections.py",
         "if text is not None and signals_failure(",
         "if False and signals_failure(",
     ),
     (
         "evidence ignored",
-        "correct.py",
-        'obs = lookup("run_command", rc.command_line or "", text) if lookup else None',
+        "corrections.py",
+        'obs = lookup("run_command", _text(_value(body, command), "command_line"), text) if lookup else None',
         "obs = None",
     ),
-    ("conflict claims anyway", "correct.py", "if failed is not None and failed != (obs.exit_code != 0):", "if False:"),
-    ("non-DONE judged", "correct.py", "if not v.done or v.kind is None:", "if v.kind is None:"),
+    (
+        "conflict claims anyway",
+        "corrections.py",
+        "if failed is not None and failed != (obs.exit_code != 0):",
+        "if False:",
+    ),
+    ("non-DONE judged", "corrections.py", "if not v.done or v.kind is None:", "if v.kind is None:"),
     (
         "splice appends at end",
         "request.py",
@@ -64,7 +74,7 @@ M = [
         "delivery=Delivery(correct(req.steps, evidence, client=client).steps, known)",
     ),
     ("delivered steps not removed", "native.py", "start = delivered_prefix(delivered, req.steps)", "start = 0"),
-    ("evidence exit code ignored", "correct.py", "if obs is not None and obs.exit_code is not None:", "if False:"),
+    ("evidence exit code ignored", "corrections.py", "if obs is not None and obs.exit_code is not None:", "if False:"),
     (
         "bomb inflated whole",
         "framing.py",
@@ -79,8 +89,8 @@ M = [
     (
         "rewrap drops unknown step fields",
         "steps.py",
-        "return step[: f.start] + len_field(v.body_field, new_body) + step[f.end :]",
-        "return bytes(step[v.fields[0].start : v.fields[1].end]) + len_field(v.body_field, new_body)",
+        "            return step[: f.start] + len_field(v.body_field, new_body) + step[f.end :]",
+        "            return bytes(step[v.fields[0].start : v.fields[1].end]) + len_field(v.body_field, new_body)",
     ),
     (
         "edit drops unknown fields",

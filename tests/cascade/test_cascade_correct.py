@@ -7,7 +7,7 @@ from cascadekit import chat_evidence, envelope_payload, fixture, gateway_run, ra
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from native_bridge._proto import cortex_pb2 as pb
-from native_bridge.cascade.correct import Corrected, Observed, correct
+from native_bridge.cascade.corrections import Corrected, Observed, correct
 from native_bridge.cascade.request import parse_request
 from native_bridge.cascade.steps import DONE, run_command, view
 from native_bridge.cascade.wire import len_field, varint_field

@@ -6,7 +6,7 @@ module-level mutable state; the ledger's state is passed in by the caller.
 The entry point for a request body is :func:`correct_request`.
 """
 
-from .correct import Change, Corrected, Evidence, Observed, correct
+from .corrections import Change, Corrected, Evidence, Observed, correct
 from .framing import Framed, FramingError, reframe, unframe
 from .ledger import delivered_prefix, step_digest
 from .native import NativeResult, correct_request, redact_body

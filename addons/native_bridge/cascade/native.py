@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .correct import Change, Evidence, Lookup, correct
+from .corrections import Change, Evidence, Lookup, correct
 from .framing import Framed, FramingError, reframe, unframe
 from .ledger import Delivered, Delivery, delivered_prefix
 from .request import parse_request, redacted, splice

@@ -233,18 +233,19 @@ def edit(
     ``varint=(number, value)``, that varint field set: in the place of its first occurrence
     (later ones removed), or appended when absent. Every other byte is kept."""
     number, encoded = (varint[0], varint_field(*varint)) if varint else (None, b"")
-    out = bytearray()
+    parts: list[bytes] = []
     placed = False
     for f in buf_fields:
         if f.number == number:
             if not placed:
-                out += encoded
+                parts.append(encoded)
                 placed = True
         elif f.number not in drop:
-            out += buf[f.start : f.end]
+            parts.append(buf[f.start : f.end])
     if varint and not placed:
-        out += encoded
-    return buf if out == buf else bytes(out)
+        parts.append(encoded)
+    out = b"".join(parts)
+    return buf if out == buf else out
 
 
 def drop_fields(buf: bytes, numbers: Collection[int]) -> bytes:
@@ -263,8 +264,10 @@ def rewrap(step: bytes, v: StepView, new_body: bytes) -> bytes:
         raise ValueError("the step has no body to replace")
     if new_body == v.body:
         return step
-    f = next(f for f in v.fields if f.number == v.body_field)
-    return step[: f.start] + len_field(v.body_field, new_body) + step[f.end :]
+    for f in v.fields:
+        if f.number == v.body_field:
+            return step[: f.start] + len_field(v.body_field, new_body) + step[f.end :]
+    raise AssertionError("a step view's body field is among its fields")
 
 
 # ---- display -------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 The planner hop cannot see the client's error flags or know the client: the
 gateway dropped both. The chat hop hands it these observations; a planner step
 takes one only when exactly one observation matches its kind, subject (command
-line or path) and output (cascade/correct.py).
+line or path) and output (cascade/corrections.py).
 """
 
 from __future__ import annotations

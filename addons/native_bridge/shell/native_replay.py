@@ -138,7 +138,7 @@ class Evidence:
         self.store.observe(list(seen))
 
     def lookup(self, kind: str, command_or_path: str, output: str) -> Any:
-        from ..cascade.correct import Observed
+        from ..cascade.corrections import Observed
 
         found = self.store.candidates(match_key(kind, command_or_path, output))
         if len(found) != 1:

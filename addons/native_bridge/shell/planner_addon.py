@@ -17,7 +17,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import mode_specs
 
-from ..cascade.correct import Observed
+from ..cascade.corrections import Observed
 from ..cascade.ledger import Delivery
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request, is_send_user_cascade_message
 from ..core.clients import CLIENTS
