@@ -12,6 +12,7 @@ from ..core.kinds import KINDS, tool_map
 from ..core.memo import Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from . import MARKER, META, websocket
+from .later import after_forward, deferrable
 from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed
 from .records import Limits, Recorder, RecordJob, parse_age, parse_size, prepare_directory
 from .state import BridgeState
@@ -292,12 +293,26 @@ class NativeBridge:
                 )
                 if len(raw) >= OFFLOAD_BYTES:
                     return self._offloaded(flow, raw, job)
+                if not job.emit and not self.state.store.shared and deferrable(flow):
+                    # Observe mode with the state in this process: the body goes as it came, so it need
+                    # not wait for the reading. This process's planner hop reads the observations on
+                    # this loop, after them. (A shared state file is written first: another proxy may
+                    # serve the gateway's planner call.)
+                    after_forward(lambda: self._apply(flow, raw, self._bridge(flow, job)))
+                    return None
                 out = bridge(job, self.memo, rewrite)
         except Exception as e:  # fail open: the original request goes upstream untouched
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
             out = Outcome("error", f"{type(e).__name__}: {e}")
-        self._apply(flow, raw, out)
+        self._apply(flow, raw, out, later=deferrable(flow))
         return None
+
+    def _bridge(self, flow: http.HTTPFlow, job: Job) -> Outcome:
+        try:
+            return bridge(job, self.memo, rewrite)
+        except Exception as e:  # fail open, as in run()
+            logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
+            return Outcome("error", f"{type(e).__name__}: {e}")
 
     async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
         try:
@@ -307,10 +322,11 @@ class NativeBridge:
         except Exception as e:  # fail open, as inline
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
             out = Outcome("error", f"{type(e).__name__}: {e}")
-        self._apply(flow, raw, out)
+        self._apply(flow, raw, out, later=deferrable(flow))
 
-    def _apply(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome) -> None:
-        """Hand the observations over, write the new body (rewrite mode), annotate, record."""
+    def _apply(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome, later: bool = False) -> None:
+        """Hand the observations over and write the new body (rewrite mode); then annotate and
+        record, ``later``: once the request has gone upstream."""
         req = flow.request
         try:
             if out.observations:
@@ -328,6 +344,13 @@ class NativeBridge:
         except Exception as e:  # fail open: the original request goes upstream untouched
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
             out = Outcome("error", f"{type(e).__name__}: {e}")
+        if later:
+            after_forward(lambda: self._account(flow, raw, out))
+        else:
+            self._account(flow, raw, out)
+
+    def _account(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome) -> None:
+        """The verdict on the flow (mark, comment, metadata), its log line and its record."""
         summary = out.summary
         if out.status in ("rewritten", "observed"):
             if summary["failed"] or summary["unobserved"]:
@@ -338,7 +361,7 @@ class NativeBridge:
         flow.comment = comment(out, summary)
         flow.metadata[META] = {"status": out.status, "reason": out.reason, **summary}
         if self.recorder is not None:
-            before = raw if raw is not None else req.raw_content
+            before = raw if raw is not None else flow.request.raw_content
             # Not rewritten, not recorded: its size and conversation, not 40 MB of it.
             omit = out.status == "skipped" and not self.record_limits.skipped_bodies
             self._record(flow, out, before, omit)

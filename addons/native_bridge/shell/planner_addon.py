@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request, is
 from ..core.clients import CLIENTS
 from . import MARKER, META
 from .h2c import H2CListener, is_planner
+from .later import after_forward, deferrable
 from .native_record import NativeJob
 from .native_view import DIALECT
 from .offload import OFFLOAD_BYTES
@@ -43,26 +44,6 @@ HANDLED_HEADER = "x-native-bridge"
 class _Pending:
     cascade_id: str
     delivery: Delivery
-
-
-def after_forward(work: Callable[[], None]) -> None:
-    """Run ``work`` once the current hook has returned and mitmproxy has sent the request on:
-    a hook's synchronous return lets the proxy write the request in the same loop step, and a
-    callback scheduled now runs before any reply can be read. Without a running loop (a test
-    calling the hook directly), at once."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        work()
-        return
-
-    def run() -> None:
-        try:
-            work()
-        except Exception:  # bookkeeping must never take the proxy down
-            logger.exception("bridge: planner hop: recording a flow failed")
-
-    loop.call_soon(run)
 
 
 class StoreEvidence:
@@ -224,9 +205,9 @@ class PlannerBridge:
         if result.cascade_id is not None and result.status != "skipped":
             assert result.delivery is not None
             self._pending[flow.id] = _Pending(result.cascade_id, result.delivery)
-        if flow.live and flow.response is None:
+        if deferrable(flow):
             after_forward(lambda: self._account(flow, result, original))
-        else:  # a capture read back (-nr) or a reply already set (server replay): nothing goes upstream
+        else:
             self._account(flow, result, original)
 
     def _account(self, flow: http.HTTPFlow, result: NativeResult, original: bytes | None) -> None:

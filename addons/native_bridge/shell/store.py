@@ -56,6 +56,10 @@ class Observation:
 
 
 class Store(Protocol):
+    # Whether other processes read this store: then what the chat hop observed must be in it
+    # before the request goes upstream (the gateway's planner call may come through another proxy).
+    shared: bool
+
     def delivered(self, cascade_id: str) -> Delivered: ...
     def deliver(self, cascade_id: str, delivery: Delivery) -> None: ...
     def observe(self, observations: list[Observation]) -> None: ...
@@ -64,6 +68,8 @@ class Store(Protocol):
 
 
 class MemoryStore:
+    shared = False
+
     def __init__(
         self,
         max_cascades: int = MAX_CASCADES,
@@ -147,6 +153,8 @@ class SQLiteStore:
     Writes are a few hundred bytes; ``synchronous=NORMAL`` keeps them off fsync (a power
     cut may lose the last ledger entries: the planner is then sent those steps again,
     the failure mode of no ledger at all, never a lost step)."""
+
+    shared = True
 
     def __init__(self, path: str, ttl: float = OBSERVATION_TTL) -> None:
         directory = os.path.dirname(os.path.abspath(path))

@@ -1,0 +1,160 @@
+"""What waits until a request has gone upstream (shell/later.py), and what never does.
+
+- both hops: the body a request goes upstream with is set in the hook; the annotations
+  (comment, metadata, backup), the log line and the record come right after, before any
+  reply can be read;
+- observe mode with the state in memory: the history is read after the request went on
+  (the body goes as it came; this process's planner hop reads on the same loop, later);
+- with a shared state file the observations are written before the request goes, since
+  another proxy may serve the gateway's planner call;
+- a flow that goes nowhere (a capture read back, a reply set by server replay) is
+  annotated in the hook, as mitmproxy writes it out right after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from mitmproxy import hooks
+from mitmproxy.test import taddons, tflow
+from native_bridge.shell import META
+from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.shell.offload import Job, bridge
+from native_bridge.shell.state import BridgeState
+from test_planner_addon import SPEC, fixture, native_flow, planner  # noqa: F401 (fixture)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import bench
+
+UA = "claude-cli/2.1.332 (external, cli)"
+PATH = bench.DIALECT_PATHS["chat"]
+
+
+@pytest.fixture
+def chat_hop(request, tmp_path):
+    """The chat addon in ``mode`` with its state in memory or (``shared``) in a file."""
+    mode, shared = request.param
+    state = BridgeState()
+    nb = NativeBridge(state)
+    with taddons.context(state, nb) as tctx:
+        for addon in (state, nb):
+            tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(nb, bridge_mode=mode)
+        if shared:
+            tctx.configure(state, bridge_state=str(tmp_path / "state.sqlite"))
+        yield nb
+        nb.done()
+
+
+def chat_flow(raw: bytes, live: bool = True):
+    f = tflow.tflow(live=live)
+    f.request.method, f.request.path = "POST", PATH
+    f.request.headers["content-type"] = "application/json"
+    f.request.headers["user-agent"] = UA
+    f.request.content = raw
+    return f
+
+
+def body_with_results() -> tuple[bytes, list]:
+    raw = bench.Session("chat", parallel=1, seed=4).body(3)
+    seen = bridge(Job(raw, NativeBridge().config, PATH, UA, emit=False, record=False), None).observations
+    assert seen, "the body must hold results the chat hop observes"
+    return raw, seen
+
+
+def stored(nb: NativeBridge, seen: list) -> bool:
+    return all(nb.state.store.candidates(o.key) for o in seen)
+
+
+@pytest.mark.parametrize("chat_hop", [("observe", False)], indirect=True)
+def test_observe_mode_with_the_state_in_memory_reads_after_forwarding(chat_hop):
+    raw, seen = body_with_results()
+    f = chat_flow(raw)
+
+    async def run():
+        assert chat_hop.request(f) is None
+        # The hook returned with nothing read: the request goes upstream as it came, now.
+        assert META not in f.metadata and not stored(chat_hop, seen)
+        assert f.request.raw_content == raw
+        await asyncio.sleep(0)  # the next loop step: before any reply could be read
+        assert f.metadata[META]["status"] == "observed" and stored(chat_hop, seen)
+
+    asyncio.run(run())
+    inline = chat_flow(raw)
+    NativeBridge.request(chat_hop, inline)  # no running loop: all of it in the hook
+    assert inline.metadata[META] == f.metadata[META] and inline.comment == f.comment
+
+
+@pytest.mark.parametrize("chat_hop", [("observe", True)], indirect=True)
+def test_a_shared_state_file_gets_the_observations_before_the_request_goes(chat_hop):
+    raw, seen = body_with_results()
+    f = chat_flow(raw)
+
+    async def run():
+        assert chat_hop.request(f) is None
+        assert stored(chat_hop, seen), "another proxy's planner hop may read them any moment now"
+        assert META not in f.metadata  # only the annotations wait
+        await asyncio.sleep(0)
+        assert f.metadata[META]["status"] == "observed"
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("chat_hop", [("rewrite", False)], indirect=True)
+def test_rewrite_mode_sets_the_body_in_the_hook_and_annotates_after(chat_hop):
+    raw, _ = body_with_results()
+    f = chat_flow(raw)
+
+    async def run():
+        assert chat_hop.request(f) is None
+        assert f.request.raw_content != raw and f.modified()  # what goes upstream is decided now
+        assert META not in f.metadata
+        await asyncio.sleep(0)
+        assert f.metadata[META]["status"] == "rewritten"
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("chat_hop", [("observe", False), ("rewrite", False)], indirect=True)
+def test_a_capture_read_back_is_annotated_in_the_hook(chat_hop):
+    raw, _ = body_with_results()
+    replayed = chat_flow(raw, live=False)
+
+    async def run():
+        chat_hop.request(replayed)
+        assert META in replayed.metadata, "mitmproxy writes the flow out before the next loop step"
+
+    asyncio.run(run())
+
+
+def test_a_planner_flow_answered_before_the_hook_is_annotated_in_the_hook(planner):  # noqa: F811
+    pb, _ = planner
+    f = native_flow(fixture("grpc-turn1.bin"))  # a reply already set, as server replay sets it
+
+    async def run():
+        pb.request(f)
+        assert f.metadata[META]["status"] == "corrected" and f.modified()
+
+    asyncio.run(run())
+
+
+def test_the_planner_hop_corrects_in_the_hook_and_annotates_after(planner):  # noqa: F811
+    pb, _ = planner
+    body = fixture("grpc-turn1.bin")
+    f = native_flow(body)
+    f.response = None  # live, on its way upstream
+
+    async def run():
+        pb.request(f)
+        assert f.request.raw_content != body and f.request.headers["x-native-bridge"] == "corrected"
+        assert META not in f.metadata and not f.modified()
+        await asyncio.sleep(0)
+        assert f.metadata[META]["status"] == "corrected" and f.marked
+        # The backup is the request as the gateway sent it, without the bridge's header.
+        f.revert()
+        assert f.request.raw_content == body and "x-native-bridge" not in f.request.headers
+
+    asyncio.run(run())
