@@ -23,5 +23,5 @@ from native_bridge.shell.state import BridgeState
 
 view.register()  # the "Bridge steps" and "Bridge diff" content views
 state, h2c = BridgeState(), H2CListener()
-chat = NativeBridge(state)
+chat = NativeBridge(state, h2c)
 addons = [state, h2c, chat, PlannerBridge(state, h2c, chat), BridgeCommands()]

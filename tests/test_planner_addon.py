@@ -33,7 +33,7 @@ def fixture(name: str) -> bytes:
 @pytest.fixture
 def planner():
     state, h2c = BridgeState(), H2CListener()
-    chat = NativeBridge(state)
+    chat = NativeBridge(state, h2c)
     pb = PlannerBridge(state, h2c, chat)
     with taddons.context(state, h2c, chat, pb, BridgeCommands()) as tctx:
         for addon in (state, chat, pb):
@@ -118,6 +118,21 @@ def test_other_listeners_methods_and_handled_flows_are_left_alone(planner):
     corrected = handled.request.raw_content
     pb.request(handled)  # a replay (-nr, -C) sees the flow again: never corrected twice
     assert handled.request.raw_content == corrected
+
+
+def test_the_chat_hop_leaves_the_planner_listener_alone(planner):
+    """A planner listener carries gRPC to the language server, never an agent's chat request:
+    even a chat path with a JSON history there is not the chat hop's."""
+    pb, _ = planner
+    chat = pb.chat
+    raw = fixture("chat-turn1.json")
+    f, elsewhere = native_flow(raw, path="/v1/messages"), native_flow(raw, spec="regular", path="/v1/messages")
+    for flow in (f, elsewhere):
+        flow.response = None
+        flow.request.headers["content-type"] = "application/json"
+        chat.request(flow)
+    assert META not in f.metadata and f.request.raw_content == raw
+    assert elsewhere.metadata[META]["status"] == "observed"  # the same request on another listener is read
 
 
 def test_views_show_the_changes_and_the_steps_sent(planner):

@@ -42,11 +42,20 @@ class NativeResult:
     def changes(self) -> list[Change]:
         """Every change: one per delivered step removed (made when asked: a long cascade's
         prefix is thousands of steps), then the corrections."""
-        held = f"cascade {self.cascade_id!r} already holds this step"
+        held = self._held()
         delivered = [
             Change(i, "already_delivered", held, s, None) for i, s in enumerate(self.steps_before[: self.delta_start])
         ]
         return delivered + self.corrections
+
+    def change_list(self) -> list[dict[str, Any]]:
+        """Index, action and reason of every change: what a flow keeps of them."""
+        held = self._held()
+        out = [{"index": i, "action": "already_delivered", "reason": held} for i in range(self.delta_start)]
+        return out + [{"index": c.index, "action": c.action, "reason": c.reason} for c in self.corrections]
+
+    def _held(self) -> str:
+        return f"cascade {self.cascade_id!r} already holds this step"
 
     def counts(self) -> dict[str, int]:
         """How many changes of each action, in the order they first occur."""

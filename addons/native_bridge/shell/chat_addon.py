@@ -12,6 +12,7 @@ from ..core.kinds import KINDS, tool_map
 from ..core.memo import Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from . import MARKER, META, websocket
+from .h2c import H2CListener, is_planner
 from .later import after_forward, deferrable
 from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed
 from .records import Limits, Recorder, RecordJob, parse_age, parse_size, prepare_directory
@@ -120,8 +121,9 @@ def record_limits(opts) -> Limits:
 class NativeBridge:
     record_limits = Limits()  # the bridge_records_* options (configure)
 
-    def __init__(self, state: BridgeState | None = None) -> None:
+    def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None) -> None:
         self.state = state or BridgeState()
+        self.h2c = h2c  # the planner listeners: their gRPC flows are never chat requests
         self.config = Config()
         self.filter: flowfilter.TFilter | None = None
         self.recorder: Recorder | None = None
@@ -232,6 +234,8 @@ class NativeBridge:
         if not ctx.options.bridge or META in flow.metadata:
             return
         if flow.live and (flow.response or flow.error):
+            return
+        if self.h2c is not None and is_planner(flow.client_conn, self.h2c.specs):
             return
         if flow.websocket is not None or websocket.is_handshake(flow.request):
             return  # a WebSocket's frames are its requests: websocket_message

@@ -70,10 +70,11 @@ def summary(result: NativeResult) -> dict[str, Any]:
     }
 
 
-def comment(result: NativeResult) -> str:
+def comment(result: NativeResult, s: dict[str, Any] | None = None) -> str:
+    """The one-line verdict (``s``: the result's summary, when already made)."""
     if result.status != "corrected":
         return f"bridge: planner {result.status} ({result.reason})"
-    s = summary(result)
+    s = s or summary(result)
     return f"bridge: planner {s['steps_in']} -> {s['steps_out']} steps ({result.reason})"
 
 
@@ -225,15 +226,16 @@ class PlannerBridge:
             logger.info(f"bridge: planner flow {flow.id}: {result.reason}")
         elif result.status == "skipped":
             logger.warning(f"bridge: planner flow {flow.id}: passed through untouched: {result.reason}")
-        flow.comment = comment(result)
+        s = summary(result)
+        flow.comment = comment(result, s)
         flow.metadata[META] = {
             "status": result.status,
             "reason": result.reason,
             "dialect": DIALECT,
-            **summary(result),
+            **s,
             # The setting the steps were judged under: replay_check re-runs them with it.
             "planner_client": ctx.options.bridge_planner_client,
-            "change_list": [{"index": c.index, "action": c.action, "reason": c.reason} for c in result.changes],
+            "change_list": result.change_list(),
         }
         if result.status == "corrected":
             logger.info(f"bridge: planner flow {flow.id}: {flow.comment.removeprefix('bridge: planner ')}")
