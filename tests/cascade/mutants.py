@@ -14,7 +14,7 @@ M = [
     (
         "unobserved run_command kept",
         "corrections.py",
-        "if stdout is None and stderr is None and not combined:",
+        "if rc.stdout is None and rc.stderr is None and not rc.combined_output:",
         "if False:",
     ),
     (
@@ -26,7 +26,7 @@ M = [
     (
         "stdout duplicate kept",
         "corrections.py",
-        'dedupe = combined and out is not None and out == (full or b"")',
+        'dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == (rc.full or b"")',
         "dedupe = False",
     ),
     (
@@ -38,7 +38,7 @@ M = [
     (
         "evidence ignored",
         "corrections.py",
-        'obs = lookup("run_command", _text(_value(body, command), "command_line"), text) if lookup else None',
+        'obs = lookup("run_command", utf8(rc.command_line, "command_line") or "", text) if lookup else None',
         "obs = None",
     ),
     (

@@ -17,21 +17,19 @@ from ..core.exitstatus import parse_exit_status
 from ..core.history import ToolResult
 from ..core.kinds import signals_failure
 from .steps import (
-    COMBINED_OUTPUT,
-    COMMAND_LINE,
     EXIT_CODE,
-    FULL,
     RESULT_FIELDS,
-    STDERR,
     STDOUT,
     StepView,
     edit,
+    read_run_command,
     result_text,
     rewrap,
     subject,
+    utf8,
     view,
 )
-from .wire import LEN, Field, WireError, fields, int32, varint_field, varint_value
+from .wire import Field, WireError, varint_field
 
 Action = Literal["dropped", "exit_code", "stdout_deduplicated", "already_delivered"]
 
@@ -180,54 +178,26 @@ def _run_command(
 ) -> tuple[bytes | None, list[Change]]:
     body = v.body
     assert body is not None
-    # One pass over the body's fields (this runs for every step of every request): the
-    # last occurrence of a scalar wins, repeated combined_output messages merge.
-    command = stdout = stderr = None
-    gateway_code: int | None = None
-    combined = False
-    full: bytes | None = None
-    for f in v.body_fields:
-        n = f.number
-        if n in _STRINGS and f.wire_type != LEN:
-            raise WireError(f"run_command field {n}: wire type {f.wire_type}, expected a string")
-        if n == STDOUT:
-            stdout = f
-        elif n == COMBINED_OUTPUT:
-            if f.wire_type != LEN:
-                raise WireError("combined_output is not a message")
-            combined = True
-            inner = body[f.value_start : f.end]
-            for g in fields(inner):
-                if g.number == FULL:
-                    if g.wire_type != LEN:
-                        raise WireError(f"combined_output.full: wire type {g.wire_type}, expected a string")
-                    full = inner[g.value_start : g.end]
-        elif n == EXIT_CODE:
-            gateway_code = int32(varint_value(body, f))
-        elif n == STDERR:
-            stderr = f
-        elif n == COMMAND_LINE:
-            command = f
+    rc = read_run_command(body, v.body_fields)
     # The exit code alone is no observation: the gateway writes 0 without one, and
     # after correction it may be gone, which must not turn the step unobserved.
-    if stdout is None and stderr is None and not combined:
+    if rc.stdout is None and rc.stderr is None and not rc.combined_output:
         return _dropped(
             i,
             step,
             "never observed: a DONE run_command without output (only its inputs"
-            + (f" and the gateway's exit_code {gateway_code}" if gateway_code is not None else "")
+            + (f" and the gateway's exit_code {rc.exit_code}" if rc.exit_code is not None else "")
             + "): the call never got a result",
         )
-    out = body[stdout.value_start : stdout.end] if stdout is not None else None
-    shown = full if combined else out if out is not None else body[stderr.value_start : stderr.end]  # type: ignore[union-attr]
-    text = _text(shown if shown is not None else b"", "the output")
-    obs = lookup("run_command", _text(_value(body, command), "command_line"), text) if lookup else None
+    shown = (rc.full or b"") if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
+    text = utf8(shown, "the output") or ""
+    obs = lookup("run_command", utf8(rc.command_line, "command_line") or "", text) if lookup else None
     claim = _exit_claim(text, obs, client)
     if claim.action == "drop":
         return _dropped(i, step, claim.why)
     varint = (EXIT_CODE, claim.code) if claim.code is not None else None
     drop = frozenset() if varint else frozenset({EXIT_CODE})
-    dedupe = combined and out is not None and out == (full or b"")
+    dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == (rc.full or b"")
     if dedupe:
         drop |= {STDOUT}
     fixed = rewrap(step, v, edit(body, v.body_fields, drop=drop, varint=varint))
@@ -236,7 +206,7 @@ def _run_command(
     # when a record or view asks for it.
     middle: bytes | StepEdit = StepEdit(step, drop - {STDOUT}, varint) if dedupe else fixed
     if _exit_code_edited(body, v.body_fields, claim.code):
-        was = "absent" if gateway_code is None else str(gateway_code)
+        was = "absent" if rc.exit_code is None else str(rc.exit_code)
         now = "absent" if claim.code is None else str(claim.code)
         changes.append(Change(i, "exit_code", f"exit_code {was} -> {now}: {claim.why}", step, middle))
     else:
@@ -245,20 +215,6 @@ def _run_command(
         reason = "stdout repeats combined_output.full: one copy of the output"
         changes.append(Change(i, "stdout_deduplicated", reason, middle, fixed))
     return fixed, changes
-
-
-_STRINGS = frozenset({STDOUT, STDERR, COMMAND_LINE})
-
-
-def _text(raw: bytes | None, what: str) -> str:
-    try:
-        return "" if raw is None else raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise WireError(f"run_command {what} is not UTF-8 ({e.reason})") from None
-
-
-def _value(buf: bytes, f: Field | None) -> bytes | None:
-    return None if f is None else buf[f.value_start : f.end]
 
 
 def _exit_code_edited(body: bytes, body_fields: Sequence[Field], code: int | None) -> bool:

@@ -159,17 +159,39 @@ class RunCommand:
     full: str | None  # combined_output.full
 
 
-def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RunCommand:
-    """The run_command body's values, read in one pass (the last occurrence of a scalar
-    wins and repeated combined_output messages merge, as in protobuf)."""
+@dataclass(frozen=True, slots=True)
+class RawRunCommand:
+    """A run_command body's values with its strings as the bytes they came as: a correction
+    compares outputs as bytes and decodes only the text it reads."""
+
+    command_line: bytes | None
+    cwd: bytes | None
+    blocking: bool | None
+    stdout: bytes | None
+    stderr: bytes | None
+    exit_code: int | None
+    combined_output: bool
+    full: bytes | None  # combined_output.full; None when absent (also inside a present combined_output)
+
+
+_STRINGS = frozenset({COMMAND_LINE, CWD, STDOUT, STDERR})
+
+
+def read_run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RawRunCommand:
+    """The run_command body read in one pass: the last occurrence of a scalar wins and
+    repeated combined_output messages merge, as in protobuf."""
     bf = fields(body) if body_fields is None else body_fields
     exit_code = blocking = None
     full = None
     combined = False
-    last: dict[int, Field] = {}
+    last: dict[int, bytes] = {}
     for f in bf:
         number = f.number
-        if number == EXIT_CODE:
+        if number in _STRINGS:
+            if f.wire_type != LEN:
+                raise WireError(f"field {number}: wire type {f.wire_type}, expected a string")
+            last[number] = body[f.value_start : f.end]
+        elif number == EXIT_CODE:
             exit_code = int32(varint_value(body, f))
         elif number == BLOCKING:
             blocking = bool(varint_value(body, f))
@@ -178,25 +200,36 @@ def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> Ru
                 raise WireError("combined_output is not a message")
             combined = True
             inner = body[f.value_start : f.end]
-            found = last_string(inner, fields(inner), FULL)
-            if found is not None:  # repeated messages merge: a later full wins
-                full = found
-        else:
-            last[number] = f
+            for g in fields(inner):
+                if g.number == FULL:  # a later full wins, across repeated messages too
+                    if g.wire_type != LEN:
+                        raise WireError(f"field {FULL}: wire type {g.wire_type}, expected a string")
+                    full = inner[g.value_start : g.end]
+    get = last.get
+    return RawRunCommand(get(COMMAND_LINE), get(CWD), blocking, get(STDOUT), get(STDERR), exit_code, combined, full)
 
-    def text(number: int) -> str | None:
-        f = last.get(number)
-        return None if f is None else string(body, f)
 
+def utf8(raw: bytes | None, what: str) -> str | None:
+    """A string field's bytes as text; :class:`WireError` when they are not UTF-8."""
+    try:
+        return None if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise WireError(f"{what}: string is not UTF-8 ({e.reason})") from None
+
+
+def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RunCommand:
+    """The run_command body's values, decoded."""
+    r = read_run_command(body, body_fields)
+    full = utf8(r.full, "combined_output.full")
     return RunCommand(
-        command_line=text(COMMAND_LINE),
-        cwd=text(CWD),
-        blocking=blocking,
-        stdout=text(STDOUT),
-        stderr=text(STDERR),
-        exit_code=exit_code,
-        combined_output=combined,
-        full=full if full is not None else ("" if combined else None),
+        command_line=utf8(r.command_line, "command_line"),
+        cwd=utf8(r.cwd, "cwd"),
+        blocking=r.blocking,
+        stdout=utf8(r.stdout, "stdout"),
+        stderr=utf8(r.stderr, "stderr"),
+        exit_code=r.exit_code,
+        combined_output=r.combined_output,
+        full=full if full is not None else ("" if r.combined_output else None),
     )
 
 
