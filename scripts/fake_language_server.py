@@ -71,7 +71,6 @@ import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import base64  # noqa: E402
 import contextlib  # noqa: E402
-import ctypes  # noqa: E402
 import gzip  # noqa: E402
 import json  # noqa: E402
 import signal  # noqa: E402
@@ -91,6 +90,7 @@ from h2.events import (  # noqa: E402
     WindowUpdated,
 )
 from h2.exceptions import ProtocolError  # noqa: E402
+from lifetime import die_with_parent  # noqa: E402
 
 try:
     from native_bridge.cascade import wire
@@ -509,18 +509,6 @@ class FakeLanguageServer:
 # ------------------------------------------------------------------ as a program
 
 
-def die_with_parent() -> None:
-    """SIGTERM when the parent dies (a SIGKILLed parent runs no cleanup of its own)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:  # the parent was already gone before prctl
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
 def load_config(path: Path) -> dict[str, Any]:
     """Settings from a JSON file; logs default to the file's directory."""
     config: dict[str, Any] = {
@@ -584,7 +572,7 @@ async def amain(argv: list[str]) -> int:
 
 
 def main() -> int:
-    die_with_parent()
+    die_with_parent(signal.SIGTERM)  # a SIGKILLed parent runs no cleanup of its own
     return asyncio.run(amain(sys.argv[1:]))
 
 

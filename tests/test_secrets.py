@@ -350,6 +350,7 @@ SCRIPTS = {
     "never Metadata; its --state folder holds the stand-in language server's captures (the planner side, as above)",
     "rebuild_record.py": "prints a record's rewritten body, rebuilt from the record (redacted)",
     "record_size.py": "bundled synthetic sessions only; prints sizes",
+    "lifetime.py": "a library (processes end with their parent); prints nothing",
     "cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
     "sessions/make_chat_session.py": "writes the bundled synthetic session",
     "sessions/make_anthropic_session.py": "writes the bundled synthetic session",

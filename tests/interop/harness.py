@@ -13,7 +13,6 @@ the client's output.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -33,6 +32,7 @@ from fakemodel import FakeModel, Request, ToolCall  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from demo import Mitmdump  # noqa: E402  (the same real mitmdump the e2e tests and the demo run)
+from lifetime import die_with_parent  # noqa: E402
 
 MANIFEST = Path(os.environ.get("INTEROP_MANIFEST", ROOT / ".interop" / "manifest.json"))
 HELLO = "hello interop\nsecond line\n"
@@ -219,8 +219,7 @@ PROMPT = "Use the tool you are asked to use, then reply with one word."
 def _die_with_parent() -> None:
     """In the client's child, before exec: SIGKILL when the test process dies however it dies (a client
     started in its own session gets no signal from the test's process group)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    die_with_parent(signal.SIGKILL)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -47,11 +47,7 @@ def test_every_call_answered_and_recorded(runs: Callable[[str], JsRunCache], key
 
 @pytest.mark.parametrize(
     ("key", "sid", "index"),
-    [
-        pytest.param(k, *case.values, marks=_installed(k), id=f"{k}-{case.id}")
-        for k in DRIVERS
-        for case in cases(k)
-    ],
+    [pytest.param(k, *case.values, marks=_installed(k), id=f"{k}-{case.id}") for k in DRIVERS for case in cases(k)],
 )
 def test_truth(runs: Callable[[str], JsRunCache], key: str, sid: str, index: int) -> None:
     problems = runs(key).check(sid, index)
