@@ -26,7 +26,7 @@ M = [
     (
         "stdout duplicate kept",
         "corrections.py",
-        'dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == (rc.full or b"")',
+        'dedupe = rc.combined_output and raw.stdout is not None and raw.stdout == (raw.full or b"")',
         "dedupe = False",
     ),
     (
@@ -38,7 +38,7 @@ M = [
     (
         "evidence ignored",
         "corrections.py",
-        'obs = lookup("run_command", utf8(rc.command_line, "command_line") or "", text) if lookup else None',
+        'obs = lookup("run_command", rc.command_line or "", text) if lookup else None',
         "obs = None",
     ),
     (

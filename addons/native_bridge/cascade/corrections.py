@@ -21,12 +21,12 @@ from .steps import (
     RESULT_FIELDS,
     STDOUT,
     StepView,
+    decode_run_command,
     edit,
     read_run_command,
     result_text,
     rewrap,
     subject,
-    utf8,
     view,
 )
 from .wire import Field, WireError, varint_field
@@ -178,7 +178,8 @@ def _run_command(
 ) -> tuple[bytes | None, list[Change]]:
     body = v.body
     assert body is not None
-    rc = read_run_command(body, v.body_fields)
+    raw = read_run_command(body, v.body_fields)
+    rc = decode_run_command(raw)
     # The exit code alone is no observation: the gateway writes 0 without one, and
     # after correction it may be gone, which must not turn the step unobserved.
     if rc.stdout is None and rc.stderr is None and not rc.combined_output:
@@ -189,15 +190,15 @@ def _run_command(
             + (f" and the gateway's exit_code {rc.exit_code}" if rc.exit_code is not None else "")
             + "): the call never got a result",
         )
-    shown = (rc.full or b"") if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
-    text = utf8(shown, "the output") or ""
-    obs = lookup("run_command", utf8(rc.command_line, "command_line") or "", text) if lookup else None
+    text = rc.full if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
+    assert text is not None
+    obs = lookup("run_command", rc.command_line or "", text) if lookup else None
     claim = _exit_claim(text, obs, client)
     if claim.action == "drop":
         return _dropped(i, step, claim.why)
     varint = (EXIT_CODE, claim.code) if claim.code is not None else None
     drop = frozenset() if varint else frozenset({EXIT_CODE})
-    dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == (rc.full or b"")
+    dedupe = rc.combined_output and raw.stdout is not None and raw.stdout == (raw.full or b"")  # as sent
     if dedupe:
         drop |= {STDOUT}
     fixed = rewrap(step, v, edit(body, v.body_fields, drop=drop, varint=varint))

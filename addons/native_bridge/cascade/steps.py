@@ -190,6 +190,8 @@ def read_run_command(body: bytes, body_fields: Collection[Field] | None = None) 
         if number in _STRINGS:
             if f.wire_type != LEN:
                 raise WireError(f"field {number}: wire type {f.wire_type}, expected a string")
+            if number in last:  # protobuf checks every occurrence, not only the one that wins
+                _utf8(last[number], number)
             last[number] = body[f.value_start : f.end]
         elif number == EXIT_CODE:
             exit_code = int32(varint_value(body, f))
@@ -204,33 +206,39 @@ def read_run_command(body: bytes, body_fields: Collection[Field] | None = None) 
                 if g.number == FULL:  # a later full wins, across repeated messages too
                     if g.wire_type != LEN:
                         raise WireError(f"field {FULL}: wire type {g.wire_type}, expected a string")
+                    if full is not None:
+                        _utf8(full, FULL)
                     full = inner[g.value_start : g.end]
     get = last.get
     return RawRunCommand(get(COMMAND_LINE), get(CWD), blocking, get(STDOUT), get(STDERR), exit_code, combined, full)
 
 
-def utf8(raw: bytes | None, what: str) -> str | None:
-    """A string field's bytes as text; :class:`WireError` when they are not UTF-8."""
+def _utf8(raw: bytes | None, number: int) -> str | None:
     try:
         return None if raw is None else raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise WireError(f"{what}: string is not UTF-8 ({e.reason})") from None
+        raise WireError(f"field {number}: string is not UTF-8 ({e.reason})") from None
 
 
-def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RunCommand:
-    """The run_command body's values, decoded."""
-    r = read_run_command(body, body_fields)
-    full = utf8(r.full, "combined_output.full")
+def decode_run_command(r: RawRunCommand) -> RunCommand:
+    """The strings decoded, every one checked as protobuf would (a step with a string that is
+    not UTF-8 does not parse: WireError)."""
+    full = _utf8(r.full, FULL)
     return RunCommand(
-        command_line=utf8(r.command_line, "command_line"),
-        cwd=utf8(r.cwd, "cwd"),
+        command_line=_utf8(r.command_line, COMMAND_LINE),
+        cwd=_utf8(r.cwd, CWD),
         blocking=r.blocking,
-        stdout=utf8(r.stdout, "stdout"),
-        stderr=utf8(r.stderr, "stderr"),
+        stdout=_utf8(r.stdout, STDOUT),
+        stderr=_utf8(r.stderr, STDERR),
         exit_code=r.exit_code,
         combined_output=r.combined_output,
         full=full if full is not None else ("" if r.combined_output else None),
     )
+
+
+def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RunCommand:
+    """The run_command body's values, decoded."""
+    return decode_run_command(read_run_command(body, body_fields))
 
 
 def result_text(v: StepView) -> str | None:
