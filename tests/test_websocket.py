@@ -3,6 +3,7 @@ selected, observed or rewritten, annotated, recorded and shown like HTTP request
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -15,7 +16,7 @@ from mitmproxy.contentviews import Metadata
 from mitmproxy.proxy.layers.websocket import Fragmentizer
 from mitmproxy.test import taddons, tflow
 from mitmproxy.websocket import WebSocketMessage
-from native_bridge.shell import MARKER, META, commands, view
+from native_bridge.shell import MARKER, META, commands, offload, view
 from native_bridge.shell import websocket as ws_module
 from native_bridge.shell.chat_addon import NativeBridge
 from native_bridge.shell.records import after_doc
@@ -512,3 +513,85 @@ def test_items_with_odd_types_and_ids_never_raise(bridge):
     i = send(nb, f, frame(user("go"), *odd, previous_response_id="resp_1"))
     verdict = f.metadata["bridge_ws"][str(i)]
     assert verdict["status"] != "error", verdict
+
+
+# ---- large frames: parsed and bridged in the worker process, off the event loop --------------
+
+
+def send_held(nb: NativeBridge, f: http.HTTPFlow, content: bytes):
+    """Deliver a client frame whose hook may return an awaitable (mitmproxy holds the frame until it is done)."""
+    f.websocket.messages.append(WebSocketMessage(Opcode.TEXT, True, content))
+    return len(f.websocket.messages) - 1, nb.websocket_message(f)
+
+
+def conversation(nb: NativeBridge, f: http.HTTPFlow) -> bytes:
+    """Server events of a response holding a call, then the frame that answers it (and has a pair of its own)."""
+    for event in server_response("resp_1", exec_call("k1", "ls /nope")):
+        send(nb, f, event, from_client=False)
+    return frame(
+        exec_out("k1", 2, "ls: cannot access '/nope'\n"),
+        shell("c1", "make"),
+        out("c1", codex_json("make: *** [all] Error 2", 2)),
+        previous_response_id="resp_1",
+    )
+
+
+@pytest.mark.parametrize("mode", ["rewrite", "observe"])
+def test_a_large_frame_is_bridged_in_the_worker_as_on_the_loop(bridge, tmp_path, monkeypatch, mode):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_mode=mode)
+    ref = ws_flow()
+    i_ref = send(nb, ref, conversation(nb, ref))  # small: on the loop
+    monkeypatch.setattr(offload, "OFFLOAD_BYTES", 200)  # now it counts as large
+    f = ws_flow()
+    raw = conversation(nb, f)
+    i, pending = send_held(nb, f, raw)
+    assert pending is not None, "a large frame must not be parsed on the loop"
+    assert f.websocket.messages[i].content == raw and WS_META not in f.metadata  # nothing happened yet
+    asyncio.run(pending)
+    assert nb.offloader is not None and nb.offloader.pid is not None  # the worker did it
+    assert f.websocket.messages[i].content == ref.websocket.messages[i_ref].content
+    assert f.metadata[WS_META][str(i)] == ref.metadata[WS_META][str(i_ref)]
+    assert f.metadata[WS_META][str(i)]["context"] == [exec_call("k1", "ls /nope")]
+    assert (f.comment, f.marked) == (ref.comment, ref.marked)
+    kept = records(nb, tmp_path)
+    a, b = kept[-2][1], kept[-1][1]  # the reference's record, then the worker's
+    for key in ("status", "summary", "accounting", "websocket_context", "after"):
+        assert a.get(key) == b.get(key), key
+
+
+def test_a_large_frame_that_is_no_model_call_is_left_alone(bridge, monkeypatch):
+    nb, _ = bridge
+    monkeypatch.setattr(offload, "OFFLOAD_BYTES", 200)
+    f = ws_flow()
+    other = orjson.dumps({"type": "session.update", "note": "response.create " + "x" * 400})
+    i, pending = send_held(nb, f, other)
+    assert pending is not None
+    asyncio.run(pending)
+    assert f.websocket.messages[i].content == other and WS_META not in f.metadata
+    i, pending = send_held(nb, f, b"[" + b"1," * 300 + b"1]")  # no frame type named at all: not even sent over
+    assert pending is None and WS_META not in f.metadata
+
+
+def test_a_large_frame_fails_open(bridge, tmp_path, monkeypatch):
+    nb, _ = bridge
+    monkeypatch.setattr(offload, "OFFLOAD_BYTES", 200)
+    job = ws_module.FrameJob(FAILED, {}, nb.config, "/v1/responses", CODEX_UA, True, False)
+
+    def boom(*args: Any) -> Any:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(ws_module, "frame_outcome", boom)
+    assert ws_module.frame_work(job, None) == "ValueError: boom"  # reported, never raised in the worker
+
+    class Failing:
+        async def run(self, job: Any) -> Any:
+            return "ValueError: boom"
+
+    monkeypatch.setattr(nb, "worker", lambda: Failing())
+    f = ws_flow()
+    i, pending = send_held(nb, f, FAILED)
+    asyncio.run(pending)
+    assert f.websocket.messages[i].content == FAILED  # as the client sent it
+    assert f.metadata[WS_META][str(i)]["status"] == "error" and "boom" in f.metadata[WS_META][str(i)]["reason"]
+    assert records(nb, tmp_path)[-1][1]["status"] == "error"

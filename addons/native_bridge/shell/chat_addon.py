@@ -243,8 +243,14 @@ class NativeBridge:
             return
         return self.run(flow)
 
-    def websocket_message(self, flow: http.HTTPFlow) -> None:
-        websocket.on_message(self, flow)  # Responses over WebSocket: response.create client frames
+    def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        return websocket.on_message(self, flow)  # Responses over WebSocket: response.create client frames
+
+    def worker(self) -> Offloader:
+        """The worker process for large bodies and frames, started when first needed."""
+        if self.offloader is None:
+            self.offloader = Offloader()
+        return self.offloader
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         # mitmproxy buffers a reply unless told to stream it: an agent waiting on SSE
@@ -320,9 +326,7 @@ class NativeBridge:
 
     async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
         try:
-            if self.offloader is None:
-                self.offloader = Offloader()
-            out = await self.offloader.bridge(job)
+            out = await self.worker().bridge(job)
         except Exception as e:  # fail open, as inline
             logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
             out = Outcome("error", f"{type(e).__name__}: {e}")

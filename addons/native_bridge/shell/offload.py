@@ -98,11 +98,16 @@ def bridge(job: Job, memo: Memo | None, rewrite: Callable[..., Rewrite] = rewrit
 _WORKER_MEMO: Memo | None = None  # the worker process's own (or the fallback's, in the calling thread)
 
 
-def work(job: Job) -> bytes:
-    """The worker's function (renderer.serve calls it): one job in, the pickled Outcome out."""
+def work(job: Any) -> bytes:
+    """The worker's function (renderer.serve calls it): one job in, the pickled Outcome out (for a
+    Responses-over-WebSocket frame, websocket.FrameJob, what websocket.frame_work gives)."""
     global _WORKER_MEMO
     if _WORKER_MEMO is None:
         _WORKER_MEMO = Memo()
+    if not isinstance(job, Job):
+        from .websocket import frame_work  # imported here: most workers never see a frame
+
+        return pickle.dumps(frame_work(job, _WORKER_MEMO), protocol=pickle.HIGHEST_PROTOCOL)
     if len(job.raw) <= WORKER_MEMO_MAX_BODY:
         return pickle.dumps(bridge(job, _WORKER_MEMO), protocol=pickle.HIGHEST_PROTOCOL)
     data = pickle.dumps(bridge(job, None), protocol=pickle.HIGHEST_PROTOCOL)
@@ -130,6 +135,10 @@ class Offloader:
         return self._worker.pid
 
     async def bridge(self, job: Job) -> Outcome:
+        return await self.run(job)
+
+    async def run(self, job: Any) -> Any:
+        """What :func:`work` gives for ``job``, made in the worker while the loop runs on."""
         data = await asyncio.to_thread(self._worker.render, job)
         return pickle.loads(data)
 

@@ -35,6 +35,8 @@ other; the calls used are kept with the frame's verdict and its record
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -43,8 +45,8 @@ from mitmproxy.proxy.layers.websocket import Fragmentizer
 
 from ..core.dialects import responses
 from ..core.pipeline import Config, Rewrite, rewrite
-from . import MARKER, explain
-from .offload import observed
+from . import MARKER, explain, offload
+from .offload import Outcome
 from .records import RecordJob
 
 if TYPE_CHECKING:
@@ -134,26 +136,27 @@ def _server_events(flow: http.HTTPFlow, stop: int) -> list[tuple[int, dict[str, 
     return out
 
 
-def previous_calls(flow: http.HTTPFlow, index: int, response_id: str) -> list[dict[str, Any]] | None:
-    """The call items of the response ``response_id`` as the server sent them on this WebSocket
-    before message ``index`` (None: the response is not on this connection)."""
+def _rid(doc: dict[str, Any]) -> Any:
+    r = doc.get("response")
+    return r.get("id") if isinstance(r, dict) else None
 
-    def rid(doc: dict[str, Any]) -> Any:
-        r = doc.get("response")
-        return r.get("id") if isinstance(r, dict) else None
+
+def _calls_of(events: list[tuple[int, dict[str, Any]]], response_id: str) -> list[dict[str, Any]] | None:
+    """The call items of the response ``response_id`` among the server's events (newest first);
+    None: the response is not among them."""
 
     def calls(items: Any) -> list[dict[str, Any]]:
         items = items if isinstance(items, list) else []
         return [it for it in items if responses.item_type(it) in responses.CALLS]
 
-    events = _server_events(flow, index)  # newest first
-    done = next((k for k, (_, d) in enumerate(events) if d.get("type") in _DONE and rid(d) == response_id), None)
+    done = next((k for k, (_, d) in enumerate(events) if d.get("type") in _DONE and _rid(d) == response_id), None)
     if done is not None:
         output = events[done][1]["response"].get("output")
         if isinstance(output, list) and output:
             return calls(output)
     start = next(
-        (k for k, (_, d) in enumerate(events) if d.get("type") == "response.created" and rid(d) == response_id), None
+        (k for k, (_, d) in enumerate(events) if d.get("type") == "response.created" and _rid(d) == response_id),
+        None,
     )
     if start is None:
         return None
@@ -162,8 +165,25 @@ def previous_calls(flow: http.HTTPFlow, index: int, response_id: str) -> list[di
     return calls(items)
 
 
-def context_for(flow: http.HTTPFlow, index: int, doc: Any) -> tuple[list[dict[str, Any]], str | None]:
-    """The server-held calls that the frame's outputs answer, and the response they came from."""
+def previous_calls(flow: http.HTTPFlow, index: int, response_id: str) -> list[dict[str, Any]] | None:
+    """The call items of the response ``response_id`` as the server sent them on this WebSocket
+    before message ``index`` (None: the response is not on this connection)."""
+    return _calls_of(_server_events(flow, index), response_id)
+
+
+def held_calls(flow: http.HTTPFlow, index: int) -> dict[str, list[dict[str, Any]]]:
+    """The call items of every response the server sent on this WebSocket before message
+    ``index``, by response id (what a frame bridged in the worker may answer)."""
+    events = _server_events(flow, index)
+    ids = {r for _, d in events if isinstance(r := _rid(d), str)}
+    return {r: calls for r in ids if (calls := _calls_of(events, r)) is not None}
+
+
+def answered_context(
+    doc: Any, held: Callable[[str], list[dict[str, Any]] | None]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The server-held calls that the frame's outputs answer (``held``: a response id's calls,
+    None when the response is not on this connection), and the response they came from."""
     prev = doc.get("previous_response_id") if isinstance(doc, dict) else None
     items = doc.get("input") if isinstance(doc, dict) else None
     if not isinstance(prev, str) or not prev or not isinstance(items, list):
@@ -173,8 +193,12 @@ def context_for(flow: http.HTTPFlow, index: int, doc: Any) -> tuple[list[dict[st
     }
     if not answered:
         return [], None
-    held = previous_calls(flow, index, prev) or []
-    return [c for c in held if c.get("call_id") in answered], prev
+    return [c for c in held(prev) or [] if c.get("call_id") in answered], prev
+
+
+def context_for(flow: http.HTTPFlow, index: int, doc: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """The server-held calls that the frame's outputs answer, and the response they came from."""
+    return answered_context(doc, lambda prev: previous_calls(flow, index, prev))
 
 
 def bridge_body(
@@ -213,36 +237,119 @@ def bridge_body(
     return result
 
 
-def on_message(nb: NativeBridge, flow: http.HTTPFlow) -> None:
-    """The ``websocket_message`` hook: bridge the newest message when it is a selected client frame."""
+def on_message(nb: NativeBridge, flow: http.HTTPFlow) -> Awaitable[None] | None:
+    """The ``websocket_message`` hook: bridge the newest message when it is a selected client frame.
+    A frame of ``OFFLOAD_BYTES`` or more is read and bridged in the worker process: then this
+    returns an awaitable (mitmproxy holds the frame until it is done) and the loop serves the rest."""
     ws = flow.websocket
     if not ctx.options.bridge or ws is None or not ws.messages:
-        return
+        return None
     message = ws.messages[-1]
     if not message.from_client or not message.is_text or message.dropped:
-        return
+        return None
     index = len(ws.messages) - 1
     if str(index) in frames(flow):  # bridged before (a replay of a saved flow): never twice
-        return
+        return None
     if nb.filter is None or not nb.filter(flow):
-        return
+        return None
     content = message.content
     limit = ctx.options.bridge_max_body
     if len(content) > limit:
         if _FRAME_MARK not in content:
-            return
-        result: Rewrite | None = Rewrite("skipped", f"frame larger than bridge_max_body ({limit} bytes)")
-    elif frame_type(content) != FRAME_TYPE:
-        return  # not a model call (or not JSON): nothing of the bridge's
-    else:
-        result = None
-    bridge_frame(nb, flow, index, result)
+            return None
+        bridge_frame(nb, flow, index, Outcome("skipped", f"frame larger than bridge_max_body ({limit} bytes)"))
+    elif len(content) >= offload.OFFLOAD_BYTES:
+        if _FRAME_MARK not in content:  # cheap: every frame the bridge wants names its type
+            return None
+        return bridge_frame_off_loop(nb, flow, index)  # parsing it here would hold the loop
+    elif frame_type(content) == FRAME_TYPE:
+        bridge_frame(nb, flow, index)
+    return None  # not a model call (or not JSON): nothing of the bridge's
 
 
-def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewrite | None = None) -> Rewrite:
+def frame_outcome(
+    raw: bytes,
+    context: list[dict[str, Any]],
+    config: Config,
+    path: str | None,
+    memo: Any,
+    hint: str | None,
+    emit: bool,
+    record: bool,
+) -> tuple[Outcome, bytes | None]:
+    """One frame bridged (on the loop or in the worker): the outcome, and the frame to send
+    instead (None: the frame goes as the client sent it)."""
+    out = offload.outcome(bridge_body(raw, context, config, path, memo, hint), config.tool_kinds, record)
+    if out.status == "rewritten" and not emit:
+        out.status, out.body = "observed", None
+    if out.status != "rewritten":
+        return out, None
+    assert out.body is not None
+    return out, wire(out.body)
+
+
+@dataclass(frozen=True, slots=True)
+class FrameJob:
+    """A large client frame for the worker: it is parsed there, and its outputs matched with
+    the server-held calls of the responses on this connection (``held``, by response id)."""
+
+    raw: bytes
+    held: dict[str, list[dict[str, Any]]]
+    config: Config
+    path: str | None
+    hint: str | None
+    emit: bool
+    record: bool
+
+
+FrameDone = tuple[list[dict[str, Any]], Outcome, bytes | None]  # context, outcome, frame to send
+
+
+def frame_work(job: FrameJob, memo: Any) -> FrameDone | str | None:
+    """The worker's part for a large frame: None when it is no model call, a message when it
+    failed (the frame then goes as it came), else what :func:`frame_outcome` gives."""
+    try:
+        doc = orjson.loads(job.raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(doc, dict) or doc.get("type") != FRAME_TYPE:
+        return None
+    try:
+        context, _ = answered_context(doc, job.held.get)
+        out, sent = frame_outcome(job.raw, context, job.config, job.path, memo, job.hint, job.emit, job.record)
+    except Exception as e:  # fail open: reported, not raised (the worker stays up)
+        return f"{type(e).__name__}: {e}"
+    return context, out, sent
+
+
+async def bridge_frame_off_loop(nb: NativeBridge, flow: http.HTTPFlow, index: int) -> None:
+    """:func:`bridge_frame` for a large frame, read and bridged in the worker process."""
+    assert flow.websocket is not None
+    message = flow.websocket.messages[index]
+    raw, req = message.content, flow.request
+    context: list[dict[str, Any]] = []
+    sent: bytes | None = None
+    try:
+        held = held_calls(flow, index) if b'"previous_response_id"' in raw else {}
+        emit = ctx.options.bridge_mode == "rewrite"
+        job = FrameJob(raw, held, nb.config, req.path, req.headers.get("user-agent"), emit, nb.recorder is not None)
+        done = await nb.worker().run(job)
+        if done is None:
+            return  # not a model call: nothing of the bridge's
+        if isinstance(done, str):
+            raise RuntimeError(done)
+        context, out, sent = done
+        if sent is not None:
+            message.content = sent
+    except Exception as e:  # fail open: the frame goes upstream as the client sent it
+        logger.exception(f"bridge: flow {flow.id} message {index}: rewrite failed, sending the original frame")
+        message.content, sent, context = raw, None, []
+        out = Outcome("error", f"{type(e).__name__}: {e}")
+    _annotate(nb, flow, index, raw, out, sent, context)
+
+
+def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Outcome | None = None) -> Outcome:
     """Observe or rewrite the client frame at ``index``; annotate and record it. Fails open."""
-    from .chat_addon import comment  # the one-line verdict, shared with HTTP requests
-
     assert flow.websocket is not None
     message = flow.websocket.messages[index]
     raw = message.content
@@ -252,21 +359,35 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
     if result is None:
         try:
             context, _ = context_for(flow, index, orjson.loads(raw))
-            result = bridge_body(raw, context, nb.config, req.path, nb.memo, req.headers.get("user-agent"))
-            if result.history is not None:  # what the client's results say, for the planner hop
-                nb.state.store.observe(observed(result, nb.config.tool_kinds))
-            if result.status == "rewritten" and ctx.options.bridge_mode == "observe":
-                result.status, result.body = "observed", None
-            elif result.status == "rewritten":
-                assert result.body is not None
-                sent = wire(result.body)
+            emit = ctx.options.bridge_mode == "rewrite"
+            result, sent = frame_outcome(
+                raw, context, nb.config, req.path, nb.memo, req.headers.get("user-agent"), emit, nb.recorder is not None
+            )
+            if sent is not None:
                 message.content = sent  # the last step: on any failure before it the frame is untouched
         except Exception as e:  # fail open: the frame goes upstream as the client sent it
             logger.exception(f"bridge: flow {flow.id} message {index}: rewrite failed, sending the original frame")
-            message.content = raw
-            sent = None
-            result = Rewrite("error", f"{type(e).__name__}: {e}")
-    summary = result.summary()
+            message.content, sent, context = raw, None, []
+            result = Outcome("error", f"{type(e).__name__}: {e}")
+    _annotate(nb, flow, index, raw, result, sent, context)
+    return result
+
+
+def _annotate(
+    nb: NativeBridge,
+    flow: http.HTTPFlow,
+    index: int,
+    raw: bytes,
+    result: Outcome,
+    sent: bytes | None,
+    context: list[dict[str, Any]],
+) -> None:
+    """Hand the observations over; the frame's verdict, log line and record."""
+    from .chat_addon import comment  # the one-line verdict, shared with HTTP requests
+
+    if result.observations:  # what the client's results say, for the planner hop
+        nb.state.store.observe(result.observations)
+    summary = result.summary
     where = f"flow {flow.id} message {index}"
     if result.status in ("rewritten", "observed"):
         if summary["failed"] or summary["unobserved"]:
@@ -286,14 +407,14 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
         nb.recorder.submit(
             RecordJob.of(
                 flow,
-                timestamp=message.timestamp,
+                timestamp=flow.websocket.messages[index].timestamp if flow.websocket else None,
                 status=result.status,
                 reason=result.reason,
                 dialect=result.dialect,
                 before=raw,
                 after=result.body,
                 steps=result.steps,
-                accounting=[p.to_json() for p in result.plan.accounting] if result.plan else [],
+                accounting=result.accounting,
                 summary=summary,
                 comment=line,
                 notes=result.notes,
@@ -301,7 +422,6 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Rewr
                 websocket_context=context or None,
             )
         )
-    return result
 
 
 # ---- views, bridge.diff, bridge.export: what became of a frame, re-derived with the same core ----------
