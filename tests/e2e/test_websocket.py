@@ -323,3 +323,50 @@ def test_replay_check_reads_the_frames_of_records_and_flows(session):
         assert done.returncode == 0, done.stdout + done.stderr
         assert "5 checked, 5 same, 0 would change" in done.stdout
         assert "WS #4" in done.stdout
+
+
+def _children_running(pid: int, marker: str) -> list[int]:
+    """The child processes of ``pid`` whose command line holds ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except (OSError, ValueError):
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and marker in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_large_frame_is_bridged_in_the_worker_through_mitmdump(tmp_path):
+    """A frame of 512 KiB or more: mitmproxy holds it while the worker process bridges it, then
+    sends it on, re-fragmented, every character intact; smaller frames keep flowing meanwhile."""
+    text = "échec ✗ " * 70_000  # about 700 KB of UTF-8, beyond the offload threshold
+    big = create(user("build it"), fc("c9", "make"), out("c9", text, 2))
+    assert len(big) >= 512 * 1024
+    with (
+        ModelServer() as server,
+        Mitmdump(f"http://127.0.0.1:{server.port}", tmp_path / "records", tmp_path / "conf") as proxy,
+    ):
+        client = Client(proxy.port, headers={"user-agent": CODEX_UA})
+        client.send(big)
+        replies = [client.receive() for _ in range(3)]
+        client.send(FAILED)  # a small one after it, on the same connection
+        replies += [client.receive() for _ in range(3)]
+        assert proxy._proc is not None
+        assert _children_running(proxy._proc.pid, "native_bridge.shell.offload:work"), "not bridged in the worker"
+        client.close()
+        output = proxy.output
+    got = [orjson.loads(f) for f in server.connections[0].frames]
+    assert [s["runCommand"]["exitCode"] for s in got[0]["additional_steps"]] == [2]
+    assert text in got[0]["additional_steps"][0]["runCommand"]["combinedOutput"]["full"]
+    assert "\ufffd" not in server.connections[0].frames[0].decode()
+    assert [s["runCommand"]["exitCode"] for s in got[1]["additional_steps"]] == [2]
+    assert [orjson.loads(r)["type"] for r in replies] == [
+        "response.created",
+        "response.output_item.done",
+        "response.completed",
+    ] * 2
+    assert "message 0: 1 step (1 failed: exit 2)" in output, output
+    assert len(records_in(tmp_path / "records")) == 2
