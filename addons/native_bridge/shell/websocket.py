@@ -208,14 +208,16 @@ def bridge_body(
     path: str | None,
     memo: Any = None,
     client_hint: str | None = None,
+    emit: bool = True,
 ) -> Rewrite:
-    """The core's rewrite of one frame; with ``context`` (server-held calls), those calls come
-    first for the core and are taken out of the body again (the server holds them)."""
+    """The core's rewrite of one frame (``emit`` False: observe mode, no body written); with
+    ``context`` (server-held calls), those calls come first for the core and are taken out of
+    the body again (the server holds them)."""
     if not context:
-        return rewrite(raw, config, path, memo, client_hint)
+        return rewrite(raw, config, path, memo, client_hint, emit=emit)
     doc = orjson.loads(raw)
     body = {**doc, "input": [*context, *doc["input"]]}
-    result = rewrite(orjson.dumps(body), config, path, None, client_hint)
+    result = rewrite(orjson.dumps(body), config, path, None, client_hint, emit=emit)
     result.notes.append(
         f"previous_response_id: {len(context)} call(s) it answers taken from that response, "
         "as the server sent it on this WebSocket"
@@ -279,9 +281,7 @@ def frame_outcome(
 ) -> tuple[Outcome, bytes | None]:
     """One frame bridged (on the loop or in the worker): the outcome, and the frame to send
     instead (None: the frame goes as the client sent it)."""
-    out = offload.outcome(bridge_body(raw, context, config, path, memo, hint), config.tool_kinds, record)
-    if out.status == "rewritten" and not emit:
-        out.status, out.body = "observed", None
+    out = offload.outcome(bridge_body(raw, context, config, path, memo, hint, emit), config.tool_kinds, record)
     if out.status != "rewritten":
         return out, None
     assert out.body is not None
