@@ -316,6 +316,7 @@ def frame_work(job: FrameJob, memo: Any) -> FrameDone | str | None:
         return None
     try:
         context, _ = answered_context(doc, job.held.get)
+        del doc  # the core parses the frame again: not both at once (a frame may be 30 MB)
         out, sent = frame_outcome(job.raw, context, job.config, job.path, memo, job.hint, job.emit, job.record)
     except Exception as e:  # fail open: reported, not raised (the worker stays up)
         return f"{type(e).__name__}: {e}"
