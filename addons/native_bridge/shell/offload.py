@@ -104,14 +104,17 @@ def work(job: Any) -> bytes:
     global _WORKER_MEMO
     if _WORKER_MEMO is None:
         _WORKER_MEMO = Memo()
-    if not isinstance(job, Job):
+    kept = len(job.raw) <= WORKER_MEMO_MAX_BODY
+    memo = _WORKER_MEMO if kept else None
+    if isinstance(job, Job):
+        result: Any = bridge(job, memo)
+    else:
         from .websocket import frame_work  # imported here: most workers never see a frame
 
-        return pickle.dumps(frame_work(job, _WORKER_MEMO), protocol=pickle.HIGHEST_PROTOCOL)
-    if len(job.raw) <= WORKER_MEMO_MAX_BODY:
-        return pickle.dumps(bridge(job, _WORKER_MEMO), protocol=pickle.HIGHEST_PROTOCOL)
-    data = pickle.dumps(bridge(job, None), protocol=pickle.HIGHEST_PROTOCOL)
-    _trim()  # the history's strings were malloc'd: hand the freed heap back to the system
+        result = frame_work(job, memo)
+    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    if not kept:
+        _trim()  # the history's strings were malloc'd: hand the freed heap back to the system
     return data
 
 
