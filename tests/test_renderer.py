@@ -91,3 +91,26 @@ def test_worker_ends_when_its_parent_is_killed(target: str) -> None:
     proc.wait(10)
     left = procs.wait_gone(started, 5)
     assert not left, [procs.cmdline(p) for p in left]
+
+
+def test_a_job_that_raises_fails_alone_and_the_worker_stays_in_use() -> None:
+    """One body that trips a bug must not send every later job back into the proxy process."""
+    from native_bridge.core.pipeline import Config
+    from native_bridge.shell import offload
+    from native_bridge.shell.renderer import JobFailed
+
+    body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]})
+    good = offload.Job(body, Config(), "/v1/chat/completions", None, emit=False, record=False)
+    bad = offload.Job(body, None, "/v1/chat/completions", None, emit=False, record=False)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        offload.work(bad)  # the same job fails in the proxy process too
+    r = Renderer(offload.work)
+    try:
+        assert r.render(good) == offload.work(good)
+        worker = r.pid
+        with pytest.raises(JobFailed, match="AttributeError"):
+            r.render(bad)
+        assert r.render(good) == offload.work(good)
+        assert r.pid == worker, "the worker was given up for one failed job"
+    finally:
+        r.close()

@@ -45,6 +45,11 @@ class WorkerGone(Exception):
     """The worker process ended or broke the protocol."""
 
 
+class JobFailed(Exception):
+    """The worker ran the job and the job raised: that job's failure, not the worker's (it stays
+    in use; one bad body must not send every later one back into the proxy process)."""
+
+
 def _read_exact(stream: IO[bytes], n: int) -> bytes:
     data = stream.read(n)
     if data is None or len(data) != n:
@@ -138,6 +143,8 @@ class Renderer:
                     kind, payload = _read_frame(self._proc.stdout)
                     if kind == b"o":
                         return payload
+                    if kind == b"e":
+                        raise JobFailed(payload.decode("utf-8", "replace"))
                     raise WorkerGone(payload.decode("utf-8", "replace"))
                 except (WorkerGone, OSError, ValueError, pickle.PickleError) as e:
                     logger.warning(
