@@ -595,3 +595,78 @@ def test_a_large_frame_fails_open(bridge, tmp_path, monkeypatch):
     assert f.websocket.messages[i].content == FAILED  # as the client sent it
     assert f.metadata[WS_META][str(i)]["status"] == "error" and "boom" in f.metadata[WS_META][str(i)]["reason"]
     assert records(nb, tmp_path)[-1][1]["status"] == "error"
+
+
+# ---- the server-held calls are read only as far back as the response they belong to ---------
+
+
+def _reference_calls(events: list[tuple[int, dict[str, Any]]], response_id: str) -> list[dict[str, Any]] | None:
+    """The straightforward reading (every event parsed, newest first), to compare the lazy one with."""
+
+    def rid(doc: dict[str, Any]) -> Any:
+        r = doc.get("response")
+        return r.get("id") if isinstance(r, dict) else None
+
+    def calls(items: Any) -> list[dict[str, Any]]:
+        return [it for it in (items if isinstance(items, list) else []) if it.get("type") == "function_call"]
+
+    done = next(
+        (k for k, (_, d) in enumerate(events) if d.get("type") in ws_module._DONE and rid(d) == response_id), None
+    )
+    if done is not None and events[done][1]["response"].get("output"):
+        return calls(events[done][1]["response"]["output"])
+    start = next(
+        (k for k, (_, d) in enumerate(events) if d.get("type") == "response.created" and rid(d) == response_id), None
+    )
+    if start is None:
+        return None
+    between = events[done if done is not None else 0 : start]
+    return calls([d.get("item") for _, d in reversed(between) if d.get("type") == "response.output_item.done"])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_lazy_reading_of_server_events_gives_the_straightforward_answer(seed):
+    import random
+
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = []
+    for n in range(rng.randint(1, 6)):  # responses, some incomplete, some repeated, some out of order
+        rid = f"resp_{rng.randint(0, 3)}"
+        events.append({"type": "response.created", "response": {"id": rid}})
+        items = [exec_call(f"k{n}{i}", "ls") for i in range(rng.randint(0, 2))]
+        events += [{"type": "response.output_item.done", "item": it} for it in items]
+        events += [{"type": "response.output_text.delta", "delta": "x"}] * rng.randint(0, 3)
+        if rng.random() < 0.7:
+            kind = rng.choice(ws_module._DONE)
+            events.append({"type": kind, "response": {"id": rid, "output": items if rng.random() < 0.6 else []}})
+        if rng.random() < 0.2:
+            rng.shuffle(events)
+    newest_first = list(reversed(list(enumerate(events))))
+    for rid in ("resp_0", "resp_1", "resp_2", "resp_3"):
+        assert ws_module._calls_of(iter(newest_first), rid) == _reference_calls(newest_first, rid), (seed, rid)
+
+
+def test_a_long_session_is_read_only_back_to_the_answered_response(bridge, monkeypatch):
+    nb, _ = bridge
+    f = ws_flow()
+    for n in range(100):  # 100 earlier responses, each with many streamed deltas
+        for event in server_response(f"resp_{n}", exec_call(f"k{n}", "ls")):
+            send(nb, f, event, from_client=False)
+        for _ in range(20):
+            send(nb, f, orjson.dumps({"type": "response.output_text.delta", "delta": "response.completed"}), False)
+    parsed = []
+    loads = orjson.loads
+
+    class Counting:
+        JSONDecodeError = orjson.JSONDecodeError
+        dumps = staticmethod(orjson.dumps)
+
+        @staticmethod
+        def loads(data: Any) -> Any:
+            parsed.append(data)
+            return loads(data)
+
+    monkeypatch.setattr(ws_module, "orjson", Counting)
+    i = send(nb, f, frame(exec_out("k99", 2, "no such file\n"), previous_response_id="resp_99"))
+    assert f.metadata[WS_META][str(i)]["context"] == [exec_call("k99", "ls")]
+    assert len(parsed) < 30, f"{len(parsed)} frames parsed for one answer"

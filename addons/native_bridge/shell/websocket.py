@@ -35,7 +35,7 @@ other; the calls used are kept with the frame's verdict and its record
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -117,23 +117,24 @@ def wire(body: bytes) -> bytes:
 
 
 _DONE = ("response.completed", "response.incomplete", "response.failed", "response.done")
+# The server events the context is read from; the many others (text deltas above all) are never parsed.
+_EVENT_MARKS = tuple(f'"{t}"'.encode() for t in ("response.created", "response.output_item.done", *_DONE))
 
 
-def _server_events(flow: http.HTTPFlow, stop: int) -> list[tuple[int, dict[str, Any]]]:
-    """The server's JSON events before message ``stop``, newest first (cheap byte checks first)."""
+def _server_events(flow: http.HTTPFlow, stop: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The server's JSON events before message ``stop``, newest first, each parsed only when the
+    caller gets that far (cheap byte checks first): a long session holds thousands of them."""
     assert flow.websocket is not None
-    out = []
     for j in range(stop - 1, -1, -1):
         m = flow.websocket.messages[j]
-        if m.from_client or not m.is_text or b'"response.' not in m.content:
+        if m.from_client or not m.is_text or not any(mark in m.content for mark in _EVENT_MARKS):
             continue
         try:
             doc = orjson.loads(m.content)
         except orjson.JSONDecodeError:
             continue
         if isinstance(doc, dict):
-            out.append((j, doc))
-    return out
+            yield j, doc
 
 
 def _rid(doc: dict[str, Any]) -> Any:
@@ -141,28 +142,34 @@ def _rid(doc: dict[str, Any]) -> Any:
     return r.get("id") if isinstance(r, dict) else None
 
 
-def _calls_of(events: list[tuple[int, dict[str, Any]]], response_id: str) -> list[dict[str, Any]] | None:
-    """The call items of the response ``response_id`` among the server's events (newest first);
-    None: the response is not among them."""
+def _calls_of(events: Iterable[tuple[int, dict[str, Any]]], response_id: str) -> list[dict[str, Any]] | None:
+    """The call items of the response ``response_id`` among the server's events (newest first):
+    its completion's output, else the items done since it was created; None: the response is
+    not among them. Reads the events only as far back as that response."""
 
     def calls(items: Any) -> list[dict[str, Any]]:
         items = items if isinstance(items, list) else []
         return [it for it in items if responses.item_type(it) in responses.CALLS]
 
-    done = next((k for k, (_, d) in enumerate(events) if d.get("type") in _DONE and _rid(d) == response_id), None)
-    if done is not None:
-        output = events[done][1]["response"].get("output")
-        if isinstance(output, list) and output:
-            return calls(output)
-    start = next(
-        (k for k, (_, d) in enumerate(events) if d.get("type") == "response.created" and _rid(d) == response_id),
-        None,
-    )
+    seen: list[dict[str, Any]] = []  # the events read so far, newest first
+    done = start = None
+    for _, d in events:
+        k = len(seen)
+        seen.append(d)
+        kind = d.get("type")
+        if done is None and kind in _DONE and _rid(d) == response_id:
+            done = k
+            output = d["response"].get("output")
+            if isinstance(output, list) and output:
+                return calls(output)
+        elif start is None and kind == "response.created" and _rid(d) == response_id:
+            start = k
+        if done is not None and start is not None:
+            break
     if start is None:
         return None
-    between = events[done if done is not None else 0 : start]  # the events of that response, newest first
-    items = [d.get("item") for _, d in reversed(between) if d.get("type") == "response.output_item.done"]
-    return calls(items)
+    between = seen[done if done is not None else 0 : start]  # the events of that response, newest first
+    return calls([d.get("item") for d in reversed(between) if d.get("type") == "response.output_item.done"])
 
 
 def previous_calls(flow: http.HTTPFlow, index: int, response_id: str) -> list[dict[str, Any]] | None:
@@ -174,7 +181,7 @@ def previous_calls(flow: http.HTTPFlow, index: int, response_id: str) -> list[di
 def held_calls(flow: http.HTTPFlow, index: int) -> dict[str, list[dict[str, Any]]]:
     """The call items of every response the server sent on this WebSocket before message
     ``index``, by response id (what a frame bridged in the worker may answer)."""
-    events = _server_events(flow, index)
+    events = list(_server_events(flow, index))  # parsed once for every response
     ids = {r for _, d in events if isinstance(r := _rid(d), str)}
     return {r: calls for r in ids if (calls := _calls_of(events, r)) is not None}
 
