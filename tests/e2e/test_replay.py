@@ -178,6 +178,24 @@ def expected_body(original: bytes, user_agent: str | None = CLAUDE_UA) -> bytes:
 # ---- -nr: offline rewrite ------------------------------------------------------------
 
 
+def test_a_live_capture_holds_what_was_made_after_forwarding(
+    bridged_capture: Capture, planner: ReferencePlanner, tmp: Path
+):
+    """The verdict, the backup and (observe mode, state in memory) the reading are made after the
+    request went upstream: they must be on every flow before mitmproxy writes it out (-w)."""
+    observed = capture(planner, tmp, "observed", ["--set", "bridge_mode=observe"])
+    expected = {"session": "rewritten", "session-sse": "rewritten", "failed": "rewritten", "plain": "unchanged"}
+    for cap, mode in ((bridged_capture, "rewrite"), (observed, "observe")):
+        flows = {name: by_tag(read_flows(cap.path))[tag] for name, tag in cap.tags.items()}
+        for name, status in expected.items():
+            f = flows[name]
+            want = status if mode == "rewrite" or status == "unchanged" else "observed"
+            assert f.metadata["bridge"]["status"] == want, (mode, name, f.metadata)
+            assert f.modified() == (want == "rewritten"), (mode, name)  # backed up exactly when rewritten
+        assert "bridge" not in flows["models"].metadata
+    assert flows["failed"].metadata["bridge"]["failed_exit_codes"] == [2]  # what the reading found
+
+
 def test_offline_rewrite_is_deterministic_and_keeps_the_capture(plain_capture: Capture, tmp: Path):
     outs, records = [], []
     for i in (1, 2):

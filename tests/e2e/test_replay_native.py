@@ -187,6 +187,8 @@ def test_the_live_bridge_corrected_what_the_gateway_sent(plain: Capture, bridged
     assert len(parse_request(second).steps) == 1, "the resumed cascade gets only the new step"
     flows = sends(read_flows(bridged.path))
     assert [unframed(f.request.raw_content) for f in flows] == bridged.received
+    # Made after the request went upstream, on the flow before mitmproxy wrote it out (-w):
+    assert all(f.metadata["bridge"]["status"] == "corrected" and f.modified() for f in flows)
     assert all(f.client_conn.proxy_mode.full_spec == bridged.listeners.planner for f in flows), "the spec is kept"
 
 
