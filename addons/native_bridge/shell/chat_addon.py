@@ -51,6 +51,36 @@ def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
     return text
 
 
+def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome) -> None:
+    """The one log line for a bridged request or frame (``where``); the flow is marked when its
+    steps state a failure or it kept unobserved calls."""
+    summary = out.summary
+    if out.status in ("rewritten", "observed"):
+        if summary["failed"] or summary["unobserved"]:
+            flow.marked = MARKER
+        log.info(f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")
+    elif out.status == "skipped":
+        log.warning(f"bridge: {where}: passed through untouched: {out.reason}")
+
+
+def record_job(flow: http.HTTPFlow, out: Outcome, before: bytes | None, line: str, **fields: Any) -> RecordJob:
+    """The record of a bridged request or frame (``line``: its verdict as shown on the flow)."""
+    return RecordJob.of(
+        flow,
+        status=out.status,
+        reason=out.reason,
+        dialect=out.dialect,
+        before=before,
+        after=out.body,
+        steps=out.steps,
+        accounting=out.accounting,
+        summary=out.summary,
+        comment=line,
+        notes=out.notes,
+        **fields,
+    )
+
+
 def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
     """The bridge_tools option as a tool table (kinds.tool_map), refused with a message when malformed."""
     try:
@@ -359,20 +389,14 @@ class NativeBridge:
 
     def _account(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome) -> None:
         """The verdict on the flow (mark, comment, metadata), its log line and its record."""
-        summary = out.summary
-        if out.status in ("rewritten", "observed"):
-            if summary["failed"] or summary["unobserved"]:
-                flow.marked = MARKER
-            logger.info(f"bridge: flow {flow.id}: {comment(out, summary).removeprefix('bridge: ')}")
-        elif out.status == "skipped":
-            logger.warning(f"bridge: flow {flow.id}: passed through untouched: {out.reason}")
-        flow.comment = comment(out, summary)
-        flow.metadata[META] = {"status": out.status, "reason": out.reason, **summary}
+        announce(logger, flow, f"flow {flow.id}", out)
+        flow.comment = comment(out, out.summary)
+        flow.metadata[META] = {"status": out.status, "reason": out.reason, **out.summary}
         if self.recorder is not None:
             before = raw if raw is not None else flow.request.raw_content
             # Not rewritten, not recorded: its size and conversation, not 40 MB of it.
             omit = out.status == "skipped" and not self.record_limits.skipped_bodies
-            self._record(flow, out, before, omit)
+            self.recorder.submit(record_job(flow, out, before, flow.comment, omit_before=omit))
 
     def _observe(self, result: Rewrite) -> None:
         """Hand the planner hop what the client's own results say (core/observe.py)."""
@@ -393,22 +417,3 @@ class NativeBridge:
         if raw is None or len(raw) > limit:
             return None, too_big
         return raw, None
-
-    def _record(self, flow: http.HTTPFlow, result: Outcome, before: bytes | None, omit: bool = False) -> None:
-        assert self.recorder is not None
-        self.recorder.submit(
-            RecordJob.of(
-                flow,
-                status=result.status,
-                reason=result.reason,
-                dialect=result.dialect,
-                before=before,
-                after=result.body,
-                steps=result.steps,
-                accounting=result.accounting,
-                summary=result.summary,
-                comment=flow.comment,
-                notes=result.notes,
-                omit_before=omit,
-            )
-        )

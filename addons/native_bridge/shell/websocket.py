@@ -45,7 +45,7 @@ from mitmproxy.proxy.layers.websocket import Fragmentizer
 
 from ..core.dialects import responses
 from ..core.pipeline import Config, Rewrite, rewrite
-from . import MARKER, explain, offload
+from . import explain, offload
 from .offload import Outcome
 from .records import RecordJob
 
@@ -391,20 +391,13 @@ def _annotate(
     context: list[dict[str, Any]],
 ) -> None:
     """Hand the observations over; the frame's verdict, log line and record."""
-    from .chat_addon import comment  # the one-line verdict, shared with HTTP requests
+    from .chat_addon import announce, comment, record_job  # shared with HTTP requests
 
     if result.observations:  # what the client's results say, for the planner hop
         nb.state.store.observe(result.observations)
-    summary = result.summary
-    where = f"flow {flow.id} message {index}"
-    if result.status in ("rewritten", "observed"):
-        if summary["failed"] or summary["unobserved"]:
-            flow.marked = MARKER
-        logger.info(f"bridge: {where}: {comment(result, summary).removeprefix('bridge: ')}")
-    elif result.status == "skipped":
-        logger.warning(f"bridge: {where}: passed through untouched: {result.reason}")
-    line = comment(result, summary)
-    entry: dict[str, Any] = {"status": result.status, "reason": result.reason, **summary}
+    announce(logger, flow, f"flow {flow.id} message {index}", result)
+    line = comment(result, result.summary)
+    entry: dict[str, Any] = {"status": result.status, "reason": result.reason, **result.summary}
     if sent is not None:
         entry["original"] = raw  # what the views and bridge.diff compare the frame with
     if context:
@@ -412,22 +405,10 @@ def _annotate(
     flow.metadata.setdefault(WS_META, {})[str(index)] = entry
     flow.comment = f"bridge: websocket message {index}: {line.removeprefix('bridge: ')}"
     if nb.recorder is not None:
+        timestamp = flow.websocket.messages[index].timestamp if flow.websocket else None
         nb.recorder.submit(
-            RecordJob.of(
-                flow,
-                timestamp=flow.websocket.messages[index].timestamp if flow.websocket else None,
-                status=result.status,
-                reason=result.reason,
-                dialect=result.dialect,
-                before=raw,
-                after=result.body,
-                steps=result.steps,
-                accounting=result.accounting,
-                summary=summary,
-                comment=line,
-                notes=result.notes,
-                websocket_message=index,
-                websocket_context=context or None,
+            record_job(
+                flow, result, raw, line, timestamp=timestamp, websocket_message=index, websocket_context=context or None
             )
         )
 
