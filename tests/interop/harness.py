@@ -185,17 +185,7 @@ class Driver:
         raise NotImplementedError
 
     def tool_call(self, scenario: Scenario, ws: Path) -> Callable[[Request], ToolCall | None] | ToolCall:
-        calls = [substitute(c, ws) for c in scenario.calls]
-        state = {"i": 0}
-
-        def pick(req: Request) -> ToolCall | None:
-            i = state["i"]
-            if i >= len(calls):
-                return None
-            state["i"] += 1
-            return calls[i]
-
-        return pick
+        return in_turn([substitute(c, ws) for c in scenario.calls])
 
 
 def substitute(call: ToolCall, ws: Path) -> ToolCall:
@@ -211,6 +201,16 @@ def substitute(call: ToolCall, ws: Path) -> ToolCall:
         return v
 
     return ToolCall(call.name, sub(call.arguments), sub(call.raw_input))
+
+
+def in_turn(calls: list[ToolCall]) -> Callable[[Any], ToolCall | None]:
+    """The fake model's pick: each request gets the next call, in order; None after the last."""
+    left = iter(calls)
+
+    def pick(req: Any) -> ToolCall | None:
+        return next(left, None)
+
+    return pick
 
 
 PROMPT = "Use the tool you are asked to use, then reply with one word."

@@ -30,6 +30,7 @@ from harness import (
     Run,
     Scenario,
     corpus_entry,
+    in_turn,
     installed,
     run_scenario,
     skip_reason,
@@ -120,17 +121,7 @@ class PyDriver(Driver):
 
     def tool_call(self, scenario: Scenario, ws: Path) -> Any:
         self.prepare(scenario)
-        calls = [dataclasses.replace(substitute(c, ws), item_type=c.item_type) for c in scenario.calls]
-        state = {"i": 0}
-
-        def pick(req: Any) -> ToolCall | None:
-            i = state["i"]
-            if i >= len(calls):
-                return None
-            state["i"] += 1
-            return calls[i]
-
-        return pick
+        return in_turn([dataclasses.replace(substitute(c, ws), item_type=c.item_type) for c in scenario.calls])
 
 
 def _venv_env(entry: dict[str, Any], base: dict[str, str]) -> dict[str, str]:
