@@ -9,10 +9,11 @@ request at the planner and its own record on disk.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -24,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from demo import Mitmdump, find_records  # noqa: E402
+from demo import Mitmdump, find_records, mitmdump_path  # noqa: E402
 from reference_planner import Received, ReferencePlanner  # noqa: E402
 
 SESSION = ROOT / "scripts" / "sessions" / "chat_session.json"
@@ -102,6 +103,19 @@ class Bridge:
         ex = self.send("POST", self.barrier_path, body)
         if not self.records_of(ex):
             self.fail("the barrier request was not recorded")
+
+
+def mitmdump_batch(args: Sequence[str], confdir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """One batch mitmdump run (-nr, -C): no listening proxy, a private confdir; it must succeed."""
+    done = subprocess.run(
+        [mitmdump_path(), *args, "--set", f"confdir={confdir}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, f"mitmdump {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    return done
 
 
 @pytest.fixture(scope="session")

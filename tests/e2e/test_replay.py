@@ -22,14 +22,14 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from demo import Mitmdump, mitmdump_path
+from demo import Mitmdump
 from mitmproxy import addons, http, io
 from mitmproxy.addons import script, serverplayback
 from native_bridge.core.conversation import conversation_key
 from native_bridge.core.pipeline import rewrite
 from reference_planner import ReferencePlanner
 
-from .conftest import CHAT, ROOT, SESSION, TAG
+from .conftest import CHAT, ROOT, SESSION, TAG, mitmdump_batch
 
 pytestmark = pytest.mark.e2e
 
@@ -75,23 +75,9 @@ class Capture:
 
 
 def run(*args: str, confdir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """One batch mitmdump run (-nr, -C): no listening proxy, a private confdir."""
-    done = subprocess.run(
-        # The reference planner reads additional_steps: these captures are of the rewrite mode.
-        [
-            mitmdump_path(),
-            *args,
-            *(("--set", "bridge_mode=rewrite") if "-s" in args else ()),
-            "--set",
-            f"confdir={confdir}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"mitmdump {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-    return done
+    """One batch mitmdump run (-nr, -C). The reference planner reads additional_steps: these captures
+    are of the rewrite mode."""
+    return mitmdump_batch([*args, *(("--set", "bridge_mode=rewrite") if "-s" in args else ())], confdir, timeout)
 
 
 def proxy(mode: str, records: Path, confdir: Path, options: Sequence[str] = ()) -> Mitmdump:

@@ -33,13 +33,13 @@ import grpc
 import httpx
 import orjson
 import pytest
-from demo import Mitmdump, mitmdump_path
+from demo import Mitmdump
 from mitmproxy import http, io
 from native_bridge.cascade.request import parse_request
 from native_bridge.shell.planner_addon import HANDLED_HEADER
 from reference_planner import ReferencePlanner
 
-from .conftest import ROOT
+from .conftest import ROOT, mitmdump_batch
 from .grpckit import SEND, LanguageServer, call, free_ports
 from .test_planner_hop import commands, outside_field_9
 
@@ -118,15 +118,7 @@ def converse(ls: Listeners, *, grpc_only: bool = False) -> None:
 
 def run(*args: str, confdir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """One batch mitmdump run (-nr, -C) with the addon and a private confdir."""
-    done = subprocess.run(
-        [mitmdump_path(), *args, "-s", BRIDGE, "--set", f"confdir={confdir}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"mitmdump {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-    return done
+    return mitmdump_batch([*args, "-s", BRIDGE], confdir, timeout)
 
 
 def batch_modes(ls: Listeners) -> list[str]:
