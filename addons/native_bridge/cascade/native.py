@@ -8,7 +8,7 @@ never raises.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .corrections import Change, Evidence, Lookup, correct
@@ -59,10 +59,7 @@ class NativeResult:
 
     def counts(self) -> dict[str, int]:
         """How many changes of each action, in the order they first occur."""
-        out = {"already_delivered": self.delta_start} if self.delta_start else {}
-        for c in self.corrections:
-            out[c.action] = out.get(c.action, 0) + 1
-        return out
+        return _counts(self.delta_start, self.corrections)
 
     @property
     def digests(self) -> list[bytes]:
@@ -149,16 +146,21 @@ def _correct(
     )
     if not start and not fixed.changes:
         return NativeResult("unchanged", "nothing to correct", steps_after=req.steps, **common)  # type: ignore[arg-type]
-    result = NativeResult(
+    return NativeResult(
         "corrected",
-        "",
+        ", ".join(f"{n} {a}" for a, n in _counts(start, fixed.changes).items()),
         body=reframe(framed, splice(framed.payload, req, fixed.steps)),
         corrections=fixed.changes,
         steps_after=fixed.steps,
         **common,  # type: ignore[arg-type]
     )
-    summary = ", ".join(f"{n} {a}" for a, n in result.counts().items())
-    return replace(result, reason=summary)
+
+
+def _counts(delta_start: int, corrections: Sequence[Change]) -> dict[str, int]:
+    out = {"already_delivered": delta_start} if delta_start else {}
+    for c in corrections:
+        out[c.action] = out.get(c.action, 0) + 1
+    return out
 
 
 def redact_body(
