@@ -21,11 +21,10 @@ from .steps import (
     RESULT_FIELDS,
     STDOUT,
     StepView,
-    decode_run_command,
     edit,
-    read_run_command,
     result_text,
     rewrap,
+    run_command,
     subject,
     view,
 )
@@ -178,8 +177,7 @@ def _run_command(
 ) -> tuple[bytes | None, list[Change]]:
     body = v.body
     assert body is not None
-    raw = read_run_command(body, v.body_fields)
-    rc = decode_run_command(raw)
+    rc = run_command(body, v.body_fields)
     # The exit code alone is no observation: the gateway writes 0 without one, and
     # after correction it may be gone, which must not turn the step unobserved.
     if rc.stdout is None and rc.stderr is None and not rc.combined_output:
@@ -198,7 +196,7 @@ def _run_command(
         return _dropped(i, step, claim.why)
     varint = (EXIT_CODE, claim.code) if claim.code is not None else None
     drop = frozenset() if varint else frozenset({EXIT_CODE})
-    dedupe = rc.combined_output and raw.stdout is not None and raw.stdout == (raw.full or b"")  # as sent
+    dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == rc.full
     if dedupe:
         drop |= {STDOUT}
     fixed = rewrap(step, v, edit(body, v.body_fields, drop=drop, varint=varint))

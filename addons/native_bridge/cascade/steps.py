@@ -159,40 +159,21 @@ class RunCommand:
     full: str | None  # combined_output.full
 
 
-@dataclass(frozen=True, slots=True)
-class RawRunCommand:
-    """A run_command body's values with its strings as the bytes they came as: a correction
-    compares outputs as bytes and decodes only the text it reads."""
-
-    command_line: bytes | None
-    cwd: bytes | None
-    blocking: bool | None
-    stdout: bytes | None
-    stderr: bytes | None
-    exit_code: int | None
-    combined_output: bool
-    full: bytes | None  # combined_output.full; None when absent (also inside a present combined_output)
-
-
 _STRINGS = frozenset({COMMAND_LINE, CWD, STDOUT, STDERR})
 
 
-def read_run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RawRunCommand:
-    """The run_command body read in one pass: the last occurrence of a scalar wins and
-    repeated combined_output messages merge, as in protobuf."""
+def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RunCommand:
+    """The run_command body's values, read in one pass: the last occurrence of a scalar wins,
+    every string is checked as UTF-8 (as protobuf does), repeated combined_output messages merge."""
     bf = fields(body) if body_fields is None else body_fields
     exit_code = blocking = None
     full = None
     combined = False
-    last: dict[int, bytes] = {}
+    text: dict[int, str] = {}
     for f in bf:
         number = f.number
         if number in _STRINGS:
-            if f.wire_type != LEN:
-                raise WireError(f"field {number}: wire type {f.wire_type}, expected a string")
-            if number in last:  # protobuf checks every occurrence, not only the one that wins
-                _utf8(last[number], number)
-            last[number] = body[f.value_start : f.end]
+            text[number] = string(body, f)
         elif number == EXIT_CODE:
             exit_code = int32(varint_value(body, f))
         elif number == BLOCKING:
@@ -204,41 +185,17 @@ def read_run_command(body: bytes, body_fields: Collection[Field] | None = None) 
             inner = body[f.value_start : f.end]
             for g in fields(inner):
                 if g.number == FULL:  # a later full wins, across repeated messages too
-                    if g.wire_type != LEN:
-                        raise WireError(f"field {FULL}: wire type {g.wire_type}, expected a string")
-                    if full is not None:
-                        _utf8(full, FULL)
-                    full = inner[g.value_start : g.end]
-    get = last.get
-    return RawRunCommand(get(COMMAND_LINE), get(CWD), blocking, get(STDOUT), get(STDERR), exit_code, combined, full)
-
-
-def _utf8(raw: bytes | None, number: int) -> str | None:
-    try:
-        return None if raw is None else raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise WireError(f"field {number}: string is not UTF-8 ({e.reason})") from None
-
-
-def decode_run_command(r: RawRunCommand) -> RunCommand:
-    """The strings decoded, every one checked as protobuf would (a step with a string that is
-    not UTF-8 does not parse: WireError)."""
-    full = _utf8(r.full, FULL)
+                    full = string(inner, g)
     return RunCommand(
-        command_line=_utf8(r.command_line, COMMAND_LINE),
-        cwd=_utf8(r.cwd, CWD),
-        blocking=r.blocking,
-        stdout=_utf8(r.stdout, STDOUT),
-        stderr=_utf8(r.stderr, STDERR),
-        exit_code=r.exit_code,
-        combined_output=r.combined_output,
-        full=full if full is not None else ("" if r.combined_output else None),
+        command_line=text.get(COMMAND_LINE),
+        cwd=text.get(CWD),
+        blocking=blocking,
+        stdout=text.get(STDOUT),
+        stderr=text.get(STDERR),
+        exit_code=exit_code,
+        combined_output=combined,
+        full=full if full is not None else ("" if combined else None),
     )
-
-
-def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> RunCommand:
-    """The run_command body's values, decoded."""
-    return decode_run_command(read_run_command(body, body_fields))
 
 
 def result_text(v: StepView) -> str | None:
