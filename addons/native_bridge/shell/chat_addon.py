@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Sequence
-from typing import Any
 
 from mitmproxy import ctx, exceptions, flowfilter, http
 
 from ..core.kinds import KINDS, tool_map
 from ..core.memo import Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
-from . import MARKER, META, websocket
+from . import META, websocket
 from .h2c import H2CListener, is_planner
 from .later import after_forward, deferrable
 from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed
-from .records import Limits, Recorder, RecordJob, parse_age, parse_size, prepare_directory
+from .records import Limits, Recorder, parse_age, parse_size, prepare_directory
 from .state import BridgeState
+from .verdict import announce, comment, failed, record_job
 
 logger = logging.getLogger(__name__)
 
@@ -31,54 +31,6 @@ DEFAULT_FILTER = (
     r'|/models/[^/?#:]+:(generateContent|streamGenerateContent))([?#]|$)")'
     r' | (~websocket & ~m GET & ~u "^[^?#]*/responses([?#]|$)")'
 )
-
-
-def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
-    """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
-    if result.status not in ("rewritten", "observed"):
-        return f"bridge: {result.status} ({result.reason})"
-    text = (
-        f"bridge: {s['steps']} step{'' if s['steps'] == 1 else 's'}"
-        if result.status == "rewritten"
-        else f"bridge: observed {s['steps']} steps"
-    )
-    if s["failed"]:
-        codes = ", ".join(f"exit {c}" for c in s["failed_exit_codes"])
-        text += f" ({s['failed']} failed: {codes})"
-    text += f", {s['kept']} kept as messages"
-    if s["unobserved"]:
-        text += f", {s['unobserved']} unobserved"
-    return text
-
-
-def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome) -> None:
-    """The one log line for a bridged request or frame (``where``); the flow is marked when its
-    steps state a failure or it kept unobserved calls."""
-    summary = out.summary
-    if out.status in ("rewritten", "observed"):
-        if summary["failed"] or summary["unobserved"]:
-            flow.marked = MARKER
-        log.info(f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")
-    elif out.status == "skipped":
-        log.warning(f"bridge: {where}: passed through untouched: {out.reason}")
-
-
-def record_job(flow: http.HTTPFlow, out: Outcome, before: bytes | None, line: str, **fields: Any) -> RecordJob:
-    """The record of a bridged request or frame (``line``: its verdict as shown on the flow)."""
-    return RecordJob.of(
-        flow,
-        status=out.status,
-        reason=out.reason,
-        dialect=out.dialect,
-        before=before,
-        after=out.body,
-        steps=out.steps,
-        accounting=out.accounting,
-        summary=out.summary,
-        comment=line,
-        notes=out.notes,
-        **fields,
-    )
 
 
 def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
@@ -342,8 +294,7 @@ class NativeBridge:
                     return None
                 out = bridge(job, self.memo, rewrite)
         except Exception as e:  # fail open: the original request goes upstream untouched
-            logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
-            out = Outcome("error", f"{type(e).__name__}: {e}")
+            out = failed(logger, f"flow {flow.id}", e, "request")
         self._apply(flow, raw, out, later=deferrable(flow))
         return None
 
@@ -351,15 +302,13 @@ class NativeBridge:
         try:
             return bridge(job, self.memo, rewrite)
         except Exception as e:  # fail open, as in run()
-            logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
-            return Outcome("error", f"{type(e).__name__}: {e}")
+            return failed(logger, f"flow {flow.id}", e, "request")
 
     async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
         try:
             out = await self.worker().bridge(job)
         except Exception as e:  # fail open, as inline
-            logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
-            out = Outcome("error", f"{type(e).__name__}: {e}")
+            out = failed(logger, f"flow {flow.id}", e, "request")
         self._apply(flow, raw, out, later=deferrable(flow))
 
     def _apply(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome, later: bool = False) -> None:
@@ -380,8 +329,7 @@ class NativeBridge:
                         flow.revert()  # our backup only: the flow is not marked modified for nothing
                     raise
         except Exception as e:  # fail open: the original request goes upstream untouched
-            logger.exception(f"bridge: flow {flow.id}: rewrite failed, sending the original request")
-            out = Outcome("error", f"{type(e).__name__}: {e}")
+            out = failed(logger, f"flow {flow.id}", e, "request")
         if later:
             after_forward(lambda: self._account(flow, raw, out))
         else:

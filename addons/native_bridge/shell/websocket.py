@@ -48,6 +48,7 @@ from ..core.pipeline import Config, Rewrite, rewrite
 from . import explain, offload
 from .offload import Outcome
 from .records import RecordJob
+from .verdict import announce, comment, failed, record_job
 
 if TYPE_CHECKING:
     from .chat_addon import NativeBridge
@@ -350,9 +351,8 @@ async def bridge_frame_off_loop(nb: NativeBridge, flow: http.HTTPFlow, index: in
         if sent is not None:
             message.content = sent
     except Exception as e:  # fail open: the frame goes upstream as the client sent it
-        logger.exception(f"bridge: flow {flow.id} message {index}: rewrite failed, sending the original frame")
         message.content, sent, context = raw, None, []
-        out = Outcome("error", f"{type(e).__name__}: {e}")
+        out = failed(logger, f"flow {flow.id} message {index}", e, "frame")
     _annotate(nb, flow, index, raw, out, sent, context)
 
 
@@ -374,9 +374,8 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Outc
             if sent is not None:
                 message.content = sent  # the last step: on any failure before it the frame is untouched
         except Exception as e:  # fail open: the frame goes upstream as the client sent it
-            logger.exception(f"bridge: flow {flow.id} message {index}: rewrite failed, sending the original frame")
             message.content, sent, context = raw, None, []
-            result = Outcome("error", f"{type(e).__name__}: {e}")
+            result = failed(logger, f"flow {flow.id} message {index}", e, "frame")
     _annotate(nb, flow, index, raw, result, sent, context)
     return result
 
@@ -391,8 +390,6 @@ def _annotate(
     context: list[dict[str, Any]],
 ) -> None:
     """Hand the observations over; the frame's verdict, log line and record."""
-    from .chat_addon import announce, comment, record_job  # shared with HTTP requests
-
     if result.observations:  # what the client's results say, for the planner hop
         nb.state.store.observe(result.observations)
     announce(logger, flow, f"flow {flow.id} message {index}", result)

@@ -1,0 +1,69 @@
+"""The verdict on a bridged chat request or WebSocket frame, one way for both: the one-line
+comment, the log line and mark, the fail-open outcome, and the record."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mitmproxy import http
+
+from ..core.pipeline import Rewrite
+from . import MARKER
+from .offload import Outcome
+from .records import RecordJob
+
+
+def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
+    """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
+    if result.status not in ("rewritten", "observed"):
+        return f"bridge: {result.status} ({result.reason})"
+    text = (
+        f"bridge: {s['steps']} step{'' if s['steps'] == 1 else 's'}"
+        if result.status == "rewritten"
+        else f"bridge: observed {s['steps']} steps"
+    )
+    if s["failed"]:
+        codes = ", ".join(f"exit {c}" for c in s["failed_exit_codes"])
+        text += f" ({s['failed']} failed: {codes})"
+    text += f", {s['kept']} kept as messages"
+    if s["unobserved"]:
+        text += f", {s['unobserved']} unobserved"
+    return text
+
+
+def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome) -> None:
+    """The one log line for a bridged request or frame (``where``); the flow is marked when its
+    steps state a failure or it kept unobserved calls."""
+    summary = out.summary
+    if out.status in ("rewritten", "observed"):
+        if summary["failed"] or summary["unobserved"]:
+            flow.marked = MARKER
+        log.info(f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")
+    elif out.status == "skipped":
+        log.warning(f"bridge: {where}: passed through untouched: {out.reason}")
+
+
+def failed(log: logging.Logger, where: str, e: Exception, original: str) -> Outcome:
+    """Fail open: the traceback logged and an ``error`` outcome; the ``original`` (request or
+    frame) goes upstream as the client sent it. Call it from the ``except`` block."""
+    log.exception(f"bridge: {where}: rewrite failed, sending the original {original}")
+    return Outcome("error", f"{type(e).__name__}: {e}")
+
+
+def record_job(flow: http.HTTPFlow, out: Outcome, before: bytes | None, line: str, **fields: Any) -> RecordJob:
+    """The record of a bridged request or frame (``line``: its verdict as shown on the flow)."""
+    return RecordJob.of(
+        flow,
+        status=out.status,
+        reason=out.reason,
+        dialect=out.dialect,
+        before=before,
+        after=out.body,
+        steps=out.steps,
+        accounting=out.accounting,
+        summary=out.summary,
+        comment=line,
+        notes=out.notes,
+        **fields,
+    )
