@@ -109,11 +109,16 @@ def test_rewrite_mode_sets_the_body_in_the_hook_and_annotates_after(chat_hop):
     f = chat_flow(raw)
 
     async def run():
+        length = f.request.headers["content-length"]
         assert chat_hop.request(f) is None
-        assert f.request.raw_content != raw and f.modified()  # what goes upstream is decided now
-        assert META not in f.metadata
+        assert f.request.raw_content != raw  # what goes upstream is decided now
+        assert META not in f.metadata and not f.modified()  # the backup (0.2 ms) waits too
+        sent = f.request.raw_content, f.request.headers["content-length"]
         await asyncio.sleep(0)
-        assert f.metadata[META]["status"] == "rewritten"
+        assert f.metadata[META]["status"] == "rewritten" and f.modified()
+        assert (f.request.raw_content, f.request.headers["content-length"]) == sent
+        f.revert()  # mitmweb's revert: the request as it came, its length header included
+        assert (f.request.raw_content, f.request.headers["content-length"]) == (raw, length)
 
     asyncio.run(run())
 
@@ -158,3 +163,36 @@ def test_the_planner_hop_corrects_in_the_hook_and_annotates_after(planner):  # n
         assert f.request.raw_content == body and "x-native-bridge" not in f.request.headers
 
     asyncio.run(run())
+
+
+def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monkeypatch):  # noqa: F811
+    """Observe mode reads a large chat request in the worker while it goes upstream; the gateway
+    may call the language server before that reading ends. The planner hop waits for it, so the
+    evidence in it counts: npm test's exit 1 in the fixtures (Claude Code's is_error and "Exit
+    code 1"), which the gateway sent as exit 0."""
+    from native_bridge.shell import chat_addon
+
+    pb, _ = planner
+    chat = pb.chat
+    monkeypatch.setattr(chat_addon, "OFFLOAD_BYTES", 1000)
+    chat_raw = fixture("chat-turn1.json")
+    assert len(chat_raw) >= 1000
+
+    async def run():
+        f = chat_flow(chat_raw)
+        f.request.path = "/v1/messages"
+        assert chat.request(f) is None and chat.readings()
+        g = native_flow(fixture("grpc-turn1.bin"))
+        g.response = None  # live, on its way upstream
+        waiting = pb.request(g)
+        assert waiting is not None and META not in g.metadata, "the correction must wait for the reading"
+        await waiting
+        assert f.metadata[META]["status"] == "observed" and not chat.readings()
+        return g
+
+    try:
+        g = asyncio.run(run())
+    finally:
+        chat.done()  # the worker process
+    exit_changes = [c for c in g.metadata[META]["change_list"] if c["action"] == "exit_code"]
+    assert exit_changes and all(c["reason"].startswith("exit_code 0 -> 1") for c in exit_changes), exit_changes

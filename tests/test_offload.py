@@ -212,3 +212,52 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
     off, inline = run(1000), run(10**9)
     assert off == inline
     assert off[1]["status"] == "corrected" and off[0] != body
+
+
+def _chat_flow_of(raw: bytes, path: str, ua: str):
+    f = tflow.tflow()  # live and unanswered: on its way upstream
+    f.request.method, f.request.path = "POST", path
+    f.request.headers["content-type"] = "application/json"
+    f.request.headers["user-agent"] = ua
+    f.request.content = raw
+    return f
+
+
+@pytest.mark.parametrize("ends", ["reply", "error"])
+def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(small_offload, ends):
+    """Observe mode with the state in memory: a large body goes upstream as it came while the
+    worker reads it; the reply (or the error) waits for the reading, so mitmweb and a -w
+    capture, which write the flow at its reply, see the verdict."""
+    raw = bench.Session("chat", 1, 4).body(5)
+    nb, ctx = _addon("observe")
+    ref = _flow(raw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
+        assert nb.request(ref) is None  # inline, no loop: the reference verdict
+    nb.state.store.close()
+    nb.state.store = type(nb.state.store)()  # forget what the reference observed
+
+    async def run():
+        f = _chat_flow_of(raw, PATHS["chat"], UA)
+        assert nb.request(f) is None, "the request must not wait for the reading"
+        assert f.request.raw_content == raw and META not in f.metadata and len(nb.readings()) == 1
+        if ends == "reply":
+            f.response = tflow.tresp()
+            waiting = nb.responseheaders(f)
+        else:
+            f.error = tflow.terr()
+            waiting = nb.error(f)
+        assert waiting is not None, "the reply must wait for the reading"
+        await waiting
+        assert not nb.readings()
+        return f
+
+    try:
+        f = asyncio.run(run())
+        assert f.metadata[META] == ref.metadata[META] and f.metadata[META]["status"] == "observed"
+        assert f.comment == ref.comment and f.request.raw_content == raw and not f.modified()
+        seen = bridge(Job(raw, Config(), PATHS["chat"], UA, emit=False, record=False), None).observations
+        assert seen and all(nb.state.store.candidates(o.key) for o in seen)
+    finally:
+        nb.done()
+        ctx.__exit__(None, None, None)

@@ -114,3 +114,21 @@ def test_a_job_that_raises_fails_alone_and_the_worker_stays_in_use() -> None:
         assert r.pid == worker, "the worker was given up for one failed job"
     finally:
         r.close()
+
+
+def test_the_pipes_hold_a_large_job_at_once() -> None:
+    """A 2 MB body must not cross in 32 hand-offs of the default 64 KiB pipe (Linux: F_SETPIPE_SZ)."""
+    import fcntl
+
+    getsize = getattr(fcntl, "F_GETPIPE_SZ", None)
+    if getsize is None or int(Path("/proc/sys/fs/pipe-max-size").read_text()) < 1 << 20:
+        pytest.skip("pipe sizes cannot be set to 1 MiB here")
+    r = Renderer(records._render)
+    try:
+        r.render(job())
+        proc = r._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        assert fcntl.fcntl(proc.stdin.fileno(), getsize) >= 1 << 20
+        assert fcntl.fcntl(proc.stdout.fileno(), getsize) >= 1 << 20
+    finally:
+        r.close()

@@ -26,7 +26,7 @@ M = [
     (
         "stdout duplicate kept",
         "corrections.py",
-        'dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == rc.full',
+        "dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == rc.full",
         "dedupe = False",
     ),
     (

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from mitmproxy import ctx, exceptions, flowfilter, http
 
@@ -12,7 +13,7 @@ from ..core.memo import Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from . import META, websocket
 from .h2c import H2CListener, is_planner
-from .later import after_forward, deferrable
+from .later import Original, after_forward, back_up, deferrable, original, running_loop
 from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed
 from .records import Limits, Recorder, parse_age, parse_size, prepare_directory
 from .state import BridgeState
@@ -112,6 +113,7 @@ class NativeBridge:
         self.memo = Memo()  # the conversations this addon has rewritten: a resumed one costs only its new part
         self.offloader: Offloader | None = None  # large bodies: bridged in a worker process (offload.py)
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
+        self._readings: dict[str, asyncio.Future[None]] = {}  # flow id → a large body read in the worker
 
     def load(self, loader) -> None:
         loader.add_option("bridge", bool, True, "Bridge planner-bound chat requests (see bridge_mode).")
@@ -234,7 +236,23 @@ class NativeBridge:
             self.offloader = Offloader()
         return self.offloader
 
-    def responseheaders(self, flow: http.HTTPFlow) -> None:
+    def responseheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        reading = self._readings.get(flow.id)
+        if reading is not None:  # the reply waits for the reading: a -w capture and mitmweb see its verdict
+            return self._after(reading, lambda: self._stream(flow))
+        self._stream(flow)
+        return None
+
+    def readings(self) -> list[asyncio.Future[None]]:
+        """The chat requests still being read in the worker (the planner hop waits for them)."""
+        return list(self._readings.values())
+
+    @staticmethod
+    async def _after(reading: asyncio.Future[None], then: Callable[[], None]) -> None:
+        await asyncio.shield(reading)  # a reply or connection that ends must not cancel the reading
+        then()
+
+    def _stream(self, flow: http.HTTPFlow) -> None:
         # mitmproxy buffers a reply unless told to stream it: an agent waiting on SSE
         # would see nothing until the planner finished.
         resp = flow.response
@@ -260,8 +278,10 @@ class NativeBridge:
         if copy is not None and flow.response is not None:
             flow.response.raw_content = bytes(copy)  # the reply as streamed, for mitmweb and -w files
 
-    def error(self, flow: http.HTTPFlow) -> None:
+    def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         self._tees.pop(flow.id, None)
+        reading = self._readings.get(flow.id)
+        return self._after(reading, lambda: None) if reading is not None else None
 
     def run(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Bridge one selected flow. A body of ``OFFLOAD_BYTES`` or more is bridged in a worker
@@ -283,13 +303,17 @@ class NativeBridge:
                     emit=ctx.options.bridge_mode == "rewrite",
                     record=self.recorder is not None,
                 )
+                # Observe mode with the state in this process: the body goes as it came, so it need
+                # not wait for the reading; this process's planner hop waits for it (a shared state
+                # file is written first: another proxy may serve the gateway's planner call).
+                reads_later = not job.emit and not self.state.store.shared and deferrable(flow)
                 if len(raw) >= OFFLOAD_BYTES:
+                    loop = running_loop()
+                    if reads_later and loop is not None:  # read in the worker while the request goes on
+                        self._readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
+                        return None
                     return self._offloaded(flow, raw, job)
-                if not job.emit and not self.state.store.shared and deferrable(flow):
-                    # Observe mode with the state in this process: the body goes as it came, so it need
-                    # not wait for the reading. This process's planner hop reads the observations on
-                    # this loop, after them. (A shared state file is written first: another proxy may
-                    # serve the gateway's planner call.)
+                if reads_later:
                     after_forward(lambda: self._apply(flow, raw, self._bridge(flow, job)))
                     return None
                 out = bridge(job, self.memo, rewrite)
@@ -304,6 +328,18 @@ class NativeBridge:
         except Exception as e:  # fail open, as in run()
             return failed(logger, f"flow {flow.id}", e, "request")
 
+    async def _read_off_loop(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
+        """Read a large body in the worker after the request went on (observe mode): the reply
+        and this process's planner hop wait for it."""
+        try:
+            try:
+                out = await self.worker().bridge(job)
+            except Exception as e:  # fail open, as inline
+                out = failed(logger, f"flow {flow.id}", e, "request")
+            self._apply(flow, raw, out)
+        finally:
+            del self._readings[flow.id]
+
     async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
         try:
             out = await self.worker().bridge(job)
@@ -312,31 +348,29 @@ class NativeBridge:
         self._apply(flow, raw, out, later=deferrable(flow))
 
     def _apply(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome, later: bool = False) -> None:
-        """Hand the observations over and write the new body (rewrite mode); then annotate and
-        record, ``later``: once the request has gone upstream."""
+        """Hand the observations over and write the new body (rewrite mode); then back up,
+        annotate and record, ``later``: once the request has gone upstream."""
         req = flow.request
+        came: Original | None = None
         try:
             if out.observations:
                 self.state.store.observe(out.observations)
             if out.status == "rewritten":
                 assert out.body is not None
-                was_modified = flow.modified()
-                flow.backup()
-                try:
-                    req.set_content(out.body)  # encodes first: on failure the body is unchanged
-                except Exception:
-                    if not was_modified:
-                        flow.revert()  # our backup only: the flow is not marked modified for nothing
-                    raise
+                came = original(req)
+                req.set_content(out.body)  # encodes first: on failure the request is unchanged
         except Exception as e:  # fail open: the original request goes upstream untouched
-            out = failed(logger, f"flow {flow.id}", e, "request")
+            out, came = failed(logger, f"flow {flow.id}", e, "request"), None
         if later:
-            after_forward(lambda: self._account(flow, raw, out))
+            after_forward(lambda: self._account(flow, raw, out, came))
         else:
-            self._account(flow, raw, out)
+            self._account(flow, raw, out, came)
 
-    def _account(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome) -> None:
-        """The verdict on the flow (mark, comment, metadata), its log line and its record."""
+    def _account(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome, came: Original | None = None) -> None:
+        """The backup of a rewritten flow (mitmweb's revert: ``came``, the request as it came),
+        the verdict on the flow (mark, comment, metadata), its log line and its record."""
+        if came is not None:
+            back_up(flow, came)
         announce(logger, flow, f"flow {flow.id}", out)
         flow.comment = comment(out, out.summary)
         flow.metadata[META] = {"status": out.status, "reason": out.reason, **out.summary}

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 
 from mitmproxy import http
+from mitmproxy.http import Headers
 
 logger = logging.getLogger(__name__)
 
@@ -19,6 +20,14 @@ def deferrable(flow: http.HTTPFlow) -> bool:
     return flow.live and flow.response is None
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The proxy's event loop; None when a test calls a hook directly."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def after_forward(work: Callable[[], None]) -> None:
     """Run ``work`` once the current hook has returned and mitmproxy has sent the request on.
 
@@ -26,9 +35,8 @@ def after_forward(work: Callable[[], None]) -> None:
     step; a callback scheduled now runs in the next step, before any reply (or any other
     connection's bytes) can be read. Without a running loop (a test calling a hook
     directly), at once."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
+    loop = running_loop()
+    if loop is None:
         work()
         return
 
@@ -39,3 +47,26 @@ def after_forward(work: Callable[[], None]) -> None:
             logger.exception("bridge: the work after forwarding a request failed")
 
     loop.call_soon(run)
+
+
+Original = tuple[bytes | None, Headers]
+
+
+def original(req: http.Request) -> Original:
+    """The request as it came (raw body and headers), before a hop changes it."""
+    return req.raw_content, req.headers.copy()
+
+
+def back_up(flow: http.HTTPFlow, came: Original) -> None:
+    """mitmweb's revert, made after the change went upstream: back the flow up as it ``came``.
+
+    ``flow.backup()`` serialises the whole flow, both connections included (about 0.2 ms),
+    so it is not made before the changed request can go: the request as it came is put back
+    for the moment of the backup instead. A backup made earlier (another addon's) is kept."""
+    req = flow.request
+    sent = req.raw_content, req.headers
+    req.raw_content, req.headers = came
+    try:
+        flow.backup()
+    finally:
+        req.raw_content, req.headers = sent

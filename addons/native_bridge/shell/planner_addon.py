@@ -23,7 +23,7 @@ from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request, is
 from ..core.clients import CLIENTS
 from . import MARKER, META
 from .h2c import H2CListener, is_planner
-from .later import after_forward, deferrable
+from .later import Original, after_forward, back_up, deferrable, original
 from .native_record import NativeJob
 from .native_view import DIALECT
 from .offload import OFFLOAD_BYTES
@@ -171,9 +171,22 @@ class PlannerBridge:
         this returns an awaitable, which mitmproxy awaits while the loop serves the rest."""
         if not ctx.options.bridge or META in flow.metadata or not is_planner(flow.client_conn, self.h2c.specs):
             return None
-        req = flow.request
-        if not is_send_user_cascade_message(req.path):
+        if not is_send_user_cascade_message(flow.request.path):
             return None  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
+        readings = self.chat.readings() if self.chat is not None else []
+        if readings:  # the chat hop still reads a large request in its worker: its evidence comes first
+            return self._after_readings(flow, readings)
+        return self._send(flow)
+
+    async def _after_readings(self, flow: http.HTTPFlow, readings: list[asyncio.Future[None]]) -> None:
+        await asyncio.wait(readings)
+        correcting = self._send(flow)
+        if correcting is not None:
+            await correcting
+
+    def _send(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Correct one SendUserCascadeMessage (see request)."""
+        req = flow.request
         if HANDLED_HEADER in req.headers:
             result = NativeResult(
                 "skipped", f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})"
@@ -198,7 +211,7 @@ class PlannerBridge:
         """Put the corrected body on the request; the rest (backup, comment, metadata, log,
         record) is made once the request has gone upstream, while the language server works."""
         req = flow.request
-        original = req.raw_content
+        came = original(req)
         if result.status == "corrected":
             assert result.body is not None
             req.raw_content = result.body  # framed and compressed as it came
@@ -207,19 +220,14 @@ class PlannerBridge:
             assert result.delivery is not None
             self._pending[flow.id] = _Pending(result.cascade_id, result.delivery)
         if deferrable(flow):
-            after_forward(lambda: self._account(flow, result, original))
+            after_forward(lambda: self._account(flow, result, came))
         else:
-            self._account(flow, result, original)
+            self._account(flow, result, came)
 
-    def _account(self, flow: http.HTTPFlow, result: NativeResult, original: bytes | None) -> None:
+    def _account(self, flow: http.HTTPFlow, result: NativeResult, came: Original) -> None:
         req = flow.request
         if result.status == "corrected":
-            # mitmweb shows the flow as modified and can revert it: the backup is the request as it came.
-            sent, req.raw_content = req.raw_content, original
-            del req.headers[HANDLED_HEADER]
-            flow.backup()
-            req.raw_content = sent
-            req.headers[HANDLED_HEADER] = "corrected"
+            back_up(flow, came)  # mitmweb shows the flow as modified and can revert it
             if result.corrections:
                 flow.marked = MARKER
         elif result.status == "skipped" and HANDLED_HEADER in req.headers:
@@ -240,7 +248,7 @@ class PlannerBridge:
         if result.status == "corrected":
             logger.info(f"bridge: planner flow {flow.id}: {flow.comment.removeprefix('bridge: planner ')}")
         if self.recorder is not None:
-            self._record(flow, result, original)
+            self._record(flow, result, came[0])
 
     def _correct(self, flow: http.HTTPFlow) -> NativeResult:
         req = flow.request
@@ -272,7 +280,7 @@ class PlannerBridge:
     def error(self, flow: http.HTTPFlow) -> None:
         self._pending.pop(flow.id, None)
 
-    def _record(self, flow: http.HTTPFlow, result: NativeResult, original: bytes | None) -> None:
+    def _record(self, flow: http.HTTPFlow, result: NativeResult, before: bytes | None) -> None:
         """Hand the raw material to the recorder: decoding, proto3 JSON and redaction run in its worker."""
         recorder = self.recorder
         assert recorder is not None
@@ -286,6 +294,6 @@ class PlannerBridge:
                 before=None,
                 summary={**summary(result), "planner_client": ctx.options.bridge_planner_client},
                 comment=flow.comment,
-                native=NativeJob(original, {k.lower(): v for k, v in req.headers.items()}, result),
+                native=NativeJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
             )
         )
