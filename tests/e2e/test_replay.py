@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import orjson
+import procs
 import pytest
 from demo import Mitmdump
 from mitmproxy import addons, http, io
@@ -180,6 +181,39 @@ def test_a_live_capture_holds_what_was_made_after_forwarding(
             assert f.modified() == (want == "rewritten"), (mode, name)  # backed up exactly when rewritten
         assert "bridge" not in flows["models"].metadata
     assert flows["failed"].metadata["bridge"]["failed_exit_codes"] == [2]  # what the reading found
+
+
+def test_a_large_body_observed_in_the_worker_is_in_a_live_capture(planner: ReferencePlanner, tmp: Path):
+    """Observe mode sends a large body (512 KiB or more) on at once and reads it in the worker;
+    the reply waits for that reading, so the flow mitmproxy writes out at its reply (-w) holds
+    the verdict, and the body went upstream byte for byte."""
+    doc = orjson.loads(FAILED)
+    doc["messages"].insert(0, {"role": "system", "content": "context line\n" * 60_000})
+    large = orjson.dumps(doc)
+    assert len(large) >= 600_000
+    path = tmp / "large-observed.flows"
+    options = ["-w", str(path), "--set", "bridge_mode=observe"]
+    p = Mitmdump(planner.url, tmp / "large-records", tmp / "conf", options).start()
+    try:
+        tags = {}
+        with httpx.Client(base_url=p.url, timeout=30) as client:
+            for name, body in (("large", large), ("large-sse", orjson.dumps({**doc, "stream": True}))):
+                tags[name] = f"{name}-{time.monotonic_ns()}"
+                headers = {TAG: tags[name], "content-type": "application/json", "user-agent": QWEN_UA}
+                r = client.post(CHAT, content=body, headers=headers)
+                assert r.status_code == 200, r.text
+                assert [x.body for x in planner.find(TAG, tags[name])] == [body]  # as the client sent it
+        assert p._proc is not None
+        workers = procs.descendants(p._proc.pid)
+    finally:
+        p.stop()
+    assert workers, "a large body is read in the worker process"
+    flows = by_tag(read_flows(path))
+    for name, tag in tags.items():
+        f = flows[tag]
+        assert f.metadata["bridge"]["status"] == "observed", (name, f.metadata)
+        assert f.metadata["bridge"]["failed_exit_codes"] == [2] and f.marked  # what the reading found
+        assert not f.modified()
 
 
 def test_offline_rewrite_is_deterministic_and_keeps_the_capture(plain_capture: Capture, tmp: Path):
