@@ -132,3 +132,57 @@ def test_the_pipes_hold_a_large_job_at_once() -> None:
         assert fcntl.fcntl(proc.stdout.fileno(), getsize) >= 1 << 20
     finally:
         r.close()
+
+
+def test_large_bodies_cross_by_reference_not_inside_the_pickle() -> None:
+    """A job's or an outcome's large body is written from the object itself and read into the
+    object the other side uses: never copied into the pickle stream (a 30 MB body would be
+    held twice more on each side)."""
+    import copy
+    import io
+
+    from native_bridge.core.pipeline import Config
+    from native_bridge.shell import renderer
+    from native_bridge.shell.offload import Job, Outcome
+
+    body = b"x" * (1 << 20)
+    for obj in (
+        Job(body, Config(), "/v1/chat/completions", None, emit=True, record=False),
+        Outcome("rewritten", "", "chat", body),
+        body,
+        ([], Outcome("observed", ""), body),  # a frame's result: (context, outcome, frame)
+    ):
+        stream = io.BytesIO()
+        renderer._write_obj(stream, b"o", obj)
+        kind, size = renderer._HEADER.unpack(stream.getvalue()[: renderer._HEADER.size])
+        assert kind == b"o" and size < 4096, "the body went into the pickle"
+        assert len(stream.getvalue()) < len(body) + 8192
+        stream.seek(0)
+        assert renderer._read_obj(stream) == (b"o", obj)
+    job = Job(body, Config(), None, None, emit=False, record=False)
+    assert copy.copy(job) == job and type(copy.copy(job).raw) is bytes  # copying still gives bytes
+    small = Outcome("rewritten", "", "chat", b"{}")
+    stream = io.BytesIO()
+    renderer._write_obj(stream, b"o", small)
+    stream.seek(0)
+    assert renderer._read_obj(stream) == (b"o", small)
+
+
+def test_a_large_job_through_the_worker() -> None:
+    from native_bridge.core.pipeline import Config
+    from native_bridge.shell import offload
+
+    sys.path.insert(0, str(TESTS.parent / "scripts"))
+    import bench
+
+    raw = bench.Session("chat", 1, 4).body(60)
+    assert len(raw) >= 128 * 1024
+    r = Renderer(offload.work)
+    try:
+        for emit in (True, False):
+            job = offload.Job(raw, Config(), bench.DIALECT_PATHS["chat"], None, emit=emit, record=True)
+            got = r.render(job)
+            assert got == offload.work(job) and (got.body is not None) == emit
+        assert r.pid is not None
+    finally:
+        r.close()

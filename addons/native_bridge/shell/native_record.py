@@ -16,6 +16,7 @@ from ..cascade.framing import unframe
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, redact_body
 from ..cascade.request import parse_request
 from . import META, native_view, redact
+from .renderer import by_reference
 
 
 @dataclass(slots=True)
@@ -24,6 +25,8 @@ class NativeJob:
     headers: dict[str, str]  # lower-case names
     result: NativeResult
     changes: list[dict[str, Any]] | None = None  # instead of result.changes (a flow keeps only index/action/reason)
+
+    __reduce__ = by_reference  # the body crosses to the record worker without a copy
 
 
 def from_flow(flow: http.HTTPFlow) -> NativeJob:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 from ..core.memo import Memo
 from ..core.observe import observations
 from ..core.pipeline import Config, Rewrite, rewrite
-from .renderer import Renderer
+from .renderer import Renderer, by_reference
 from .store import Observation, call_key, match_key
 
 # Bodies at least this large (decoded) are bridged in the worker process. Below it even a
@@ -48,6 +47,8 @@ class Job:
     emit: bool  # rewrite mode: write the new body; observe mode: do not
     record: bool  # records are on: keep what a record needs
 
+    __reduce__ = by_reference  # the body crosses to the worker without a copy
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -63,6 +64,8 @@ class Outcome:
     steps: list[dict[str, Any]] = field(default_factory=list)
     accounting: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    __reduce__ = by_reference  # the new body crosses back without a copy
 
 
 def observed(result: Rewrite, tool_kinds: Mapping[str, str]) -> list[Observation]:
@@ -98,8 +101,8 @@ def bridge(job: Job, memo: Memo | None, rewrite: Callable[..., Rewrite] = rewrit
 _WORKER_MEMO: Memo | None = None  # the worker process's own (or the fallback's, in the calling thread)
 
 
-def work(job: Any) -> bytes:
-    """The worker's function (renderer.serve calls it): one job in, the pickled Outcome out (for a
+def work(job: Any) -> Any:
+    """The worker's function (renderer.serve calls it): one job in, its Outcome out (for a
     Responses-over-WebSocket frame, websocket.FrameJob, what websocket.frame_work gives)."""
     global _WORKER_MEMO
     if _WORKER_MEMO is None:
@@ -112,10 +115,9 @@ def work(job: Any) -> bytes:
         from .websocket import frame_work  # imported here: most workers never see a frame
 
         result = frame_work(job, memo)
-    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     if not kept:
         _trim()  # the history's strings were malloc'd: hand the freed heap back to the system
-    return data
+    return result
 
 
 def _trim() -> None:
@@ -142,8 +144,7 @@ class Offloader:
 
     async def run(self, job: Any) -> Any:
         """What :func:`work` gives for ``job``, made in the worker while the loop runs on."""
-        data = await asyncio.to_thread(self._worker.render, job)
-        return pickle.loads(data)
+        return await asyncio.to_thread(self._worker.render, job)
 
     def close(self) -> None:
         self._worker.close()

@@ -30,7 +30,7 @@ import orjson
 from ..core.conversation import conversation_key
 from . import bodydiff, native_record, redact
 from .native_record import NativeJob
-from .renderer import Renderer
+from .renderer import Renderer, by_reference
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,8 @@ class RecordJob:
     websocket_context: list[dict[str, Any]] | None = None  # server-held calls the frame answers (websocket.py)
     omit_before: bool = False  # record ``before``'s size and conversation, not its content (a skipped body)
     max_record: int = 0  # bytes; 0: no cap
+
+    __reduce__ = by_reference  # the bodies cross to the record worker without a copy
 
     @classmethod
     def of(cls, flow: Any, *, timestamp: float | None = None, **fields: Any) -> RecordJob:

@@ -17,6 +17,7 @@ if its parent changes while it is busy rendering.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import logging
 import os
@@ -32,7 +33,12 @@ from typing import IO, Any
 
 logger = logging.getLogger(__name__)
 
-_HEADER = struct.Struct("!cQ")  # b"o" (rendered bytes follow) or b"e" (an error message follows), length
+# A message: kind (b"j" a job, b"o" its result, b"e" the job's error message) and the pickle's length,
+# the pickle, the number of out-of-band buffers, then each buffer's length and bytes.
+_HEADER = struct.Struct("!cQ")
+_COUNT = struct.Struct("!I")
+_SIZE = struct.Struct("!Q")
+_OUT_OF_BAND = 64 * 1024  # bytes values at least this large cross by reference (by_reference)
 _PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size
 _WATCHDOG_EVERY = 0.5  # seconds between two looks at the parent pid
 # The worker imports this module from the same package the proxy loaded (a checkout or an installed copy).
@@ -58,15 +64,48 @@ def _read_exact(stream: IO[bytes], n: int) -> bytes:
     return data
 
 
-def _write_frame(stream: IO[bytes], kind: bytes, payload: bytes) -> None:
-    stream.write(_HEADER.pack(kind, len(payload)))
-    stream.write(payload)
+def by_reference(obj: Any) -> tuple[Any, ...]:
+    """``__reduce__`` for the dataclasses that cross the pipe (jobs, outcomes): a large bytes
+    field goes out of band, written from the object itself and read into the object the other
+    side uses, so a 30 MB body is never copied into a pickle and out of it again."""
+    return (_rebuild, (type(obj), tuple(_ref(getattr(obj, f.name)) for f in dataclasses.fields(obj))))
+
+
+def _ref(value: Any) -> Any:
+    return pickle.PickleBuffer(value) if type(value) is bytes and len(value) >= _OUT_OF_BAND else value
+
+
+def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
+    # Out of band, a buffer arrives as the bytes read from the pipe; copied (copy.copy), as a PickleBuffer.
+    return cls(*(bytes(v) if isinstance(v, pickle.PickleBuffer) else v for v in values))
+
+
+def _write_obj(stream: IO[bytes], kind: bytes, obj: Any) -> None:
+    """One message: the pickle of ``obj`` (bytes, or a tuple's bytes, by reference too), then its
+    out-of-band buffers, each with its length."""
+    if type(obj) is tuple:
+        obj = tuple(_ref(v) for v in obj)
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(_ref(obj), protocol=5, buffer_callback=buffers.append)
+    stream.write(_HEADER.pack(kind, len(data)))
+    stream.write(data)
+    stream.write(_COUNT.pack(len(buffers)))
+    for b in buffers:
+        view = b.raw()
+        stream.write(_SIZE.pack(view.nbytes))
+        stream.write(view)
     stream.flush()
 
 
-def _read_frame(stream: IO[bytes]) -> tuple[bytes, bytes]:
+def _read_obj(stream: IO[bytes]) -> tuple[bytes, Any]:
     kind, size = _HEADER.unpack(_read_exact(stream, _HEADER.size))
-    return kind, _read_exact(stream, size)
+    data = _read_exact(stream, size)
+    (n,) = _COUNT.unpack(_read_exact(stream, _COUNT.size))
+    buffers = [_read_exact(stream, _SIZE.unpack(_read_exact(stream, _SIZE.size))[0]) for _ in range(n)]
+    try:
+        return kind, pickle.loads(data, buffers=buffers)
+    except Exception as e:  # not what this protocol writes
+        raise WorkerGone(f"unreadable message: {type(e).__name__}: {e}") from e
 
 
 def _widen(stream: IO[bytes] | None) -> None:
@@ -105,17 +144,16 @@ def serve(target: str, parent: int) -> None:
     sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
     while True:
         try:
-            _, payload = _read_frame(stdin)
+            _, job = _read_obj(stdin)
         except WorkerGone:
             return  # the proxy closed the pipe or died: nothing more will come
         try:
-            data = render(pickle.loads(payload))
+            reply: tuple[bytes, Any] = (b"o", render(job))
         except Exception as e:
-            reply = (b"e", f"{type(e).__name__}: {e}".encode("utf-8", "replace"))
-        else:
-            reply = (b"o", data)
+            reply = (b"e", f"{type(e).__name__}: {e}")
+        del job  # a large body is not kept while the reply is written
         try:
-            _write_frame(stdout, *reply)
+            _write_obj(stdout, *reply)
         except (BrokenPipeError, OSError):
             return
 
@@ -127,7 +165,7 @@ def _package_parent() -> str:
 
 
 class Renderer:
-    def __init__(self, render: Callable[[Any], bytes]) -> None:
+    def __init__(self, render: Callable[[Any], Any]) -> None:
         self._render = render  # a module-level function, so the worker can import it
         self._target = f"{render.__module__}:{render.__qualname__}"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -150,20 +188,20 @@ class Renderer:
             _widen(stream)
         return proc
 
-    def render(self, job: Any) -> bytes:
+    def render(self, job: Any) -> Any:
         with self._lock:
             if not self._broken:
                 try:
                     if self._proc is None:
                         self._proc = self._start()
                     assert self._proc.stdin is not None and self._proc.stdout is not None
-                    _write_frame(self._proc.stdin, b"j", pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-                    kind, payload = _read_frame(self._proc.stdout)
+                    _write_obj(self._proc.stdin, b"j", job)
+                    kind, reply = _read_obj(self._proc.stdout)
                     if kind == b"o":
-                        return payload
+                        return reply
                     if kind == b"e":
-                        raise JobFailed(payload.decode("utf-8", "replace"))
-                    raise WorkerGone(payload.decode("utf-8", "replace"))
+                        raise JobFailed(str(reply))
+                    raise WorkerGone(f"unexpected message {kind!r}")
                 except (WorkerGone, OSError, ValueError, pickle.PickleError) as e:
                     logger.warning(
                         f"bridge: record worker process unavailable ({type(e).__name__}: {e}); "

@@ -48,6 +48,7 @@ from ..core.pipeline import Config, Rewrite, rewrite
 from . import explain, offload
 from .offload import Outcome
 from .records import RecordJob
+from .renderer import by_reference
 from .verdict import announce, comment, failed, record_job
 
 if TYPE_CHECKING:
@@ -308,6 +309,8 @@ class FrameJob:
     hint: str | None
     emit: bool
     record: bool
+
+    __reduce__ = by_reference  # the frame crosses to the worker without a copy
 
 
 FrameDone = tuple[list[dict[str, Any]], Outcome, bytes | None]  # context, outcome, frame to send
