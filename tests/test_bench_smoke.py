@@ -52,8 +52,14 @@ def test_exit_status_screens_say_what_the_rules_say() -> None:
         if ln:
             i = rng.randrange(len(ln))
             mutated += [ln[:i] + ln[i + 1 :], ln[:i] + "x" + ln[i:], ln.upper(), ln + " ", "a" + ln]
-    for where, rules in exitstatus._BY_WHERE.items():
-        screen = exitstatus._ANY_BY_WHERE[where]
+    assert set(exitstatus._TABLES) == {
+        (w, c, f) for w in exitstatus._BY_WHERE for c in exitstatus.BY_ID for f in (False, True)
+    }
+    for (where, client, flagged), (rules, screen) in exitstatus._TABLES.items():
+        # each client's table holds the rules that count for it, in their order of precedence
+        assert rules == tuple(r for r in exitstatus._BY_WHERE[where] if exitstatus._counts(r, client, flagged))
+        assert (screen is None) == (not rules)
         for ln in lines + mutated:
             line = ln.strip()
-            assert bool(screen.fullmatch(line)) == any(r.pattern.fullmatch(line) for r in rules), (where, line)
+            said = any(r.pattern.fullmatch(line) for r in rules)
+            assert bool(screen and screen.fullmatch(line)) == said, (where, client, line)

@@ -22,7 +22,7 @@ from typing import Literal
 
 import orjson
 
-from .clients import counts_for
+from .clients import BY_ID, counts_for
 
 # code: the rule states the number; success: the client states success (0);
 # failed: a failure with no number (encoded as 1); running: no outcome yet;
@@ -443,7 +443,24 @@ def _any_of(rules: tuple[Rule, ...]) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
-_ANY_BY_WHERE = {w: _any_of(rules) for w, rules in _BY_WHERE.items()}
+def _counted(where: str, client: str | None, flagged: bool) -> tuple[Rule, ...]:
+    return tuple(r for r in _BY_WHERE[where] if _counts(r, client, flagged))
+
+
+def _tables() -> dict[tuple[str, str, bool], tuple[tuple[Rule, ...], re.Pattern[str] | None]]:
+    """For each place, known client and error flag: the rules that count there, in order, and
+    one pattern for all of them. Most lines tried are the program's own output: a client's few
+    rules turn them down faster than every client's rules (or each rule's client check) would."""
+    compiled: dict[tuple[Rule, ...], re.Pattern[str]] = {}
+    table = {}
+    for where in _BY_WHERE:
+        for client in BY_ID:
+            for flagged in (False, True):
+                rules = _counted(where, client, flagged)
+                if rules and rules not in compiled:
+                    compiled[rules] = _any_of(rules)
+                table[where, client, flagged] = (rules, compiled.get(rules))
+    return table
 
 
 def _int32(n: int) -> int | None:
@@ -472,14 +489,24 @@ def _counts(rule: Rule, client: str | None, is_error: bool | None) -> bool:
     return counts_for(client, rule.clients) and (rule.flag is None or rule.flag == bool(is_error))
 
 
+_TABLES = _tables()
+
+
 def _match(where: str, line: str, client: str | None, is_error: bool | None) -> ExitStatus | None:
     """The status the first of the client's ``where`` rules that fullmatches ``line`` says."""
-    line = line.strip()
-    if not _ANY_BY_WHERE[where].fullmatch(line):
+    if client is None:
+        return None  # no client: no frame counts
+    found = _TABLES.get((where, client, bool(is_error)))
+    if found is None:  # a name that is no client id (a family): the same rules, found the slow way
+        rules = _counted(where, client, bool(is_error))
+        found = (rules, _any_of(rules) if rules else None)
+    rules, any_of = found
+    if any_of is None:
         return None
-    for rule in _BY_WHERE[where]:
-        if not _counts(rule, client, is_error):
-            continue
+    line = line.strip()
+    if not any_of.fullmatch(line):
+        return None
+    for rule in rules:
         m = rule.pattern.fullmatch(line)
         if m:
             return _status(rule, m)
@@ -488,7 +515,7 @@ def _match(where: str, line: str, client: str | None, is_error: bool | None) -> 
 
 def _header_end(lines: list[str]) -> int | None:
     """Where a client's header ends: the index of its bare ``Output:`` line, if any."""
-    if not any("Output:" in line for line in lines[:_HEADER_LIMIT]):  # most results have no header
+    if "Output:" not in "\n".join(lines[:_HEADER_LIMIT]):  # most results have no header
         return None
     for i, line in enumerate(lines[:_HEADER_LIMIT]):
         if _OUTPUT_MARKER.fullmatch(line.strip()):
@@ -707,6 +734,27 @@ def unframe(text: str) -> tuple[str, bool]:
     return text, flagged
 
 
+_EDGE = 1024  # characters read at each end of a long result
+
+
+def _edges(text: str) -> tuple[list[str], list[str]]:
+    """The lines a frame can stand on, as ``text.splitlines()`` gives them: the first ones (the
+    first non-blank among them, the header) and the last ones (a trailer of up to
+    ``_TRAILER_LIMIT`` non-blank lines, the last non-blank). A long result is not split whole:
+    each end is read as far as it holds those lines complete; otherwise (a short result, or an
+    end of blank or very long lines) it is split whole."""
+    if len(text) > 2 * _EDGE:
+        head = text[:_EDGE].splitlines()
+        # The last line of each piece may be cut: only lines with a line break after (head) or
+        # before (tail) them inside the piece are whole.
+        tail = text[-_EDGE:].splitlines()[1:]
+        head = head[:_HEADER_LIMIT] if len(head) > _HEADER_LIMIT else []
+        if any(map(str.strip, head)) and sum(map(bool, map(str.strip, tail))) >= _TRAILER_LIMIT:
+            return head, tail
+    lines = text.splitlines()
+    return lines, lines
+
+
 def _client_status(body: str, is_error: bool | None, client: str | None) -> ExitStatus | None:
     """What the client's own frame says, at the client's own position; None when it says nothing."""
     if client is None:
@@ -718,27 +766,18 @@ def _client_status(body: str, is_error: bool | None, client: str | None) -> Exit
         found = _gemini_frame(body)
         if found:
             return found
-    lines = body.splitlines()
-    first = next((ln for ln in lines if ln.strip()), "")
-    last = next((ln for ln in reversed(lines) if ln.strip()), "")
-    end = _header_end(lines)
+    head, tail = _edges(body)
+    first = next((ln for ln in head if ln.strip()), "")
+    end = _header_end(head)
     if end is not None:
         # The client framed the output below its header: only the header speaks.
-        probes = (
-            lambda: _header(lines[:end], client, is_error),
-            lambda: _match("first", first, client, is_error) if end else None,
-        )
-    else:
-        probes = (
-            lambda: _trailer(lines, client, is_error),
-            lambda: _match("first", first, client, is_error),
-            lambda: _match("last", last, client, is_error),
-        )
-    for probe in probes:
-        found = probe()
-        if found:
-            return found
-    return None
+        return _header(head[:end], client, is_error) or (_match("first", first, client, is_error) if end else None)
+    last = next((ln for ln in reversed(tail) if ln.strip()), "")
+    return (
+        _trailer(tail, client, is_error)
+        or _match("first", first, client, is_error)
+        or _match("last", last, client, is_error)
+    )
 
 
 def parse_exit_status(text: str, is_error: bool | None = None, client: str | None = None) -> ExitStatus:
