@@ -256,3 +256,43 @@ def test_text_redacts_json_like_secret_fields():
 def test_text_keeps_ordinary_text():
     value = "ask-me anything; risk-free; the token budget is 100; bearer of news"
     assert redact.text(value) == value
+
+
+def test_the_text_prefilter_folds_case_as_the_re_module_does():
+    """text() runs its secret pattern only on a string that holds one of its marks, in lower case.
+    The pattern is case-insensitive in places, and the re module's case folding matches a few
+    characters besides A-Z to ASCII letters (the Kelvin sign to k, the long s to s, ...): each
+    must fold to that letter before the marks are looked for, or a secret spelled with one
+    would be missed."""
+    import re
+    import sys
+
+    from native_bridge.shell.redact import _CASE_FOLD
+
+    letter = re.compile(r"(?i)[a-z]")
+    for cp in range(sys.maxunicode + 1):
+        c = chr(cp)
+        if not letter.fullmatch(c):
+            continue
+        matched = [x for x in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(f"(?i){x}", c)]
+        assert matched == [c.translate(_CASE_FOLD).lower()], (hex(cp), matched)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "Authorization: Bearer abcdefghijklmnop1234",
+        "use BA\u017fIC dXNlcjpwYXNzd29yZDEyMw== here",  # a long s: the pattern's (?i) matches it as s
+        "KELVIN: \u212aey sk-proj-4fJ9aB2cD3eF4gH5 inside",
+        "x-\u0130api? no: X-API-KEY: 0123456789abcdef0123",
+        "token ghp_abcdefghijklmnop1234 and AKIAABCDEFGHIJKLMNOP",
+        "jwt eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4f",
+        "cookie: session=abcdef0123456789",
+    ],
+)
+def test_text_with_the_prefilter_redacts_what_the_pattern_alone_does(secret):
+    from native_bridge.shell.redact import _TEXT_SECRETS, _may_hold_secret, text
+
+    padded = "ordinary output line\n" * 200 + secret + "\nmore output → done\n" * 50
+    assert _TEXT_SECRETS.search(padded) and _may_hold_secret(padded)
+    assert "<redacted>" in text(padded)
