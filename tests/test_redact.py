@@ -296,3 +296,18 @@ def test_text_with_the_prefilter_redacts_what_the_pattern_alone_does(secret):
     padded = "ordinary output line\n" * 200 + secret + "\nmore output → done\n" * 50
     assert _TEXT_SECRETS.search(padded) and _may_hold_secret(padded)
     assert "<redacted>" in text(padded)
+
+
+def test_remembered_texts_give_what_text_gives_within_their_budget():
+    from native_bridge.shell.redact import Texts, text
+
+    texts = Texts(budget=40_000, least=10)
+    values = [f"line {i}: Authorization: Bearer abcdefghijklmnop{i:04}\n" + "output " * (i % 50) for i in range(400)]
+    for round_ in range(3):
+        for v in values[: 100 + 100 * round_]:  # a history, one round longer each time
+            assert texts(v) == text(v)
+            assert texts._size <= texts.budget
+    assert texts._seen and all(texts._seen[k] == text(k) for k in texts._seen)
+    assert texts._size == sum(len(k) + len(v) for k, v in texts._seen.items())
+    huge = "x" * 20_000  # over a quarter of the budget: not kept
+    assert texts(huge) == text(huge) and huge not in texts._seen

@@ -21,6 +21,7 @@ import re
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -137,7 +138,7 @@ def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
     return False
 
 
-def _body_doc(raw: bytes | None) -> tuple[Any, str | None]:
+def _body_doc(raw: bytes | None, texts: Callable[[str], str]) -> tuple[Any, str | None]:
     """The body as redacted JSON when it is JSON, else as (redacted) text."""
     if raw is None:
         return None, None
@@ -147,7 +148,7 @@ def _body_doc(raw: bytes | None) -> tuple[Any, str | None]:
         doc = None
     else:
         if not _too_deep(doc):
-            return redact.body(doc), None
+            return redact.body(doc, texts), None
     return None, redact.text(raw.decode("utf-8", "replace"))
 
 
@@ -164,11 +165,12 @@ def _str(value: str) -> str:
     return _SURROGATES.sub("\ufffd", value)
 
 
-def to_record(job: RecordJob) -> dict[str, Any]:
-    before, before_text = _body_doc(job.before) if not job.omit_before else (None, None)
-    after, after_text = _body_doc(job.after)
+def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict[str, Any]:
+    """The record of ``job``; ``texts`` redacts each string (redact.text, or a redact.Texts)."""
+    before, before_text = _body_doc(job.before, texts) if not job.omit_before else (None, None)
+    after, after_text = _body_doc(job.after, texts)
     # Steps carry tool output (a token a command printed) and accounting reasons quote arguments.
-    steps = redact.body(job.steps)
+    steps = redact.body(job.steps, texts)
     rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "flow_id": _str(job.flow_id),
@@ -481,10 +483,18 @@ def _dump(rec: dict[str, Any]) -> bytes:
     return b"{\n" + b",\n".join(lines) + b"\n}\n"
 
 
+# The rendering process's redacted long strings (redact.Texts): a conversation's history is in each
+# of its records again, and only its newest round is new.
+_TEXTS: redact.Texts | None = None
+
+
 def _render(job: RecordJob) -> bytes:
+    global _TEXTS
+    if _TEXTS is None:
+        _TEXTS = redact.Texts()
     option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
     try:
-        rec = to_record(job)
+        rec = to_record(job, _TEXTS)
         data = _dump(rec)
         if job.max_record and len(data) > job.max_record:
             # Over the cap: the bodies go first, then the steps (tool output), then all but the verdict.

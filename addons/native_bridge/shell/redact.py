@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -79,7 +81,12 @@ def url(value: str) -> str:
 
 
 def _body_secret(name: Any) -> bool:
-    if not isinstance(name, str) or not is_secret_name(name):
+    return isinstance(name, str) and _secret_field(name)
+
+
+@functools.lru_cache(maxsize=4096)  # a body repeats a few dozen names thousands of times
+def _secret_field(name: str) -> bool:
+    if not is_secret_name(name):
         return False
     words = _WORD.findall(name)
     return not words or words[-1].lower() not in _BODY_INTEGRITY
@@ -105,23 +112,48 @@ def _is_schema(value: Any) -> bool:
     return typed or any(k in value for k in ("$ref", "anyOf", "oneOf", "allOf", "properties"))
 
 
-def _secret_value(value: Any) -> Any:
+def _secret_value(value: Any, texts: Callable[[str], str]) -> Any:
     """The value of a secret-named field, redacted whole; a JSON Schema under the name is a tool's
     parameter definition (a ``password`` parameter), prose and structure, kept and redacted like any other."""
     if _is_schema(value):
-        return body(value)
+        return body(value, texts)
     return REDACTED if value else value
 
 
-def body(doc: Any) -> Any:
-    """A copy of a JSON document: secret-named fields redacted, secret-looking strings masked."""
+def body(doc: Any, texts: Callable[[str], str] | None = None) -> Any:
+    """A copy of a JSON document: secret-named fields redacted, secret-looking strings masked
+    (``texts``: :func:`text`, or a :class:`Texts` that remembers long strings)."""
+    texts = texts or text
     if isinstance(doc, dict):
-        return {k: (_secret_value(v) if _body_secret(k) else body(v)) for k, v in doc.items()}
+        return {k: (_secret_value(v, texts) if _body_secret(k) else body(v, texts)) for k, v in doc.items()}
     if isinstance(doc, list):
-        return [body(v) for v in doc]
+        return [body(v, texts) for v in doc]
     if isinstance(doc, str):
-        return text(doc)
+        return texts(doc)
     return doc
+
+
+class Texts:
+    """:func:`text`, remembering what it gave for long strings (up to ``budget`` characters): an
+    agent's history comes back in the record of every turn of its conversation, one round longer."""
+
+    def __init__(self, budget: int = 16 << 20, least: int = 256) -> None:
+        self.budget, self.least = budget, least
+        self._seen: dict[str, str] = {}  # oldest first
+        self._size = 0
+
+    def __call__(self, value: str) -> str:
+        if not self.least <= len(value) <= self.budget // 4:
+            return text(value)
+        out = self._seen.pop(value, None)
+        if out is None:
+            out = text(value)
+            self._size += len(value) + len(out)
+            while self._size > self.budget and self._seen:
+                old = next(iter(self._seen))
+                self._size -= len(old) + len(self._seen.pop(old))
+        self._seen[value] = out  # the newest last
+        return out
 
 
 # Secrets in free text are found by their shape and their place, never by a word alone: "basic searches",
