@@ -292,6 +292,27 @@ def test_a_request_that_ended_on_the_user_never_ends_on_a_model_content() -> Non
     assert (a["contents"], a[DELTA]) == ([user("go")], 0)
 
 
+def test_the_end_is_judged_on_the_history_the_signature_pins_leave() -> None:
+    """A signed call whose content keeps a text part stays; with that content kept, the later
+    rounds can all go and the request still ends on the user's content: nothing is pinned for
+    the end (judging the end while the signed call was still going pinned the last round for
+    nothing, and a resumed conversation, cut after the kept content, stepped it: found by
+    tests/test_properties_dialects.py::test_idempotent)."""
+    doc = body(
+        user("start"),
+        model(text("thinking aloud"), shell("a", "echo 1", SIG)),
+        user(res("a", output=SHELL_OK)),
+        model(shell("b", "echo 2")),
+        user(res("b", output=SHELL_OK.replace("ls", "echo 2"))),
+        model(shell("c", "echo 3")),
+        user(res("c", output=SHELL_OK.replace("ls", "echo 3"))),
+    )
+    a = after(doc)
+    assert cmdlines(a) == ["echo 2", "echo 3"]
+    assert a["contents"] == doc["contents"][:3]
+    assert kept(doc)[("call", "a")] == "validity" and ("call", "c") not in kept(doc)
+
+
 def test_delta_and_pending_build_agree() -> None:
     doc = body(
         user("go"),

@@ -22,11 +22,14 @@ from .history import History
 Span = tuple[int, int]
 
 
-def pins_of(dialect: ModuleType, items: Any, out: Output) -> dict[int, tuple[str, int]]:
-    """What the writer pinned, and what the end of the written history needs."""
+def pins_of(dialect: ModuleType, items: Any, out: Output, stepped: Collection[int] = ()) -> dict[int, tuple[str, int]]:
+    """What the writer pinned; once it pins no step (of ``stepped``) any more, what the end of the
+    written history needs. The end is judged only on a history the writer's own pins no longer
+    change: a content a writer pin keeps may be what the history ends on (a pin on the last
+    pair, made while an earlier content was still going, would keep a pair for nothing)."""
     pins = dict(out.pins)
     end = getattr(dialect, "end_pins", None)
-    if end is not None:
+    if end is not None and not any(p in stepped for p in pins):
         pins.update(end(items, out))
     return pins
 
@@ -50,7 +53,7 @@ def settle(
     spans: list[Span] = []
     while True:
         out, extra = write(frozenset(part.stepped))
-        pins = pins_of(dialect, items, out)
+        pins = pins_of(dialect, items, out, set(part.stepped))
         if not pins:
             return part, out, extra, spans
         if any(p < floor for p in pins):

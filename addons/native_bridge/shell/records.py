@@ -138,7 +138,7 @@ def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
     return False
 
 
-def _body_doc(raw: bytes | None, texts: Callable[[str], str]) -> tuple[Any, str | None]:
+def _body_doc(raw: bytes | None, texts: Callable[[str], str] = redact.text) -> tuple[Any, str | None]:
     """The body as redacted JSON when it is JSON, else as (redacted) text."""
     if raw is None:
         return None, None
