@@ -259,3 +259,19 @@ def test_json_records_are_still_readable_with_jq_shapes(bridge, tmp_path):
     _, rec = only_record(tmp_path / "records")
     assert isinstance(rec["steps"], list) and isinstance(rec["accounting"], list)
     json.dumps(rec)
+
+
+def test_a_record_written_again_replaces_its_entry_and_the_total_stays_exact(tmp_path):
+    """A replay writes a flow's record again under the same name: the index keeps one entry for
+    it, and the running total is the sum of the files (a write looks its name up instead of
+    rebuilding the whole index, which cost O(records) per write)."""
+    directory = tmp_path / "records"
+    rec = Recorder(str(directory), limits=Limits(max_record=1 << 20, max_total=1 << 30))
+    for i in range(10):
+        rec.write(job(i))
+    rec.write(job(3, size=5000))  # the same flow again, a larger record
+    files = record_files(directory)
+    assert len(files) == 10 and rec._index is not None and len(rec._index) == 10
+    assert sorted(e[1] for e in rec._index) == [p.name for p in files]
+    assert rec._total == sum(p.stat().st_size for p in files)
+    assert rec._names == {p.name for p in files}

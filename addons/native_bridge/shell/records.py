@@ -274,6 +274,7 @@ class Recorder:
         self.limits = limits or Limits()
         self.removed = 0  # records removed by retention (max_total, max_age)
         self._index: list[tuple[float, str, int]] | None = None  # (mtime, name, size) of our records, oldest first
+        self._names: set[str] = set()  # the names in _index: a write looks its name up, not the whole index
         self._total = 0
         self._last_age_sweep = float("-inf")
         self._renderer = Renderer(_render) if isolate else None
@@ -408,11 +409,14 @@ class Recorder:
             return
         if self._index is None:
             self._index = self._scan()
+            self._names = {e[1] for e in self._index}
             self._total = sum(s for _, _, s in self._index)
         name = os.path.basename(path)
-        self._index = [e for e in self._index if e[1] != name]  # a record written again (replay) replaces its file
-        self._total = sum(s for _, _, s in self._index)
+        if name in self._names:  # a record written again (replay) replaces its file
+            self._index = [e for e in self._index if e[1] != name]
+            self._total = sum(s for _, _, s in self._index)
         self._index.append((time.time(), name, size))
+        self._names.add(name)
         self._total += size
         doomed: list[tuple[float, str, int]] = []
         now = time.monotonic()
@@ -441,6 +445,7 @@ class Recorder:
             gone.add(e[1])
         self.removed += len(gone)
         self._index = [e for e in self._index if e[1] not in gone]
+        self._names -= gone
         self._total = sum(s for _, _, s in self._index)
 
     def _scan(self) -> list[tuple[float, str, int]]:
