@@ -214,15 +214,6 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
     assert off[1]["status"] == "corrected" and off[0] != body
 
 
-def _chat_flow_of(raw: bytes, path: str, ua: str):
-    f = tflow.tflow()  # live and unanswered: on its way upstream
-    f.request.method, f.request.path = "POST", path
-    f.request.headers["content-type"] = "application/json"
-    f.request.headers["user-agent"] = ua
-    f.request.content = raw
-    return f
-
-
 @pytest.mark.parametrize("ends", ["reply", "error"])
 def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(small_offload, ends):
     """Observe mode with the state in memory: a large body goes upstream as it came while the
@@ -238,7 +229,7 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
     nb.state.store = type(nb.state.store)()  # forget what the reference observed
 
     async def run():
-        f = _chat_flow_of(raw, PATHS["chat"], UA)
+        f = _flow(raw)  # live and unanswered: on its way upstream
         assert nb.request(f) is None, "the request must not wait for the reading"
         assert f.request.raw_content == raw and META not in f.metadata and len(nb.readings()) == 1
         if ends == "reply":
