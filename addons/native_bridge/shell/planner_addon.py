@@ -167,7 +167,8 @@ class PlannerBridge:
 
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Correct one SendUserCascadeMessage. A body of ``OFFLOAD_BYTES`` or more is corrected in
-        a thread (the field scan is Python that gives the GIL up every few milliseconds): then
+        a thread (the field scan is Python that gives the GIL up every few milliseconds), and a
+        correction waits for the chat hop's readings still in its worker (their evidence): then
         this returns an awaitable, which mitmproxy awaits while the loop serves the rest."""
         if not ctx.options.bridge or META in flow.metadata or not is_planner(flow.client_conn, self.h2c.specs):
             return None
