@@ -11,6 +11,7 @@ import base64
 import gzip
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -130,6 +131,29 @@ def test_turn_one_is_corrected_and_everything_else_is_byte_identical(tmp_path: P
     after = parse_request(got).steps
     assert before[1] in after and before[3] in after, "view_file and grep steps go on byte for byte"
     assert len(after) == 3
+
+
+def test_the_evidence_of_a_large_chat_request_still_being_read_counts(tmp_path: Path):
+    """Observe mode sends a chat body of 512 KiB or more upstream at once and reads it in the
+    bridge's worker. The gateway may call the language server before that reading ends (here:
+    as soon as the chat body arrived upstream, while the worker is still starting and reading):
+    the planner hop waits for it, so npm test's exit 1, which only the chat request states,
+    reaches the step."""
+    doc = orjson.loads(fixture("chat-turn1.json"))
+    doc["system"] = "You are Claude Code.\n" + "project context line\n" * 30_000
+    body = orjson.dumps(doc)
+    assert len(body) >= 600_000
+    message = payload("grpc-turn1.bin")
+    headers = {"user-agent": "claude-cli/2.1.332 (external, cli)", "content-type": "application/json"}
+    with Planner(tmp_path) as p, ThreadPoolExecutor(1) as pool:
+        sending = pool.submit(
+            httpx.post, f"http://127.0.0.1:{p.chat_port}/v1/messages", content=body, headers=headers, timeout=30
+        )
+        wait_for(lambda: any(r.raw == body for r in p.chat_upstream.received), 15)  # gone upstream, as it came
+        call(p.port, message)
+        assert sending.result().status_code < 500
+        [got] = p.sent()
+    assert commands(got) == [("npm test", 1, False)]
 
 
 def test_resumed_cascade_gets_only_the_new_step(tmp_path: Path):
