@@ -1752,7 +1752,9 @@ def targets(
         out.append(Target(name, measured, ok))
 
     # Quick mode (CI) fails only on gross regressions: noise must never turn CI red.
-    core_limit, cold_limit = (3.0, 15.0) if quick else (1.3, None)
+    # The worst resumed row (Responses, four calls a round) is 2.4-2.6x on an idle machine; a memo that
+    # no longer resumes gives its first-sight 7x. 4.5x catches that and not a noisy moment.
+    core_limit, cold_limit = (4.5, 15.0) if quick else (1.3, None)
     for label, lo, hi in (("200 KB", 0, 1_000_000), ("2 MB", 1_000_000, 10**9)):
         rows = [r for r in sized if lo <= r.size < hi]
         if not rows:
