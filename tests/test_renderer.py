@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -116,6 +117,28 @@ def test_a_job_that_raises_fails_alone_and_the_worker_stays_in_use() -> None:
         r.close()
 
 
+class _Unreadable:
+    """Pickles in the proxy; unpickling it in the worker raises (int("not a number"))."""
+
+    def __reduce__(self):
+        return (int, ("not a number",))
+
+
+def test_a_job_the_worker_cannot_unpickle_fails_alone() -> None:
+    from native_bridge.shell.renderer import JobFailed
+
+    r = Renderer(records._render)
+    try:
+        assert r.render(job(1)) == records._render(job(1))
+        worker = r.pid
+        with pytest.raises(JobFailed, match="ValueError"):
+            r.render(_Unreadable())
+        assert r.render(job(2)) == records._render(job(2))
+        assert r.pid == worker, "the worker was given up for one unreadable job"
+    finally:
+        r.close()
+
+
 def test_the_pipes_hold_a_large_job_at_once() -> None:
     """A 2 MB body must not cross in 32 hand-offs of the default 64 KiB pipe (Linux: F_SETPIPE_SZ)."""
     import fcntl
@@ -158,14 +181,16 @@ def test_large_bodies_cross_by_reference_not_inside_the_pickle() -> None:
         assert kind == b"o" and size < 4096, "the body went into the pickle"
         assert len(stream.getvalue()) < len(body) + 8192
         stream.seek(0)
-        assert renderer._read_obj(stream) == (b"o", obj)
+        kind, data, buffers = renderer._read_message(stream)
+        assert (kind, pickle.loads(data, buffers=buffers)) == (b"o", obj)
     job = Job(body, Config(), None, None, emit=False, record=False)
     assert copy.copy(job) == job and type(copy.copy(job).raw) is bytes  # copying still gives bytes
     small = Outcome("rewritten", "", "chat", b"{}")
     stream = io.BytesIO()
     renderer._write_obj(stream, b"o", small)
     stream.seek(0)
-    assert renderer._read_obj(stream) == (b"o", small)
+    kind, data, buffers = renderer._read_message(stream)
+    assert (kind, pickle.loads(data, buffers=buffers), buffers) == (b"o", small, [])
 
 
 def test_a_large_job_through_the_worker() -> None:

@@ -97,15 +97,13 @@ def _write_obj(stream: IO[bytes], kind: bytes, obj: Any) -> None:
     stream.flush()
 
 
-def _read_obj(stream: IO[bytes]) -> tuple[bytes, Any]:
+def _read_message(stream: IO[bytes]) -> tuple[bytes, bytes, list[bytes]]:
+    """One message as :func:`_write_obj` wrote it: its kind, its pickle and its buffers (for
+    ``pickle.loads``). Only the pipe can fail here; what the pickle holds is the reader's matter."""
     kind, size = _HEADER.unpack(_read_exact(stream, _HEADER.size))
     data = _read_exact(stream, size)
     (n,) = _COUNT.unpack(_read_exact(stream, _COUNT.size))
-    buffers = [_read_exact(stream, _SIZE.unpack(_read_exact(stream, _SIZE.size))[0]) for _ in range(n)]
-    try:
-        return kind, pickle.loads(data, buffers=buffers)
-    except Exception as e:  # not what this protocol writes
-        raise WorkerGone(f"unreadable message: {type(e).__name__}: {e}") from e
+    return kind, data, [_read_exact(stream, _SIZE.unpack(_read_exact(stream, _SIZE.size))[0]) for _ in range(n)]
 
 
 def _widen(stream: IO[bytes] | None) -> None:
@@ -144,14 +142,14 @@ def serve(target: str, parent: int) -> None:
     sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
     while True:
         try:
-            _, job = _read_obj(stdin)
+            _, data, buffers = _read_message(stdin)
         except WorkerGone:
             return  # the proxy closed the pipe or died: nothing more will come
-        try:
-            reply: tuple[bytes, Any] = (b"o", render(job))
+        try:  # a job that cannot be read back here fails alone, like one that raises
+            reply: tuple[bytes, Any] = (b"o", render(pickle.loads(data, buffers=buffers)))
         except Exception as e:
             reply = (b"e", f"{type(e).__name__}: {e}")
-        del job  # a large body is not kept while the reply is written
+        del data, buffers  # a large body is not kept while the reply is written
         try:
             _write_obj(stdout, *reply)
         except (BrokenPipeError, OSError):
@@ -196,7 +194,11 @@ class Renderer:
                         self._proc = self._start()
                     assert self._proc.stdin is not None and self._proc.stdout is not None
                     _write_obj(self._proc.stdin, b"j", job)
-                    kind, reply = _read_obj(self._proc.stdout)
+                    kind, data, buffers = _read_message(self._proc.stdout)
+                    try:
+                        reply = pickle.loads(data, buffers=buffers)
+                    except Exception as e:  # not what this protocol writes
+                        raise WorkerGone(f"unreadable reply: {type(e).__name__}: {e}") from e
                     if kind == b"o":
                         return reply
                     if kind == b"e":
