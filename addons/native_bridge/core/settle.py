@@ -22,7 +22,7 @@ from .history import History
 Span = tuple[int, int]
 
 
-def pins_of(dialect: ModuleType, items: Any, out: Output, stepped: Collection[int] = ()) -> dict[int, tuple[str, int]]:
+def pins_of(dialect: ModuleType, items: Any, out: Output, stepped: Collection[int]) -> dict[int, tuple[str, int]]:
     """What the writer pinned; once it pins no step (of ``stepped``) any more, what the end of the
     written history needs. The end is judged only on a history the writer's own pins no longer
     change: a content a writer pin keeps may be what the history ends on (a pin on the last
