@@ -330,22 +330,18 @@ class NativeBridge:
 
     async def _read_off_loop(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
         """Read a large body in the worker after the request went on (observe mode): the reply
-        and this process's planner hop wait for it."""
+        and this process's planner hop wait for it, so its verdict is made at once."""
         try:
-            try:
-                out = await self.worker().bridge(job)
-            except Exception as e:  # fail open, as inline
-                out = failed(logger, f"flow {flow.id}", e, "request")
-            self._apply(flow, raw, out)
+            await self._offloaded(flow, raw, job, forwarded=True)
         finally:
             del self._readings[flow.id]
 
-    async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
+    async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job, forwarded: bool = False) -> None:
         try:
             out = await self.worker().bridge(job)
         except Exception as e:  # fail open, as inline
             out = failed(logger, f"flow {flow.id}", e, "request")
-        self._apply(flow, raw, out, later=deferrable(flow))
+        self._apply(flow, raw, out, later=not forwarded and deferrable(flow))
 
     def _apply(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome, later: bool = False) -> None:
         """Hand the observations over and write the new body (rewrite mode); then back up,
