@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "addons"))
 
 from native_bridge.core.clients import CLIENTS  # noqa: E402
-from native_bridge.core.exitstatus import NOT_RUN, RULES, STRUCTURED  # noqa: E402
+from native_bridge.core.exitstatus import ANY, NOT_RUN, RULES, STRUCTURED  # noqa: E402
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, EVIDENCE, KINDS  # noqa: E402
 
 _WHERE = {
@@ -41,7 +41,7 @@ def _cell(text: str) -> str:
 
 
 def _names(clients: tuple[str, ...]) -> str:
-    return ", ".join(f"`{c}`" for c in clients)
+    return "a client we cannot name" if ANY in clients else ", ".join(f"`{c}`" for c in clients)
 
 
 def formats_table() -> str:
@@ -51,8 +51,9 @@ def formats_table() -> str:
         "| (structured) | any client | OpenAI Responses `shell_call_output` (Agents SDK) | `output[0].outcome` | "
         '`{"type": "exit", "exit_code": N}` / `{"type": "timeout"}` | the number / 1 | openai/openai-python '
         "src/openai/types/responses/response_function_shell_tool_call_output.py |",
-        "| error flag | any client | Anthropic `is_error: true` (a dialect's error flag) | the result | "
-        "no number from the client's frame | 1 (failure, no number); a frame that says 0 or success: no claim | "
+        "| error flag | any client | Anthropic `is_error: true` (a dialect's error flag), a `[tool error]` prefix | "
+        "the result | no number from a known frame | 1 (failure, no number); a frame that says 0 or success: no "
+        "claim; a number another client's frame states, for a named client: absent (declined, never 1) | "
         "design brief, truth rule 3 |",
     ]
     for name, clients, shape, source in STRUCTURED:
@@ -68,7 +69,8 @@ def formats_table() -> str:
     for r in RULES:
         words = _cell(r.client) + (" (with the error flag only)" if r.flag else "")
         rows.append(
-            f"| {r.name} | {_names(r.clients)} | {words} | {_WHERE[r.where]} | `{_cell(r.pattern.pattern)}` | "
+            f"| {r.name} | {_names(r.clients)} | {words} | {'; '.join(_WHERE[w] for w in r.where)} | "
+            f"`{_cell(r.pattern.pattern)}` | "
             f"{_VERDICT[r.verdict]} | {_cell(r.source)} |"
         )
     return "\n".join(rows)
@@ -139,9 +141,9 @@ _WHY = {
     "opencode": "never states a status: the exit code stays client-side, so it is absent; only a timeout note "
     "says a command failed",
     "kilo": "as opencode (a fork): never states a status",
-    "continue-cli": "`Error (exit code N): <stderr>` only for a failure with stderr, else the bare output; not "
-    "identified (not the IDE's tool set, the OpenAI SDK's user agent), so its words are no evidence: codes and "
-    "read/edit successes stay absent",
+    "continue-cli": "`Error (exit code N): <stderr>` only for a failure with stderr, else the bare output: "
+    "nothing stated; identified by its tool set (its user agent is the OpenAI SDK's); no wording of its reads and "
+    "edits is known evidence of success",
     "mini-swe-agent": "`returncode` in every result (JSON or `<returncode>` tags); `-1` with `exception_info` is "
     "a timeout",
     "openai-agents": "`shell_call_output`'s structured outcome; the sandbox's exec_command frame; `LocalShellTool` "

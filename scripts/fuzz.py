@@ -1086,13 +1086,15 @@ def _ends_with_user_text(dialect: str, doc: dict[str, Any]) -> bool:
 
 def _exit_code_problems(i: int, code: Any, result: Any, dialect: str = "anthropic") -> list[str]:
     """Truth rule 3, as far as the result's own data says it: the code comes from the result; a
-    result flagged is_error is never exit 0, and its code is absent only where something in it
-    says 0 (a client's frame against the flag: conflicting signals, no claim)."""
+    result flagged is_error is never exit 0, and its code is absent only where it states a number
+    the rules may decline or read as a conflict (a 0 against the flag; one beyond int32; another
+    client's frame; frames that disagree) on a line that speaks of an exit code."""
     numbers = _numbers(result)
     if code not in (None, 0, 1) and code not in numbers:
         return [f"step {i}: exit code {code} is not in its result"]
     flagged = dialect == "anthropic" and isinstance(result, dict) and result.get("is_error") is True
-    if flagged and (code == 0 or (code is None and 0 not in numbers)):
+    framed = bool(numbers) and re.search(rb"(?i)exit|returncode", _key(result)) is not None
+    if flagged and (code == 0 or (code is None and not framed)):
         return [f"step {i}: the result is flagged is_error, the step says exit {code}"]
     out = result.get("output") if isinstance(result, dict) and result.get("type") == "shell_call_output" else None
     if isinstance(out, list) and len(out) == 1 and isinstance(out[0], dict) and isinstance(out[0].get("outcome"), dict):

@@ -16,6 +16,7 @@ from native_bridge.shell import MARKER, META, records
 from native_bridge.shell import chat_addon as addon_module
 from native_bridge.shell.chat_addon import DEFAULT_FILTER, NativeBridge, parse_tool_map
 from native_bridge.shell.redact import REDACTED
+from native_bridge.shell.store import match_key
 
 BRIDGE_SCRIPT = Path(__file__).resolve().parent.parent / "addons" / "bridge.py"
 ADDON_LOGGER = "native_bridge.shell.chat_addon"
@@ -72,9 +73,8 @@ MIXED_BODY = chat(
     result("c3", "ok"),
 )
 FAILED_BODY = chat(calls(call("c1", "run_shell_command", command="make")), result("c1", qwen_shell("make", "boom", 2)))
-# A line that only an identified client's frame would give a meaning to (here Codex's header
-# word, without the header): from a client nobody can identify it is the program's output.
-FORGEABLE_BODY = chat(calls(call("c1", "Bash", command="make")), result("c1", "Exit code: 2\nboom"))
+# A frame-looking line inside the output, away from every frame's place: no client's frame, named or not.
+INSIDE_BODY = chat(calls(call("c1", "Bash", command="make")), result("c1", "make\nExit code: 2\nboom"))
 UNOBSERVED_BODY = chat(
     calls(call("c1", "Bash", command="ls"), call("c2", "Bash", command="pwd")),
     result("c1", "a.txt"),
@@ -241,22 +241,22 @@ def test_selected_request_is_rewritten_in_place(bridge):
     assert f.request.headers["content-length"] == str(len(f.request.raw_content))
 
 
-def test_the_same_request_from_an_unidentified_client_states_no_exit_code(bridge):
-    """Without the user agent nothing tells whose frame ``Exit Code: 2`` is: a program can print
-    it, so the steps carry no code (absent, not 0) and the flow is not marked failed."""
+def test_the_same_request_from_an_unidentified_client_states_the_same_codes(bridge):
+    """Without the user agent (issue 17) every frame we know counts at its place: Qwen Code's
+    ``Exit Code: 2`` and its stated 0 are read as the client wrote them."""
     nb, _ = bridge
     f = chat_flow(MIXED_BODY)
     nb.request(f)
     steps = body_of(f)["additional_steps"]
     assert [s["runCommand"]["commandLine"] for s in steps] == ["make", "ls"]
-    assert ["exitCode" in s["runCommand"] for s in steps] == [False, False]
-    assert f.comment == "bridge: 2 steps, 3 kept as messages, 1 unobserved"
-    assert f.metadata[META]["failed"] == 0
+    assert [s["runCommand"].get("exitCode") for s in steps] == [2, 0]
+    assert f.comment == "bridge: 2 steps (1 failed: exit 2), 3 kept as messages, 1 unobserved"
+    assert f.metadata[META]["failed"] == 1
 
 
-def test_a_forgeable_line_from_an_unidentified_client_is_no_exit_code(bridge):
+def test_a_frame_line_inside_the_output_is_no_exit_code(bridge):
     nb, _ = bridge
-    f = chat_flow(FORGEABLE_BODY)
+    f = chat_flow(INSIDE_BODY)
     nb.request(f)
     [step] = body_of(f)["additional_steps"]
     assert step["runCommand"]["commandLine"] == "make"
@@ -818,3 +818,33 @@ def test_one_info_line_per_bridged_flow(bridge, caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == ADDON_LOGGER and r.levelno == logging.INFO]
     # No URL: a query string can carry a key (Gemini's ?key=...).
     assert lines == [f"bridge: flow {f.id}: 1 step (1 failed: exit 2), 0 kept as messages"]
+
+
+# ---- the reference fix's probe, in the default configuration (issue 17) -------------------
+
+PROBE = "Exit code: 2\nOutput:\nls: cannot access /nope"
+PROBE_BODY = chat(calls(call("call_1", "Bash", command="ls /nope")), result("call_1", PROBE))
+
+
+def test_the_reference_probe_in_the_default_configuration_is_exit_2():
+    """Chat Completions, no User-Agent, no tools: observe mode (the default) leaves the body
+    and states exit 2 in its verdict and its observation for the planner hop; rewrite mode
+    sends exitCode 2."""
+    nb = NativeBridge()
+    with taddons.context(nb) as tctx:
+        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        assert tctx.options.bridge_mode == "observe"
+        f = chat_flow(PROBE_BODY)
+        nb.request(f)
+        assert f.request.get_content() == PROBE_BODY  # observe: the body goes as it came
+        assert f.comment == "bridge: observed 1 step (1 failed: exit 2), 0 kept as messages"
+        assert f.metadata[META]["failed"] == 1
+        key = match_key("run_command", "ls /nope", PROBE)
+        [o] = nb.state.store.candidates(key)
+        assert (o.exit_code, o.failed) == (2, True)
+        tctx.configure(nb, bridge_mode="rewrite")
+        f = chat_flow(PROBE_BODY)
+        nb.request(f)
+        [step] = body_of(f)["additional_steps"]
+        assert step["runCommand"]["exitCode"] == 2
+        nb.done()

@@ -89,7 +89,7 @@ def test_rewrite_identifies_the_client_from_the_user_agent_or_the_tools() -> Non
     ]  # fmt: skip
     body = {"model": "m", "messages": messages}
     unknown = rewrite(orjson.dumps(body), path=CHAT)
-    assert "exitCode" not in unknown.steps[0]["runCommand"]  # forgeable JSON from an unknown client
+    assert unknown.steps[0]["runCommand"]["exitCode"] == 2  # mini-swe-agent's frame counts for any client
     mini = rewrite(orjson.dumps({**body, **MINI_TOOLS}), path=CHAT, client_hint="OpenAI/Python 3.57.0")
     assert mini.steps[0]["runCommand"]["exitCode"] == 2
     forced = rewrite(orjson.dumps(body), Config(client="mini-swe-agent"), path=CHAT)

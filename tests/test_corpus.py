@@ -42,9 +42,9 @@ SUCCESS_STEP: dict[tuple[str, str], str] = {
 # (client, tool) → why a successful read or edit stays a message.
 NO_SUCCESS_STEP: dict[tuple[str, str], str] = {
     ("qwen-code", "read_file"): "the file as it is, no words of success, and Chat Completions has no error flag",
-    # Continue's CLI is not identified (not the IDE's tool set; User-Agent "ls/JS 5.23.2", the OpenAI SDK).
-    ("continue-cli", "Read"): "unidentified client: 'Content of <path>:' is no evidence of success",
-    ("continue-cli", "MultiEdit"): "unidentified client: 'Successfully edited …' is no evidence of success",
+    # Continue's CLI: identified by its tool set, but no wording of its reads and edits is known evidence.
+    ("continue-cli", "Read"): "'Content of <path>:' is no known evidence of success",
+    ("continue-cli", "MultiEdit"): "'Successfully edited …' is no known evidence of success",
     ("openhands", "file_editor"): "one tool for view, create and edit (its command decides): no step kind is mapped",
     ("codex", "apply_patch"): "a patch is not one propose_code step: no step kind is mapped",
     ("openai-agents", "apply_patch"): "a patch is not one propose_code step: no step kind is mapped",

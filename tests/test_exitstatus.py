@@ -10,34 +10,119 @@ def code(text: str, is_error: bool | None = None, client: str | None = None) -> 
     return parse_exit_status(text, is_error, client).code
 
 
-# ---- an unknown client: only what the program's output cannot forge ------------------
+# ---- a client we cannot name: every frame we know, at its own place (issue 17) -------
+
+# The reference fix's probe, exactly as it states it (Chat Completions, no client named).
+PROBE = "Exit code: 2\nOutput:\nls: cannot access /nope"
+
+
+def test_the_reference_fix_probe_is_exit_2() -> None:
+    assert code(PROBE) == 2
+    assert code(PROBE, False) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Exit code: 2", 2),
+        ("Exit code 1", 1),
+        ("exited with code 3", 3),
+        ("Process exited with code 127", 127),
+        ("[exit code: 1]", 1),
+        ("(Exit code 4)", 4),
+        ("[Command exited with code 5]", 5),
+        ("ls: cannot access '/nope'\n\nExit code: 2\n", 2),  # the last line
+        ('{"exit_code": 2}', 2),
+        ('{"exitCode": 3, "stdout": "", "stderr": "boom"}', 3),
+        ('{"output": "boom", "metadata": {"exit_code": 101}}', 101),  # Codex structured
+        ('{"returncode": 2, "output": "x"}', 2),  # mini-swe-agent
+        ("<returncode>2</returncode>\n<output>\nls: cannot access\n</output>", 2),
+        ("[Command finished with exit code 1]", 1),  # OpenHands
+        ("FAIL src/a.test.ts\n\n[Status: Command failed with exit code 1]", 1),  # Continue
+        ("Output: hi\nExit Code: 1\nProcess Group PGID: 12", 1),  # Gemini CLI
+        ("Output: hi\nProcess Group PGID: 12", 0),  # Gemini CLI writes no Exit Code for 0
+        ('Command "cargo test" failed with exit code 101.\n\n```\nerror\n```', 101),  # Zed
+        ("Command failed with exit code 2.\nOutput:\nFAIL", 2),  # Cline
+        ("--- FAIL: TestX\nExit code 1\n\n<cwd>/home/u/proj</cwd>", 1),  # Crush
+        ("FAILED test_x\n1 failed\n\nCommand exited with code 1", 1),  # goose
+        ("Chunk ID: 3c\nWall time: 2.1 seconds\nProcess exited with code 1\nOutput:\nerror", 1),  # Codex exec
+        ("Exit code: 2\nWall time: 0.2 seconds\nOutput:\nls: cannot access '/nope'", 2),  # Codex shell_command
+        ("execution error: Sandbox(Signal(9))", 1),  # Codex: killed, no number
+        ("Command executed successfully.", 0),  # Zed
+    ],
+)
+def test_unnamed_client_every_frame_counts_at_its_place(text: str, expected: int) -> None:
+    assert code(text) == expected
+    assert code(text, False) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A stated number wins: Claude Code's frame with is_error, no client named.
+        ("Exit code 128\nfatal: not a git repository (or any of the parent directories): .git", 128),
+        ("Exit code 137\nKilled", 137),
+        ("Exit code: 2", 2),
+        ("boom", 1),  # no number stated anywhere: 1
+        ("", 1),
+        ("Exit code 99999999999\nboom", None),  # stated, but beyond int32: absent, never 1
+        ("Exit code: 0", None),  # the flag against a stated 0: no claim
+        ('{"exit_code": 0}', None),
+        ("Output: hi\nProcess Group PGID: 1", None),  # against Gemini CLI's stated success
+    ],
+)
+def test_unnamed_client_with_the_error_flag(text: str, expected: int | None) -> None:
+    assert code(text, True) == expected
+
+
+def test_a_tool_error_prefix_is_an_error_flag() -> None:
+    assert code("[tool error] command failed") == 1
+    assert code("[tool error] Exit code: 4") == 4
+    assert code("[tool error] Exit code 0\nok") is None  # against a stated 0
+    assert code("[tool error] boom", None, "claude-code") == 1
+
+
+def test_unnamed_client_readings_that_differ_are_no_claim() -> None:
+    # OpenHands' trailer says 0; the generic first line (any other client) says 3.
+    status = parse_exit_status("Exit code 3\nall good\n[Command finished with exit code 0]")
+    assert status.code is None
+    assert status.verdict == "conflict"
+    assert "0" in status.source and "3" in status.source
+    # With the error flag, a disagreement is still no claim: never the made-up 1.
+    assert code("Exit code 3\nall good\n[Command finished with exit code 0]", True) is None
+
+
+def test_unnamed_client_still_running_or_never_run_wins_a_disagreement() -> None:
+    status = parse_exit_status("Process running with session ID 5\nOutput:\n[vite] ready")
+    assert (status.code, status.verdict) == (None, "running")
+    status = parse_exit_status("Command running in background with ID: b2. Output is being written to: /tmp/x")
+    assert status.verdict == "running"
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        "Exit code: 2",
-        "Exit code 1",
-        "exited with code 3",
-        "Process exited with code 127",
-        "[exit code: 1]",
-        "ls: cannot access '/nope'\n\nExit code: 2\n",
-        '{"exit_code": 2}',
-        '{"output": "boom", "metadata": {"exit_code": 101}}',
-        '{"returncode": 2, "output": "x"}',
-        "[Command finished with exit code 1]",
-        "Output: hi\nExit Code: 1\nProcess Group PGID: 12",
-        "[tool error] command failed",
+        "step 1\nexit code 3\nstep 2 done",
+        "building\n[exit code: 4]\nall good",
+        "compiling\nthe process exited with code 9 earlier\ndone",
+        "warning: exit code 1 ignored",
+        "a\n[Command finished with exit code 2]\nb",
+        "x\nOutput: y\nExit Code: 1\nz",
     ],
 )
-def test_unknown_client_no_words_count(text: str) -> None:
-    assert code(text) is None
-    assert code(text, False) is None
+@pytest.mark.parametrize("is_error", [None, False])
+def test_unnamed_client_words_inside_the_output_never_count(text: str, is_error: bool | None) -> None:
+    assert code(text, is_error) is None
 
 
-@pytest.mark.parametrize("text", ["Exit code: 0", "Exit code: 2", "boom", '{"exit_code": 0}', ""])
-def test_unknown_client_error_flag_is_a_failure_without_number(text: str) -> None:
-    assert code(text, True) == 1
+def test_named_client_declines_another_clients_number_and_never_makes_it_1() -> None:
+    # Continue's trailer is not Codex's frame: for Codex it is the program's output. The
+    # number it states is declined, so the flag cannot become 1 either.
+    text = "FAIL src/a.test.ts\n\n[Status: Command failed with exit code 4]"
+    status = parse_exit_status(text, True, "codex")
+    assert (status.code, status.verdict) == (None, "declined")
+    assert parse_exit_status(text, True, "continue").code == 4
+    assert parse_exit_status(text, True).code == 4
 
 
 # ---- Codex-style header ------------------------------------------------------
@@ -81,7 +166,10 @@ def test_claude_code_status_line_above_output() -> None:
 
 
 def test_claude_code_line_without_the_flag_is_the_programs() -> None:
+    # A named client reads its own frames only: Claude Code writes this line only with is_error.
     assert code("Exit code 2\nls: cannot access '/nope'", False, "claude-code") is None
+    assert code("Process exited with code 3", None, "opencode") is None  # opencode never states a code
+    assert code("Process exited with code 3") == 3  # a client we cannot name: the generic family
 
 
 def test_flag_against_a_stated_zero_is_no_claim() -> None:
@@ -135,25 +223,43 @@ def test_json_output_words_do_not_override_json_exit_code() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        '{"exit_code": 2}',  # not Codex's structure: what `cat status.json` prints
         '{"metadata": {"exit_code": true}}',
         '{"metadata": {"exit_code": "2"}}',
         '{"metadata": {"exit_code": 1.0}}',
-        '{"output": "x", "metadata": {"exit_code": 1}, "extra": 1}',
+        '{"status": {"exit_code": 1}}',
         "[1, 2]",
     ],
 )
-def test_json_without_codex_structure_is_absent(text: str) -> None:
-    assert code(text, client="codex") is None
+@pytest.mark.parametrize("client", ["codex", "claude-code", None])
+def test_json_without_an_integer_exit_code_is_absent(text: str, client: str | None) -> None:
+    assert code(text, client=client) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"exit_code": 2}', 2),
+        ('{"exitCode": 0, "stdout": "ok"}', 0),
+        ('{"output": "x", "metadata": {"exit_code": 1}, "extra": 1}', 1),
+    ],
+)
+def test_generic_json_exit_code_counts_for_a_client_we_cannot_name(text: str, expected: int) -> None:
+    assert code(text) == expected
+    # A named client's own structure only: `cat status.json` through opencode is its program's output.
+    assert code(text, client="opencode") is None
+    assert code(text, client="claude-code") is None
 
 
 def test_json_boolean_is_not_an_exit_code_but_error_flag_still_counts() -> None:
     assert code('{"metadata": {"exit_code": true}}', True, "codex") == 1
 
 
-def test_out_of_int32_range_is_still_a_failure() -> None:
-    assert code('{"output": "", "metadata": {"exit_code": 4294967296}}', client="codex") == 1
-    assert code("Exit code: 9999999999\nOutput:\n", client="codex") == 1
+def test_out_of_int32_range_is_declined_never_1() -> None:
+    # A stated number the step's int32 cannot carry: absent, not the made-up 1 (issue 17).
+    for text in ('{"output": "", "metadata": {"exit_code": 4294967296}}', "Exit code: 9999999999\nOutput:\n"):
+        for is_error in (None, True):
+            status = parse_exit_status(text, is_error, "codex")
+            assert (status.code, status.verdict) == (None, "declined")
 
 
 # ---- mini-swe-agent ---------------------------------------------------------------

@@ -109,13 +109,14 @@ CASES: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
             "combinedOutput": {"full": "test result: FAILED"},
         },
     ),
-    "run_command": (  # Cascade's own tool: no client frame counts, so no exit code
+    "run_command": (  # Cascade's own tool, no client named: every known frame counts (issue 17)
         {"CommandLine": "npm test", "Cwd": "/repo", "Blocking": False, "SafeToAutoRun": True},
         "Exit code: 0\nOutput:\nok",
         {
             "commandLine": "npm test",
             "cwd": "/repo",
             "combinedOutput": {"full": "Exit code: 0\nOutput:\nok"},
+            "exitCode": 0,
         },
     ),
     "shell_command": (
@@ -590,12 +591,26 @@ def test_run_command_failure_stays_failure(name: str, text: str, is_error: bool 
     assert s.run_command.exit_code == expected
 
 
-@pytest.mark.parametrize("client", [None, "claude-code", "codex", "opencode"])
-def test_a_forgeable_frame_of_another_client_is_no_status(client: str | None) -> None:
+@pytest.mark.parametrize("client", ["claude-code", "codex", "opencode"])
+def test_a_frame_of_another_client_is_no_status_for_a_named_client(client: str) -> None:
     # The program printed a status-like line or JSON; only mini-swe-agent's own wrapper is a status.
-    for text in ('{"returncode": 2, "output": "x"}', "[tool error] boom", "done\nExit code: 3"):
+    for text in ('{"returncode": 2, "output": "x"}', "done\nExit code: 3"):
         s = step("bash", {"command": "cat status"}, text, None, client)
         assert not s.run_command.HasField("exit_code"), (client, text)
+
+
+def test_for_a_client_we_cannot_name_every_frame_counts_at_its_place() -> None:
+    for text, code in (('{"returncode": 2, "output": "x"}', 2), ("done\nExit code: 3", 3), ("[tool error] boom", 1)):
+        s = step("bash", {"command": "cat status"}, text, None, None)
+        assert s.run_command.exit_code == code, text
+    s = step("bash", {"command": "cat status"}, "done\nExit code: 3\nmore", None, None)  # inside the output
+    assert not s.run_command.HasField("exit_code")
+
+
+@pytest.mark.parametrize("client", [None, "claude-code", "codex", "opencode"])
+def test_a_tool_error_prefix_is_an_error_flag(client: str | None) -> None:
+    s = step("bash", {"command": "cat status"}, "[tool error] boom", None, client)
+    assert s.run_command.exit_code == 1
 
 
 def test_exit_code_carried_as_data_wins_over_text() -> None:

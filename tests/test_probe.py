@@ -51,9 +51,9 @@ def test_probe_failed_bash_output_only_in_combined_output() -> None:
     assert "stdout" not in run
     assert "stderr" not in run
     assert run["combinedOutput"] == {"full": FAILED_LS}
-    # From a client that cannot be identified the same words are no status: absent, not 2.
+    # The reference fix's probe exactly, from a client that cannot be named: the same 2 (issue 17).
     (step,) = orjson.loads(rewrite(raw(failed_ls_body()), path="/v1/chat/completions").body or b"")["additional_steps"]
-    assert "exitCode" not in step["runCommand"]
+    assert step["runCommand"]["exitCode"] == 2
     assert r.plan is not None
     assert r.plan.steps[0].run_command.stdout == ""
 

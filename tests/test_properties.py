@@ -39,7 +39,7 @@ BASH_RESULTS = [
     ("{r} ok", True, None),
     ("Exit code: 1\nOutput:\n{r} failed", True, 1),
     ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}\nexit code 3", True, 0),
-    ("[tool error] {r}", True, None),  # no client's frame: words the program may have printed
+    ("[tool error] {r}", True, 1),  # an error flag (truth rule 3): a failure with no number
     ('{{"output": "{r}", "metadata": {{"exit_code": 2}}}}', True, 2),
     ("Process exited with code 127\nOutput:\n{r}: command not found", True, 127),
     ("Process running with session ID 5\nOutput:\n{r}", False, None),

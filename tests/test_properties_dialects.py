@@ -10,12 +10,12 @@ actual output bytes, not off the builder's own accounting.
 
 Each history has one client, and each body is sent with that client's User-Agent (Claude
 Code or Codex CLI), or with none (a client nobody can identify: its tools are any of them).
-A client's words count only for that client (truth rule 3), so what a result must give is a
+A named client's own frames count only for that client, and for a client nobody can name
+every known frame counts at its place (truth rule 3), so what a result must give is a
 function of the client and of the dialect: the model (``truth``) says it for each result
 variant, following clients.py and exitstatus.py. The client's error flag is rendered as each
 dialect has it: ``is_error`` in Anthropic, ``{"error": …}`` in Gemini; Chat Completions and
-Responses have none, so there a flagged result arrives without it (a ``[tool error]`` prefix
-is no client's frame: words a program can print).
+Responses have none, so there a flagged result arrives without it.
 
 Where taking a pair out would leave the request invalid for its API, the writer pins it
 (it stays messages, code ``validity``); the tests check the output against each API's
@@ -75,14 +75,26 @@ def _never(client: str | None, carried: bool) -> tuple[bool, int | None]:
 
 
 def _flag_or(number: int | None = None, client: str | None = None) -> Expect:
-    """A flagged failure: ``number`` where ``client``'s frame states it (only with the flag, as
-    Claude Code writes it), else 1 (a failure without a number); absent where no flag arrived."""
-    return lambda cl, carried: (True, (number if number is not None and cl == client else 1) if carried else None)
+    """A flagged failure. No number: 1 where the flag arrived, else absent. ``number`` stated by
+    ``client``'s frame (written only with the flag, as Claude Code writes ``Exit code N``): that
+    client gets it with the flag; a client we cannot name gets it always (every known frame
+    counts, and the line is the generic family too); another named client never (another
+    client's frame: declined with the flag, never 1)."""
+
+    def expect(cl: str | None, carried: bool) -> tuple[bool, int | None]:
+        if number is None:
+            return True, 1 if carried else None
+        if cl is None:
+            return True, number
+        return True, number if cl == client and carried else None
+
+    return expect
 
 
 def _frame(client: str, number: int) -> Expect:
-    """A frame only ``client`` writes, not flagged: its number for that client, absent for any other."""
-    return lambda cl, carried: (True, number if cl == client else None)
+    """A frame only ``client`` writes, not flagged: its number for that client and for a client we
+    cannot name (every known frame counts for it), absent for any other named client."""
+    return lambda cl, carried: (True, number if cl in (client, None) else None)
 
 
 BASH_RESULTS: list[Variant] = [
@@ -91,16 +103,18 @@ BASH_RESULTS: list[Variant] = [
     ("Exit code 2\n{r}", True, _flag_or(2, CLAUDE)),
     ("{r} boom", True, _flag_or()),  # a failure flag without a number
     ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}\nexit code 3", False, _frame(CODEX, 0)),  # the header wins
-    # Codex's header says 0 while the dialect's flag says failure: conflicting signals, no claim.
+    # Codex's header says 0 while the dialect's flag says failure: conflicting signals, no claim;
+    # for another named client the 0 is another client's frame: declined, never the flag's 1.
     (
         "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}",
         True,
-        lambda cl, carried: (True, (None if cl == CODEX else 1) if carried else (0 if cl == CODEX else None)),
+        lambda cl, carried: (True, None if carried else (0 if cl in (CODEX, None) else None)),
     ),
     ('{{"output": "{r}", "metadata": {{"exit_code": 2, "duration_seconds": 0.1}}}}', False, _frame(CODEX, 2)),
     ("Process exited with code 127\nOutput:\n{r}: command not found", False, _frame(CODEX, 127)),
-    # Codex's "still running": no outcome yet, no step; for anyone else it is the program's output.
-    ("Process running with session ID 5\nOutput:\n{r}", False, lambda cl, carried: (cl != CODEX, None)),
+    # Codex's "still running": no outcome yet, no step (for a client we cannot name too); for another
+    # named client it is the program's output.
+    ("Process running with session ID 5\nOutput:\n{r}", False, lambda cl, carried: (cl == CLAUDE, None)),
     (REJECT + " {r}", True, _never),  # never ran: recognised whoever the client is
     ("<tool_use_error>{r}</tool_use_error>", True, _never),
 ]

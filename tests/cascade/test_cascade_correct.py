@@ -95,23 +95,41 @@ def test_observed_non_shell_steps_are_kept_byte_identical(s: bytes) -> None:
 
 # ---- (b) exit code ----------------------------------------------------------------------
 #
-# The planner hop cannot tell the client (the gateway dropped it), so on its own only what a
-# program's output cannot forge counts (truth rule 3); a client's frame counts when the chat
-# hop's observation, or the caller's setting, names the client.
+# The planner hop cannot tell the client (the gateway dropped it), so on its own it reads the
+# text as every known client would (truth rule 3, issue 17): a frame counts at its place, and
+# where two clients read it differently there is no claim. A client named by the chat hop's
+# observation, or by the caller's setting, reads its own frames first.
+
+
+@pytest.mark.parametrize(
+    ("output", "code"),
+    [
+        ("Exit code: 2\nOutput:\nls: cannot access /nope", 2),  # the reference fix's probe
+        ("Exit code: 2\nWall time: 0.2 seconds\nOutput:\nls: cannot access '/nope'", 2),  # Codex
+        ("Exit code 1\nFAIL src/cart.test.js", 1),  # Claude Code's frame (the generic family too)
+        ("[tool error] boom", 1),  # an error flag with no number
+        ("FAILED x\n[Command finished with exit code 3]", 3),  # OpenHands
+        ("Command executed successfully.", 0),  # Zed states success
+        ('{"output": "boom", "metadata": {"exit_code": 101}}', 101),  # Codex structured
+    ],
+)
+def test_without_a_client_every_known_frame_states_the_code(output: str, code: int) -> None:
+    out, changes = one(gateway_run("cmd", output))
+    assert exit_of(out) == code
+    if code != 0:
+        assert changes[0].action == "exit_code" and changes[0].reason.startswith(f"exit_code 0 -> {code}")
 
 
 @pytest.mark.parametrize(
     "output",
     [
-        "Exit code 1\nFAIL src/cart.test.js",  # Claude Code's words, but a program can print them
-        "[tool error] boom",
-        "FAILED x\n[Command finished with exit code 3]",
-        "Command executed successfully.",
         "hello world",
         "",
+        "build ok\nthe test said: Exit code 1 expected\ndone",  # words inside the output
+        "Exit code 3\nall good\n[Command finished with exit code 0]",  # two clients' readings differ
     ],
 )
-def test_without_a_client_the_gateway_zero_becomes_absent(output: str) -> None:
+def test_without_a_client_no_frame_leaves_the_code_absent(output: str) -> None:
     out, changes = one(gateway_run("cmd", output))
     assert exit_of(out) is None  # absent, not 0
     assert not pb.CortexTrajectoryStep.FromString(out).run_command.HasField("exit_code")
@@ -323,7 +341,7 @@ def test_fixture_turn_1_alone() -> None:
     fixed = correct(steps)
     assert len(fixed.steps) == 3
     rc = run_command(view(fixed.steps[0]).body)
-    assert (rc.exit_code, rc.stdout) == (None, None)  # the gateway's 0 is gone; nothing unforgeable says 1
+    assert (rc.exit_code, rc.stdout) == (1, None)  # the gateway's 0 is gone; the result's own frame says 1
 
 
 # ---- idempotence and determinism ---------------------------------------------------------

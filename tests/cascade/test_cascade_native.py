@@ -65,9 +65,17 @@ def test_fixture_turn_1() -> None:
 
 
 def test_fixture_turn_1_without_the_chat_hop() -> None:
+    # The planner hop alone (issue 17): the result's own frame ("Exit code 1", Claude Code's
+    # words) states the code, whatever client wrote it; not the gateway's 0.
     r = correct_request(fixture("grpc-turn1.bin"), GRPC, {}, None)
     npm_test = run(parse_request(envelope_payload(r.body)).steps[0])
-    assert (npm_test.exit_code, npm_test.stdout) == (None, None)  # not the gateway's 0: absent
+    assert (npm_test.exit_code, npm_test.stdout) == (1, None)
+
+
+def test_fixture_turn_2_without_the_chat_hop_states_exit_2() -> None:
+    r = correct_request(fixture("grpc-turn2-resumed.bin"), GRPC, {}, None)
+    cat = run(parse_request(envelope_payload(r.body)).steps[-1])
+    assert (cat.command_line, cat.exit_code, cat.stdout) == ("cat test_x.py", 2, None)
 
 
 def test_fixture_turn_2_resumed_gets_only_the_new_step() -> None:
@@ -165,7 +173,7 @@ def test_records_hold_reasons_and_proto3_json_but_no_secret() -> None:
     changes = r.changes_json()
     fixes = ["exit_code", "stdout_deduplicated"]
     assert [c["action"] for c in changes] == [*fixes, "dropped", *fixes]
-    assert changes[0]["before"]["runCommand"]["exitCode"] == 0 and "exitCode" not in changes[0]["after"]["runCommand"]
+    assert changes[0]["before"]["runCommand"]["exitCode"] == 0 and changes[0]["after"]["runCommand"]["exitCode"] == 1
     assert changes[2]["after"] is None and "never observed" in changes[2]["reason"]
     assert r.before[0]["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND" and len(r.after) == 2
     text = repr((changes, r.before, r.after, r.reason))

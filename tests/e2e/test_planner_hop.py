@@ -107,13 +107,15 @@ class Planner:
 
 @pytest.mark.parametrize(
     ("options", "chat_hop", "exit_code"),
-    [((), True, 1), (CLAUDE, False, None), ((), False, None)],
+    [((), True, 1), (CLAUDE, False, None), ((), False, 1)],
     ids=["both-hops", "planner-only-client-named", "planner-only"],
 )
 def test_turn_one_is_corrected_and_everything_else_is_byte_identical(tmp_path: Path, options, chat_hop, exit_code):
-    """Claude Code states "Exit code 1" only with its is_error flag, which the gateway drops: the
-    planner hop alone cannot state the code (absent, never the gateway's 0); with the chat hop's
-    observation of the same call it can."""
+    """Claude Code states "Exit code 1" only with its is_error flag, which the gateway drops. Named
+    as the client, the planner hop alone cannot state the code (absent, never the gateway's 0: the
+    line without the flag is the program's); unnamed, it reads every known frame (issue 17), and
+    the line is Claude Code's frame and the generic family: 1; with the chat hop's observation of
+    the same call, 1 either way."""
     message = payload("grpc-turn1.bin")
     with Planner(tmp_path, extra=options) as p:
         if chat_hop:
@@ -123,8 +125,8 @@ def test_turn_one_is_corrected_and_everything_else_is_byte_identical(tmp_path: P
     assert outside_field_9(got) == outside_field_9(message)
     cmds = commands(got)
     assert ("npm run dev", None, False) not in cmds, "a call without a result is not a DONE step"
-    # npm test failed with exit 1. The gateway's 0 is gone either way; the 1 is stated only when
-    # the client's own frame may count. One copy of the output.
+    # npm test failed with exit 1. The gateway's 0 is gone either way; the 1 is stated where a
+    # frame may count. One copy of the output.
     [(line, code, has_stdout)] = cmds
     assert (line, code, has_stdout) == ("npm test", exit_code, False)
     before = parse_request(message).steps

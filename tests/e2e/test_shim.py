@@ -149,9 +149,9 @@ def test_a_grpc_client_reaches_the_language_server_corrected(tmp_path: Path):
         call(shim.port, turn2)
         first, second = shim.sent(2)
     # Turn 1: `npm run dev` never got a result, so its DONE step is gone; npm test's output once;
-    # the gateway's exit_code 0 is not evidence (the client's "Exit code 1" frame alone is not
-    # trusted without the client named or the chat hop's observation, so the field is absent).
-    assert commands(first) == [("npm test", None, False)]
+    # the gateway's exit_code 0 is not evidence; with no client named the result's own frame
+    # ("Exit code 1", Claude Code's words and the generic family) states the code (issue 17).
+    assert commands(first) == [("npm test", 1, False)]
     assert outside_field_9(first) == outside_field_9(turn1)
     # Turn 2 on the same cascade: only the step not delivered before (the ledger is in `state`).
     assert [c[0] for c in commands(second)] == ["cat test_x.py"]
@@ -171,7 +171,7 @@ def test_connect_framed_like_the_gateway_reaches_the_language_server_corrected(t
         [got] = shim.sent(1)
         [entry] = read_captures(shim.captures)
     assert entry["content_type"] == "application/connect+proto"
-    assert commands(got) == [("npm test", None, False)]
+    assert commands(got) == [("npm test", 1, False)]
     assert outside_field_9(got) == outside_field_9(message_of(body, "application/connect+proto"))
 
 

@@ -486,11 +486,9 @@ class ContinueCli(Driver):
 
     def states_status(self, result: Any, truth: Outcome) -> bool:
         # A failure with stderr reads "Error executing tool Bash: Error (exit code N): <stderr>"; a
-        # failure without stderr and every success are the bare output. The core does not identify
-        # this client (it knows Continue's IDE tools, not the CLI's Read/Bash/MultiEdit; the
-        # User-Agent is the bundled OpenAI SDK's "ls/JS 5.23.2"), so those words are forgeable
-        # program output and no code is taken from them: absent exit codes are the truth.
-        return False
+        # failure without stderr and every success are the bare output (absent is the truth there).
+        # The core identifies the CLI by its tool set (its User-Agent is the bundled OpenAI SDK's).
+        return "Error (exit code " in json.dumps(result)
 
     def scenarios(self) -> list[Scenario]:
         def bash(cmd: str, **kw: Any) -> ToolCall:

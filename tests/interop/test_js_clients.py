@@ -6,6 +6,7 @@ that is not installed is skipped (.venv/bin/python scripts/interop.py install)."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -55,12 +56,17 @@ def test_truth(runs: Callable[[str], JsRunCache], key: str, sid: str, index: int
 
 
 @_installed("continue-cli")
-def test_continue_cli_is_unidentified_so_its_words_state_no_code(runs: Callable[[str], JsRunCache]) -> None:
-    """The core does not identify Continue's CLI (not Continue's IDE tool set; User-Agent "ls/JS 5.23.2",
-    the bundled OpenAI SDK), so its words "Error (exit code N)" are forgeable program output: no shell
-    step may carry an exit code."""
+def test_continue_cli_is_identified_so_its_frame_states_the_code(runs: Callable[[str], JsRunCache]) -> None:
+    """The core identifies Continue's CLI by its tool set (issue 17): its "Error (exit code N)" frame
+    states the code, and a program's own "Exit code: 3" line stays output (no code)."""
     run = runs("continue-cli").run("shell")
+    stated = 0
     for cap in run.captured:
         step = verdict_for(run, cap).step
         code = ((step or {}).get("runCommand") or {}).get("exitCode")
-        assert code is None, f"exitCode {code} from an unidentified client's words: {cap.result}"
+        if "Error (exit code " in json.dumps(cap.result):
+            assert code == cap.truth.exit_code, f"exitCode {code}, truth {cap.truth.exit_code}: {cap.result}"
+            stated += 1
+        else:
+            assert code is None, f"exitCode {code} from the bare output: {cap.result}"
+    assert stated, "no result of the run stated a failure in the client's frame"

@@ -157,8 +157,8 @@ def _exit_claim(text: str, obs: Observed | None, client: str | None) -> _Claim:
             why = f"conflicting signals: the client says failed={failed} and exit code {obs.exit_code}{by}, so no claim"
             return _Claim("absent", None, why)
         return _Claim("set", obs.exit_code, f"the exit code the chat hop observed{by}")
-    # Without a client, parse_exit_status counts only signals a program cannot forge.
-    status = parse_exit_status(text, failed, client=client) if client else parse_exit_status(text, failed)
+    # Without a client, the text is read as every known client would read it (truth rule 3).
+    status = parse_exit_status(text, failed, client or None)
     if status.verdict in ("not_run", "running"):
         what = "never ran" if status.verdict == "not_run" else "was still running"
         return _Claim("drop", None, f"the command {what} ({status.source}{by}): no outcome to state")
@@ -166,7 +166,9 @@ def _exit_claim(text: str, obs: Observed | None, client: str | None) -> _Claim:
         why = f"conflicting signals: the client flagged a failure, the output says success ({status.source}){by}"
         return _Claim("absent", None, why + ", so no claim")
     if status.code is None:
-        said = f"nothing in {client}'s own words" if client else "no signal a program cannot forge (client unknown)"
+        if status.verdict == "declined":
+            return _Claim("absent", None, f"a stated number is declined ({status.source}){by}: absent, never 1")
+        said = f"nothing in {client}'s own words" if client else "no known frame (client unknown)"
         return _Claim("absent", None, f"{said} states the exit status; absent is not 0")
     flag = " and the client's error flag" if failed else ""
     return _Claim("set", status.code, f"{status.verdict} per {status.source!r}{flag}{by}")

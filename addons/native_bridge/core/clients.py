@@ -166,6 +166,31 @@ CLIENTS: tuple[Client, ...] = (
         "continuedev/continue core/tools/builtIn.ts",
     ),
     _c(
+        "swe-agent",
+        "SWE-agent",
+        "swe-agent",
+        None,
+        [{"bash", "str_replace_editor", "submit"}],
+        "SWE-agent/SWE-agent tools/registry, tools/edit_anthropic, tools/review_on_submit_m (function-calling tools)",
+    ),
+    _c(
+        "void",
+        "Void",
+        "void",
+        None,
+        [{"run_command", "run_persistent_command", "open_persistent_terminal"}],
+        "voideditor/void src/vs/workbench/contrib/void/common/toolsServiceTypes.ts (builtin tool names)",
+    ),
+    _c(
+        "continue-cli",
+        "Continue CLI",
+        "continue-cli",
+        None,
+        [{"Bash", "List", "Checklist", "CheckBackgroundJob"}],
+        "continuedev/continue extensions/cli/src/tools/ (captured tool names of @continuedev/cli 1.5.47; its user "
+        "agent is the bundled OpenAI SDK's)",
+    ),
+    _c(
         "zed",
         "Zed",
         "zed",

@@ -1,21 +1,34 @@
 """Reading a shell command's outcome out of the result a client sent back.
 
 Every client frames a command's result in its own words. Each :class:`Rule`
-below is one client's frame: where in the result it stands (``where``), what a
-line of it looks like, and what it says (``verdict``). Only a client's own frame
-counts: a rule matches a whole line at its place (the header above an
-``Output:`` line, the first line, the trailing frame lines, the last line), so
+below is one frame: where in the result it stands (``where``), what a line of it
+looks like, and what it says (``verdict``). A frame counts only at its own place
+(the header above an ``Output:`` line, the trailing frame lines, the first line,
+the last line, the whole result as a structure), matched as a whole line, so
 words that merely appear inside the program's output never count.
 
-Precedence: structured data (JSON) > a header above ``Output:`` > trailing frame
-lines > the first line > the last line > the client's error flag. With an
-Anthropic ``is_error`` flag the first line is read before the trailer (Claude
-Code states ``Exit code N`` there). README, "Exit status formats", lists the
-rules with their sources; tests/test_exitstatus_clients.py tests each one.
+Whose frames count (truth rule 3):
+
+- a named client: its own frames. A line of the generic families that the client
+  never writes is its program's output (the corpus holds real ones: ``echo 'Exit
+  code: 3'`` through opencode, Kilo, Claude Code, the Agents SDK's local shell);
+- a client we cannot name (the planner hop never can): every frame we know, read
+  as each client would read the text, and the generic families (``Exit code: N``,
+  ``exited with code N``, their bracketed forms, a JSON ``exit_code``), which no
+  client writes with another meaning; where two readings differ, no claim.
+
+Precedence for one client: structure > header above ``Output:`` > trailing frame
+lines > the first line > the last line > the error flag. A stated number wins: a
+flagged result with a number is that number; 1 only when no known frame states a
+number; a number we cannot state (beyond int32) or decline (another client's frame
+under a named client) leaves the code absent, never 1. README, "Exit status
+formats", lists the rules with their sources; tests/test_exitstatus_clients.py
+tests each one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -27,11 +40,14 @@ from .clients import BY_ID, counts_for
 # code: the rule states the number; success: the client states success (0);
 # failed: a failure with no number (encoded as 1); running: no outcome yet;
 # not_run: the command never ran (rejected, denied, invalid); conflict: the client's signals
-# disagree (no claim: the code stays absent).
-Verdict = Literal["code", "success", "failed", "running", "not_run", "conflict", "unknown"]
+# disagree; declined: a number is stated that the step cannot carry or the rules do not read
+# for this client (both no claim: the code stays absent, never 1).
+Verdict = Literal["code", "success", "failed", "running", "not_run", "conflict", "declined", "unknown"]
 Where = Literal["json", "header", "trailer", "first", "last"]
 
 FAILED_WITHOUT_CODE = 1
+ANY = "*"  # a rule's clients: the generic families; as a reader: every frame (the screen)
+GENERIC = "(generic)"  # as a reader: the generic families alone, one of the readings for a client we cannot name
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +62,7 @@ class Rule:
     name: str
     client: str  # who writes this frame, in words (README)
     source: str  # where the format is defined (repository and path)
-    where: Where
+    where: tuple[Where, ...]  # the places it counts at
     pattern: re.Pattern[str]  # matched against one whole stripped line
     verdict: Verdict
     examples: tuple[str, ...]  # realistic results, each tested in tests/test_exitstatus_clients.py
@@ -57,8 +73,12 @@ class Rule:
         return replace(self, clients=clients, flag=flag)
 
 
-def _r(name: str, client: str, source: str, where: Where, pattern: str, verdict: Verdict, *examples: str) -> Rule:
-    return Rule(name, client, source, where, re.compile(pattern), verdict, examples)
+Places = Where | tuple[Where, ...]
+
+
+def _r(name: str, client: str, source: str, where: Places, pattern: str, verdict: Verdict, *examples: str) -> Rule:
+    places = (where,) if isinstance(where, str) else where
+    return Rule(name, client, source, places, re.compile(pattern), verdict, examples)
 
 
 N = r"(?P<code>-?\d{1,19})"  # wider than int32: an out-of-range code is still a failure
@@ -109,7 +129,7 @@ RULES: tuple[Rule, ...] = (
         "cline-failed",
         "Cline >= 3.58 execute_command",
         "cline/cline src/integrations/terminal/CommandOrchestrator.ts",
-        "header",
+        ("header", "first"),
         rf"Command failed with exit code {N}\.",
         "code",
         "[execute_command for 'npm test'] Result:\nCommand failed with exit code 1.\nOutput:\nFAIL src/a.test.ts\n",
@@ -118,7 +138,7 @@ RULES: tuple[Rule, ...] = (
         "cline-success",
         "Cline >= 3.58 execute_command",
         "cline/cline src/integrations/terminal/CommandOrchestrator.ts",
-        "header",
+        ("header", "first"),
         r"Command executed successfully \(exit code 0\)\.",
         "success",
         "Command executed successfully (exit code 0).\nOutput:\nok\n",
@@ -127,11 +147,98 @@ RULES: tuple[Rule, ...] = (
         "cline-signal",
         "Cline >= 3.58 execute_command",
         "cline/cline src/integrations/terminal/CommandOrchestrator.ts",
-        "header",
+        ("header", "first"),
         r"Command terminated by signal \w+\.",
         "failed",
         "Command terminated by signal SIGKILL.\nOutput:\nKilled\n",
     ).scoped(("cline",)),
+    _r(
+        "roo-exit",
+        "Roo Code execute_command (success: one line with its prefix)",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts executeCommandInTerminal",
+        "header",
+        rf"Command executed in .*'\. Exit code: {N}",
+        "code",
+        "Command executed in terminal within working directory '/home/u/proj'. Exit code: 0\nOutput:\nhi\n",
+        "Command executed in '/w'. Exit code: 0\n\nOutput (61.0KB) persisted. Artifact ID: cmd-17.txt\n\n"
+        "Preview:\nok\n",
+    ).scoped(("roo-code",)),
+    _r(
+        "roo-cancelled",
+        "Roo Code execute_command (cancelled while running)",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts executeCommandInTerminal",
+        "first",
+        r"The command was cancelled by the user\..*",
+        "failed",
+        "The command was cancelled by the user.",
+    ).scoped(("roo-code",)),
+    _r(
+        "void-result",
+        "Void run_command",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult.run_command",
+        "first",
+        rf"Terminal command executed in terminal .*\. Result \(exit code {N}\):",
+        "code",
+        "Terminal command executed in terminal terminal 1. Result (exit code 2):\nls: cannot access '/nope'\n",
+    ).scoped(("void",)),
+    _r(
+        "void-interrupted",
+        "Void run_command (output too long: killed)",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult.run_command",
+        "first",
+        r"Terminal command executed in terminal .*\. Command was interrupted because output was too long\. Result:",
+        "failed",
+        "Terminal command executed in terminal terminal 1. Command was interrupted because output was too long. "
+        "Result:\n[0000] compiling\n",
+    ).scoped(("void",)),
+    _r(
+        "void-running",
+        "Void run_command / run_persistent_command",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult",
+        "first",
+        r"Terminal command (?:ran in terminal .*, but timed out after .*|is running in the background in .*)",
+        "running",
+        "Terminal command ran in terminal terminal 1, but timed out after 15 seconds. Result:\nwaiting\n",
+    ).scoped(("void",)),
+    _r(
+        "continue-cli-error",
+        "Continue CLI Bash (a failure with stderr)",
+        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts",
+        "first",
+        rf"(?:Error executing tool \w+: )?Error \(exit code {N}\): .*",
+        "code",
+        "Error executing tool Bash: Error (exit code 2): ls: cannot access '/nope': No such file or directory\n",
+    ).scoped(("continue-cli",)),
+    _r(
+        "continue-cli-timeout",
+        "Continue CLI Bash",
+        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts",
+        "last",
+        r"\[Command timed out after \d+ seconds of no output\]",
+        "failed",
+        "waiting for input\n\n[Command timed out after 180 seconds of no output]",
+    ).scoped(("continue-cli",)),
+    _r(
+        "mini-swe-agent-timeout",
+        "mini-swe-agent (timeout_template)",
+        "SWE-agent/mini-swe-agent src/minisweagent/config/default.yaml timeout_template",
+        "first",
+        r"The last command <command>.*</command> timed out and has been killed\.",
+        "failed",
+        "The last command <command>sleep 600</command> timed out and has been killed.\nThe output of the command "
+        "was:\n<output>\n\n</output>\nPlease try another command and make sure to avoid those requiring "
+        "interactive input.",
+    ).scoped(("mini-swe-agent",)),
+    _r(
+        "swe-agent-timeout",
+        "SWE-agent (command_cancelled_timeout_template)",
+        "SWE-agent/SWE-agent sweagent/agent/agents.py TemplateConfig.command_cancelled_timeout_template",
+        "first",
+        r"The command '.*' was cancelled because it took more than \d+ seconds\..*",
+        "failed",
+        "The command 'python -m http.server' was cancelled because it took more than 30 seconds. Please try a "
+        "different command that completes more quickly.",
+    ).scoped(("swe-agent",)),
     _r(
         "roo-signal",
         "Roo Code execute_command",
@@ -340,18 +447,21 @@ RULES: tuple[Rule, ...] = (
         "CommandOrchestrator.ts; RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts",
         "first",
         r"Command is (?:still running in (?:the user's )?terminal|running in the background).*|Command timed out "
-        r"after \d+ seconds\. Running in background\.",
+        r"after \d+ seconds\. Running in background\.|Command execution timed out after \d+ seconds\. The command "
+        r"may still be running.*",
         "running",
         "Command is still running in the user's terminal.\nHere's the output so far:\nListening on :3000",
+        "Command execution timed out after 30 seconds. The command may still be running in the terminal.\n"
+        "Output so far:\nwaiting",
     ).scoped(("cline", "roo-code")),
     _r(
         "cline-cancelled",
         "Cline execute_command",
         "cline/cline src/integrations/terminal/CommandOrchestrator.ts",
         "first",
-        r"Command (?:cancelled\.|was cancelled by the user\.|execution timed out after \d+ seconds\.).*",
+        r"Command (?:cancelled\.|was cancelled by the user\.).*",
         "failed",
-        "Command execution timed out after 30 seconds. \nOutput so far:\nwaiting",
+        "Command was cancelled by the user.",
     ).scoped(("cline",)),
     _r(
         "roo-timeout",
@@ -391,6 +501,29 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "started\n\nCommand timed out after 30 seconds",
     ).scoped(("goose",)),
+    # ---- generic families: every client, at the header, the first line, the last line ----
+    # The forms the reference fix reads for any client (design brief, truth rule 3); no
+    # client writes them with another meaning, so they count named or not.
+    _r(
+        "generic-exit-code",
+        "any client: `Exit code: N`, `Exit code N` (bracketed too)",
+        "design brief, truth rule 3 (the reference fix's families)",
+        ("header", "first", "last"),
+        rf"(?i)(?P<o1>[\[(])?exit code:? {N}\.?(?(o1)[\])])",
+        "code",
+        "Exit code: 2\nOutput:\nls: cannot access /nope",
+        "make: *** [all] Error 2\n[exit code: 2]",
+    ).scoped((ANY,)),
+    _r(
+        "generic-exited",
+        "any client: `… exited with code N` (bracketed too)",
+        "design brief, truth rule 3 (the reference fix's families)",
+        ("header", "first", "last"),
+        rf"(?i)(?P<o2>[\[(])?(?:(?:the )?(?:process|command|program|script|shell|task) )?exited with (?:exit )?code "
+        rf"{N}\.?(?(o2)[\])])",
+        "code",
+        "npm ERR! Test failed.\nProcess exited with code 1",
+    ).scoped((ANY,)),
 )
 
 # Results that say the command never ran: rejected by the user or a policy, or invalid.
@@ -415,11 +548,14 @@ NOT_RUN = re.compile(
     r"|User denied permission|Error: user cancelled assistant tool calling|Tool call failed: arguments were not"
     r"|The user rejected permission to use this specific tool call|The user has specified a rule which prevents"
     r"|\[Tool execution was interrupted\]"  # opencode
+    r"|Your bash command contained syntax errors and was NOT executed"  # SWE-agent
+    r"|Command cancelled: user denied (?:permission to run|the requested sandbox)"  # Zed
     r"|Tool execution was not approved|The user cancelled this tool call"  # OpenAI Agents SDK, Continue
     r")"
 )
 
-_OUTPUT_MARKER = re.compile(r"Output:")  # a bare line, as Codex, Cline and Roo Code print it
+# A bare line, as Codex, Cline and Roo Code print it; Roo Code's saved output ends its header too.
+_OUTPUT_MARKER = re.compile(r"Output:|Output \([\d.]+ ?[KMG]?B\) persisted\. Artifact ID: .*")
 _HEADER_LIMIT = 12
 _TRAILER_LIMIT = 8
 _ERROR_PREFIX = "[tool error]"
@@ -427,14 +563,14 @@ _CLINE_PREFIX = re.compile(r"\[[\w.-]+ for .*\] Result:")
 _UNTRUSTED = re.compile(r"(?s)\A<untrusted_context>\n?(.*?)\n?</untrusted_context>\Z")
 
 _BY_WHERE: dict[str, tuple[Rule, ...]] = {
-    w: tuple(r for r in RULES if r.where == w) for w in ("header", "trailer", "first", "last")
+    w: tuple(r for r in RULES if w in r.where) for w in ("header", "trailer", "first", "last")
 }
 
 
 def _any_of(rules: tuple[Rule, ...]) -> re.Pattern[str]:
     """One pattern that fullmatches a line exactly when one of ``rules`` does: most lines a
     rule is tried on are the program's own output, and one regex turns them down faster than
-    every rule in turn. (Each rule's global flags become scoped; its named group a plain one.)"""
+    every rule in turn. (Each rule's global flags become scoped; its ``code`` group a plain one.)"""
     parts = []
     for rule in rules:
         p = rule.pattern.pattern.replace("(?P<code>", "(?:")
@@ -448,13 +584,14 @@ def _counted(where: str, client: str | None, flagged: bool) -> tuple[Rule, ...]:
 
 
 def _tables() -> dict[tuple[str, str, bool], tuple[tuple[Rule, ...], re.Pattern[str] | None]]:
-    """For each place, known client and error flag: the rules that count there, in order, and
-    one pattern for all of them. Most lines tried are the program's own output: a client's few
+    """For each place, known client (and ``ANY``: every client's rules, the screen of a reading
+    for a client we cannot name) and error flag: the rules that count there, in order, and one
+    pattern for all of them. Most lines tried are the program's own output: a client's few
     rules turn them down faster than every client's rules (or each rule's client check) would."""
     compiled: dict[tuple[Rule, ...], re.Pattern[str]] = {}
     table = {}
     for where in _BY_WHERE:
-        for client in BY_ID:
+        for client in (*BY_ID, ANY, GENERIC):
             for flagged in (False, True):
                 rules = _counted(where, client, flagged)
                 if rules and rules not in compiled:
@@ -468,10 +605,10 @@ def _int32(n: int) -> int | None:
 
 
 def _code(n: int, source: str) -> ExitStatus:
-    """A stated exit code; one beyond int32 (the step's field) is still a failure, without its number."""
+    """A stated exit code; one beyond int32 (the step's field) cannot be stated: absent, never 1."""
     code = _int32(n)
     if code is None:
-        return ExitStatus(FAILED_WITHOUT_CODE, source, "failed")
+        return ExitStatus(None, source, "declined")
     return ExitStatus(code, source, "code")
 
 
@@ -485,22 +622,34 @@ def _status(rule: Rule, m: re.Match[str]) -> ExitStatus:
     return ExitStatus(None, rule.name, rule.verdict)
 
 
-def _counts(rule: Rule, client: str | None, is_error: bool | None) -> bool:
-    return counts_for(client, rule.clients) and (rule.flag is None or rule.flag == bool(is_error))
+def _for(client: str, clients: tuple[str, ...]) -> bool:
+    """Whether a frame of ``clients`` counts when reading for ``client``: a client's own frames,
+    ``GENERIC`` the generic families, ``ANY`` every frame."""
+    if client == ANY:
+        return True
+    if client == GENERIC:
+        return ANY in clients
+    return ANY not in clients and counts_for(client, clients)
+
+
+def _counts(rule: Rule, client: str, is_error: bool | None) -> bool:
+    return _for(client, rule.clients) and (rule.flag is None or rule.flag == bool(is_error))
 
 
 _TABLES = _tables()
 
 
-def _match(where: str, line: str, client: str | None, is_error: bool | None) -> ExitStatus | None:
-    """The status the first of the client's ``where`` rules that fullmatches ``line`` says."""
-    if client is None:
-        return None  # no client: no frame counts
+def _table(where: str, client: str, is_error: bool | None) -> tuple[tuple[Rule, ...], re.Pattern[str] | None]:
     found = _TABLES.get((where, client, bool(is_error)))
     if found is None:  # a name that is no client id (a family): the same rules, found the slow way
         rules = _counted(where, client, bool(is_error))
         found = (rules, _any_of(rules) if rules else None)
-    rules, any_of = found
+    return found
+
+
+def _match(where: str, line: str, client: str, is_error: bool | None) -> ExitStatus | None:
+    """The status the first of the client's ``where`` rules that fullmatches ``line`` says."""
+    rules, any_of = _table(where, client, is_error)
     if any_of is None:
         return None
     line = line.strip()
@@ -515,7 +664,7 @@ def _match(where: str, line: str, client: str | None, is_error: bool | None) -> 
 
 def _header_end(lines: list[str]) -> int | None:
     """Where a client's header ends: the index of its bare ``Output:`` line, if any."""
-    if "Output:" not in "\n".join(lines[:_HEADER_LIMIT]):  # most results have no header
+    if "Output" not in "\n".join(lines[:_HEADER_LIMIT]):  # most results have no header
         return None
     for i, line in enumerate(lines[:_HEADER_LIMIT]):
         if _OUTPUT_MARKER.fullmatch(line.strip()):
@@ -523,7 +672,7 @@ def _header_end(lines: list[str]) -> int | None:
     return None
 
 
-def _header(head: list[str], client: str | None, is_error: bool | None) -> ExitStatus | None:
+def _header(head: list[str], client: str, is_error: bool | None) -> ExitStatus | None:
     for line in head:
         found = _match("header", line, client, is_error)
         if found:
@@ -531,7 +680,7 @@ def _header(head: list[str], client: str | None, is_error: bool | None) -> ExitS
     return None
 
 
-def _trailer(lines: list[str], client: str | None, is_error: bool | None) -> ExitStatus | None:
+def _trailer(lines: list[str], client: str, is_error: bool | None) -> ExitStatus | None:
     """The strongest verdict among the trailing frame lines (a failure beats a code)."""
     found: list[ExitStatus] = []
     seen = 0
@@ -610,6 +759,16 @@ def _cline_json(doc: object) -> ExitStatus | None:
     return ExitStatus(FAILED_WITHOUT_CODE, "cline-v4-json", "failed")
 
 
+def _generic_json(doc: dict[str, object]) -> ExitStatus | None:
+    # Any client: a whole-result object with an integer exit_code / exitCode, at the top or in "metadata".
+    meta = doc.get("metadata")
+    for where in (doc, meta if isinstance(meta, dict) else {}):
+        for key in ("exit_code", "exitCode"):
+            if type(where.get(key)) is int:
+                return _code(where[key], "json-exit-code")
+    return None
+
+
 # Whole-result structures: which client writes each (the result IS the structure, so its
 # fields are the client's, not the program's).
 STRUCTURED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
@@ -638,30 +797,38 @@ STRUCTURED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         '`[{"success": …, "error": "Command exited with code N"}]`',
         "cline/cline sdk/packages/core/src/extensions/tools/definitions.ts",
     ),
+    (
+        "json-exit-code",
+        (ANY,),
+        '`{"exit_code": N}`, `{"exitCode": N}`, `{"metadata": {"exit_code": N}}` (the reference fix\'s families)',
+        "design brief, truth rule 3",
+    ),
 )
 _STRUCTURED_CLIENTS = {name: clients for name, clients, _, _ in STRUCTURED}
 
 
-def _structured(text: str, client: str | None) -> ExitStatus | None:
-    """A whole result that is the client's own structure (JSON, or mini-swe-agent's tags)."""
+_NO_DOC = object()  # the result is no JSON document
+
+
+def _structured(t: _Text, client: str) -> ExitStatus | None:
+    """A whole result that is a client's own structure (JSON, or mini-swe-agent's tags)."""
+    text = t.body
     if text[:1] == "<":
         m = _MINI_XML.match(text)
-        if m and counts_for(client, _STRUCTURED_CLIENTS["mini-swe-agent-xml"]):
+        if m and _for(client, _STRUCTURED_CLIENTS["mini-swe-agent-xml"]):
             return _mini(int(m.group("code")), m.group("info") or "", "mini-swe-agent-xml")
         return None
-    if text[:1] not in ("{", "["):
+    doc = t.doc
+    if doc is _NO_DOC:
         return None
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    readers = (("codex-json", _codex_json), ("mini-swe-agent-json", _mini_json))
-    for name, read in readers:
-        if isinstance(doc, dict) and counts_for(client, _STRUCTURED_CLIENTS[name]):
-            found = read(doc)
-            if found:
-                return found
-    if counts_for(client, _STRUCTURED_CLIENTS["cline-v4-json"]):
+    if isinstance(doc, dict):
+        readers = (("codex-json", _codex_json), ("mini-swe-agent-json", _mini_json), ("json-exit-code", _generic_json))
+        for name, read in readers:
+            if _for(client, _STRUCTURED_CLIENTS[name]):
+                found = read(doc)
+                if found:
+                    return found
+    if _for(client, _STRUCTURED_CLIENTS["cline-v4-json"]):
         return _cline_json(doc)
     return None
 
@@ -672,6 +839,8 @@ GEMINI_CLIENTS = ("gemini-cli",)  # the family: Gemini CLI, Qwen Code
 # The frame's closing lines, in the order the client writes them (each at most once).
 _GEMINI_SLOTS = ("Error", "Exit Code", "Signal", "Background PIDs", "Process Group PGID")
 _GEMINI_START = re.compile(r"\A(?:Command: .*\n)?(?:Directory: .*\n)?Output: ")
+# Qwen Code appends a hint after its frame when a foreground command ran long.
+_QWEN_NOTE = re.compile(r"\n\nNote: this foreground command ran for \d+s\.[^\n]*\Z")
 _NONE = ("(none)", "")
 
 
@@ -684,7 +853,7 @@ def _gemini_frame(text: str) -> ExitStatus | None:
     above them, in the output."""
     if not _GEMINI_START.match(text):
         return None
-    lines = text.splitlines()
+    lines = _QWEN_NOTE.sub("", text).splitlines()
     frame: dict[str, str] = {}
     slot = len(_GEMINI_SLOTS)
     for line in reversed(lines[1:]):
@@ -755,48 +924,110 @@ def _edges(text: str) -> tuple[list[str], list[str]]:
     return lines, lines
 
 
-def _client_status(body: str, is_error: bool | None, client: str | None) -> ExitStatus | None:
-    """What the client's own frame says, at the client's own position; None when it says nothing."""
-    if client is None:
-        return None
-    found = _structured(body, client)
+class _Text:
+    """A result's places, found once however many clients read it: the lines a frame can stand
+    on, the header's end and the JSON document the whole result may be."""
+
+    __slots__ = ("_doc", "body", "end", "first", "head", "last", "tail")
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+        head, tail = _edges(body)
+        self.head, self.tail = head, tail
+        self.first = next((ln for ln in head if ln.strip()), "")
+        self.last = next((ln for ln in reversed(tail) if ln.strip()), "")
+        self.end = _header_end(head)
+        self._doc: object = None
+
+    @property
+    def doc(self) -> object:
+        if self._doc is None:
+            self._doc = _NO_DOC
+            if self.body[:1] in ("{", "["):
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    self._doc = orjson.loads(self.body)
+        return self._doc
+
+
+def _frames(t: _Text, client: str, flagged: bool) -> ExitStatus | None:
+    """What the frames ``client`` reads say, each at its own place; None: nothing."""
+    found = _structured(t, client)
     if found:
         return found
-    if counts_for(client, GEMINI_CLIENTS):
-        found = _gemini_frame(body)
+    if _for(client, GEMINI_CLIENTS):
+        found = _gemini_frame(t.body)
         if found:
             return found
-    head, tail = _edges(body)
-    first = next((ln for ln in head if ln.strip()), "")
-    end = _header_end(head)
-    if end is not None:
-        # The client framed the output below its header: only the header speaks.
-        return _header(head[:end], client, is_error) or (_match("first", first, client, is_error) if end else None)
-    last = next((ln for ln in reversed(tail) if ln.strip()), "")
+    if t.end is not None and _table("header", client, flagged)[0]:
+        # A client that frames the output below its header: only the header speaks. (As the
+        # screen of every frame, ANY goes on where the header says nothing: a client without
+        # a header reads the other places.)
+        head = _header(t.head[: t.end], client, flagged)
+        head = head or (_match("first", t.first, client, flagged) if t.end else None)
+        if head or client != ANY:
+            return head
     return (
-        _trailer(tail, client, is_error)
-        or _match("first", first, client, is_error)
-        or _match("last", last, client, is_error)
+        _trailer(t.tail, client, flagged)
+        or _match("first", t.first, client, flagged)
+        or _match("last", t.last, client, flagged)
     )
+
+
+_CAUTION = ("not_run", "running")  # readings that make no step: they win a disagreement
+
+
+def _unnamed(t: _Text, flagged: bool) -> ExitStatus | None:
+    """For a client we cannot name: the text as every known client reads it, and as the generic
+    families do. One reading (the readers that read nothing aside) is the answer; readings that
+    differ are no claim, except that "never ran" or "still running" wins (no step is the
+    cautious answer)."""
+    if _frames(t, ANY, flagged) is None:  # no frame of any client at its place: nobody reads a thing
+        return None
+    readings: dict[tuple[int | None, str], list[str]] = {}
+    for client in (*BY_ID, GENERIC):
+        found = _frames(t, client, flagged)
+        if found is not None:
+            sources = readings.setdefault((found.code, found.verdict), [])
+            if found.source not in sources:
+                sources.append(found.source)
+                sources.sort()
+    if len(readings) == 1:
+        ((code, verdict), sources), *_ = readings.items()
+        return ExitStatus(code, "+".join(sources), verdict)  # type: ignore[arg-type]
+    for caution in _CAUTION:
+        for (code, verdict), sources in readings.items():
+            if verdict == caution:
+                return ExitStatus(code, "+".join(sources), verdict)  # type: ignore[arg-type]
+    told = "; ".join(f"{'+'.join(src)} says {code if code is not None else v}" for (code, v), src in readings.items())
+    return ExitStatus(None, f"clients read it differently ({told})", "conflict")
 
 
 def parse_exit_status(text: str, is_error: bool | None = None, client: str | None = None) -> ExitStatus:
     """What a shell result says about the command's outcome, for ``client`` (an id of clients.py).
 
-    ``client`` None: the client is unknown, so only what a program's output cannot forge
-    counts (the dialect's error flag ``is_error``); every client's frame is ignored. The error
-    flag is authoritative in its direction: a flagged result is never exit 0 (a frame that
-    says 0 or success conflicts with it: no claim, the code stays absent)."""
-    body, _ = unframe(text)
+    ``client`` None: the client cannot be named, so the text is read as every known client
+    would read it (:func:`_unnamed`). ``is_error`` is the dialect's error flag; a ``[tool
+    error]`` prefix is one too. The flag is authoritative in its direction: a flagged result
+    is never exit 0 (a frame that says 0 or success conflicts with it: no claim); with a
+    number a frame states, it is that number; with none, 1; with a number the rules decline
+    for this client (another client's frame), absent."""
+    body, prefixed = unframe(text)
     if NOT_RUN.match(body):  # refusals are never claims: recognised for every client
         return ExitStatus(None, "not-run", "not_run")
-    found = _client_status(body, is_error, client)
-    if found is not None and found.verdict in ("running", "not_run"):
+    flagged = bool(is_error) or prefixed
+    t = _Text(body)
+    found = _frames(t, client, flagged) if client is not None else _unnamed(t, flagged)
+    if found is not None and found.verdict in _CAUTION:
         return found
-    if is_error:
-        if found is None:
-            return ExitStatus(FAILED_WITHOUT_CODE, "error flag", "failed")
-        if found.code == 0 or found.verdict in ("success", "conflict"):
-            return ExitStatus(None, f"error flag against {found.source}", "conflict")
-        return found
-    return found if found is not None else ExitStatus(None, "", "unknown")
+    if not flagged:
+        return found if found is not None else ExitStatus(None, "", "unknown")
+    flag = "error flag" if is_error else "[tool error] prefix"
+    if found is None:
+        declined = _unnamed(t, flagged) if client is not None else None
+        if declined is not None and declined.verdict in ("code", "declined", "conflict"):
+            why = f"{flag}; {declined.source} is not {client}'s frame"
+            return ExitStatus(None, why, "declined")
+        return ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
+    if found.code == 0 or found.verdict in ("success", "conflict"):
+        return ExitStatus(None, f"{flag} against {found.source}", "conflict")
+    return found

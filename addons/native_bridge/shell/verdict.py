@@ -18,11 +18,8 @@ def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
     """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
     if result.status not in ("rewritten", "observed"):
         return f"bridge: {result.status} ({result.reason})"
-    text = (
-        f"bridge: {s['steps']} step{'' if s['steps'] == 1 else 's'}"
-        if result.status == "rewritten"
-        else f"bridge: observed {s['steps']} steps"
-    )
+    steps = f"{s['steps']} step{'' if s['steps'] == 1 else 's'}"
+    text = f"bridge: {steps}" if result.status == "rewritten" else f"bridge: observed {steps}"
     if s["failed"]:
         codes = ", ".join(f"exit {c}" for c in s["failed_exit_codes"])
         text += f" ({s['failed']} failed: {codes})"
