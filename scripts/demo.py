@@ -53,10 +53,14 @@ GATEWAY_TURNS = (
 )
 SEND = "/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage"
 CLAUDE_CODE_UA = "claude-cli/2.1.332 (external, cli)"  # the agent behind the gateway: its own frames count
+# The reference fix's probe, exactly as it states it: a failed Bash over Chat Completions, no client named.
+PROBE_COMMAND = "ls /nope"
+PROBE_RESULT = "Exit code: 2\nOutput:\nls: cannot access /nope"
 sys.path.insert(0, str(SCRIPTS))
 
 import fake_language_server  # noqa: E402
 import known_gateway  # noqa: E402
+from native_bridge._proto import cortex_pb2 as pb  # noqa: E402
 from native_bridge.cascade.framing import unframe  # noqa: E402
 from native_bridge.cascade.request import parse_request  # noqa: E402
 from native_bridge.cascade.steps import STDOUT, run_command, view  # noqa: E402
@@ -294,7 +298,7 @@ def before_after(session: dict[str, Any], after: dict[str, Any], record: dict[st
     return "\n".join(out)
 
 
-def probes(session: dict[str, Any], after: dict[str, Any]) -> str:
+def probes(session: dict[str, Any], after: dict[str, Any], probe: tuple[str, str, str] | None = None) -> str:
     facts = session_facts(session)
     known = known_gateway.translate(session)
     known_by_call = dict(zip(known.step_calls, known.steps, strict=True))
@@ -355,13 +359,15 @@ def probes(session: dict[str, Any], after: dict[str, Any]) -> str:
             f"all {len(known.steps)} again",
             f"steps[{after[DELTA_KEY]}:] = {len(steps) - after[DELTA_KEY]}" if DELTA_KEY in after else "-",
         ),
+        *([probe] if probe else []),
     ]
     text = table(("probe", "the known gateway", "bridge (what the planner received)"), rows)
     if truth and all(c == "absent" for c in b_codes):
         text += (
-            "\n  absent, not 0: Claude Code states 'Exit code N' only with is_error, which Chat Completions cannot"
-            "\n  carry, and a program can print that line itself (truth rule 3). Through both hops, (d) below,"
-            "\n  the chat hop sees is_error and the planner gets the true codes."
+            "\n  absent, not 0: the session's client is Claude Code (named by its tools), which writes 'Exit code N'"
+            "\n  only with is_error, and Chat Completions cannot carry it: that line is the program's (truth rule 3)."
+            "\n  Through both hops, (d) below, the chat hop sees is_error and the planner gets the true codes. A"
+            "\n  client we cannot name gets every known frame read at its place: the reference probe's 2."
         )
     return text
 
@@ -556,6 +562,65 @@ def planner_hop(
     return table_text, problems
 
 
+def _probe_chat_body() -> bytes:
+    call = {"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "ls /nope"}'}}
+    messages = [
+        {"role": "user", "content": "list /nope"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": PROBE_RESULT},
+    ]
+    return orjson.dumps({"model": "m", "messages": messages})  # no tools declared: no client can be named
+
+
+def _probe_grpc_body(cascade_id: str) -> bytes:
+    """The known gateway's send for the probe: a DONE run_command with exit 0 and the output twice."""
+    run = pb.CortexStepRunCommand(
+        command_line=PROBE_COMMAND,
+        stdout=PROBE_RESULT,
+        exit_code=0,
+        combined_output=pb.RunCommandOutput(full=PROBE_RESULT),
+    )
+    step = pb.CortexTrajectoryStep(
+        type=pb.CORTEX_STEP_TYPE_RUN_COMMAND, status=pb.CORTEX_STEP_STATUS_DONE, run_command=run
+    )
+    message = pb.SendUserCascadeMessageRequest(
+        cascade_id=cascade_id, items=[pb.TextOrScopeItem(text="go on")], additional_steps=[step]
+    ).SerializeToString()
+    return b"\x00" + len(message).to_bytes(4, "big") + message
+
+
+def reference_probe(
+    proxy: Mitmdump, planner: ReferencePlanner, planner_port: int, ls: fake_language_server.FakeLanguageServer, tag: str
+) -> tuple[tuple[str, str, str], list[str]]:
+    """The reference fix's probe on both hops, no client named: (the probe row, problems). The
+    planner hop alone goes first, so no observation of the chat hop can decide it."""
+    problems: list[str] = []
+    status, grpc_status, _ = grpc_post(planner_port, SEND, _probe_grpc_body(f"probe-{tag}"), [(RUN_HEADER, tag)])
+    if (status, grpc_status) != ("200", "0"):
+        problems.append(f"probe send: HTTP {status or '-'}, grpc-status {grpc_status or '-'}")
+    received = [_message(base64.b64decode(c["body_b64"])) for c in ls.captured() if c["path"] == SEND]
+    alone = [s["exit_code"] for s in _run_steps(received[-1])] if received else []
+    r = httpx.post(
+        f"{proxy.url}/v1/chat/completions",
+        content=_probe_chat_body(),
+        headers={"content-type": "application/json", RUN_HEADER: tag + "-chat"},
+        timeout=30,
+    )
+    got = planner.find(RUN_HEADER, tag + "-chat")
+    steps = got[0].json.get(STEPS_KEY, []) if got and isinstance(got[0].json, dict) else []
+    chat = [s["runCommand"].get("exitCode") for s in steps if "runCommand" in s]
+    if r.status_code != 200 or chat != [2]:
+        problems.append(f"the reference probe on the chat hop: HTTP {r.status_code}, exit codes {chat}")
+    if alone != [2]:
+        problems.append(f"the reference probe on the planner hop alone: exit codes {alone}")
+
+    def shown(codes: list[int | None]) -> str:
+        return ", ".join("absent" if c is None else str(c) for c in codes) or "no step"
+
+    row = ("reference probe, no client (truth: 2)", "0", f"chat hop {shown(chat)}; planner hop alone {shown(alone)}")
+    return row, problems
+
+
 def _rel(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
@@ -597,6 +662,10 @@ def run(session_path: Path, records: Path) -> int:
             except (OSError, ValueError) as e:  # a send that did not get through, an unreadable body
                 native_report, native_problems = "", [f"planner hop: {type(e).__name__}: {e}"]
             native_found = wait_records(records, RUN_HEADER, native_tag)
+            try:
+                probe, probe_problems = reference_probe(proxy, planner, planner_port, ls, f"{run_id}-probe")
+            except (OSError, ValueError) as e:
+                probe, probe_problems = None, [f"reference probe: {type(e).__name__}: {e}"]
             if native_found:  # both sends are recorded, the second one last
                 deadline = time.monotonic() + 10
                 while len(native_found) < len(GATEWAY_TURNS) and time.monotonic() < deadline:
@@ -614,7 +683,7 @@ def run(session_path: Path, records: Path) -> int:
     print("(a) Before / after: what the client sent, what the planner received")
     print(before_after(session, after, record))
     print("\n(b) Probes: the same session through the known gateway and through the bridge")
-    print(probes(session, after))
+    print(probes(session, after, probe))
     print(f"\n(c) Records: {len(found)} file(s) in {_rel(records)}/")
     for path, _ in found:
         print(f"  {_rel(path)}")
@@ -633,7 +702,7 @@ def run(session_path: Path, records: Path) -> int:
     print(f"  jq '.native.changes[] | {{index, action, reason}}' {_rel(records)}/<file>.json\n")
 
     errors = validate_steps(after) if STEPS_KEY in after else [f"no {STEPS_KEY} reached the planner"]
-    problems = [*received.errors, *errors, *native_problems]
+    problems = [*received.errors, *errors, *native_problems, *probe_problems]
     if len(native_found) != len(GATEWAY_TURNS):
         problems.append(f"{len(native_found)} planner-hop records written, expected {len(GATEWAY_TURNS)}")
     if reply.status_code != 200 or received.status != 200:
