@@ -11,9 +11,14 @@ Both mitmdumps share one SQLite state file (``bridge_state``): the chat hop stor
 observed (the client's results, is_error), the planner hop reads it to state the true exit
 codes, and keeps its per-cascade ledger there.
 
+``--no-chat-hop``: the agent posts straight to the gateway; the planner hop is the only
+bridge, its shim settings name no client and its state file (``planner.sqlite``, its
+ledger) is its own, so every exit code it states comes from the gateway's steps alone.
+
 Usage::
 
     .venv/bin/python scripts/real_gateway.py [--gateway DIR] [--state DIR] [--transport grpc|connect]
+        [--scenario anthropic|codex] [--no-chat-hop]
 
 ``--gateway``: a checkout of dwgx/WindsurfAPI at v3.9.27 (no npm install needed; default
 ``$BRIDGE_GATEWAY_DIR``, else /work/gateway/WindsurfAPI); needs Node >= 20. ``--state``: where
@@ -24,11 +29,21 @@ everything of the run goes (default: a new temporary directory, kept), notably::
     out/gateway.log           the gateway's log (with the language server's and the shim's stderr)
     out/chat-mitmdump.log     the chat hop;  out/planner-mitmdump.log: the planner hop
     out/chat-turn*.response.json
-    records/chat, records/planner, bridge.sqlite   (the bridge's records and state)
+    records/chat, records/planner, bridge.sqlite   (the bridge's records and state;
+                              without the chat hop: records/planner and planner.sqlite only)
     out/summary.json          the decoded steps per turn, leftovers, where the planted key was found
 
-It sends shared/fixtures/gateway-3.9.27/chat-turn1.json and chat-turn2.json (Anthropic,
-``POST /v1/messages``) and prints what the language server received.
+Scenarios (``--scenario``), two turns each, the second resuming the first's cascade:
+
+* ``anthropic`` (default): shared/fixtures/gateway-3.9.27/chat-turn1.json and chat-turn2.json
+  (Claude Code, ``POST /v1/messages``, with its User-Agent);
+* ``codex``: tests/fixtures/real_gateway/codex-turn1.json and codex-turn2.json (Codex CLI over
+  Chat Completions, ``POST /v1/chat/completions``, no User-Agent): ``shell_command`` results in
+  Codex's own frame (``Exit code: N\\nWall time: ... seconds\\nOutput:\\n...``, openai/codex
+  codex-rs/core/src/tools/mod.rs format_exec_output_for_model_freeform): turn 1 ``ls /nope``
+  exit 2; turn 2 adds ``npm test`` (the stand-in planner's proposal) exit 1.
+
+It prints what the language server received.
 
 Isolation (as /work/gateway/run.sh): everything runs inside ``unshare --mount --net --pid
 --fork --mount-proc --kill-child`` (root, or a user allowed to create those namespaces):
@@ -67,6 +82,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 import urllib.error  # noqa: E402
 import urllib.request  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from typing import Any  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "gateway-3.9.27"
@@ -81,8 +97,41 @@ CHAT_PORT = 3914
 API_KEY = "sk-real-gateway-local-key"  # the gateway's own client key (agent -> gateway)
 CODEIUM_API_KEY = "wsk-FIXTURE-KEY-0123456789"  # the gateway's key for the language server, as in the fixtures
 PLANTED = b"wsk-FIXTURE-KEY"
-TURNS = ("chat-turn1.json", "chat-turn2.json")
 CLAUDE_CODE_UA = "claude-cli/2.1.332 (external, cli)"
+CODEX_FIXTURES = ROOT / "tests" / "fixtures" / "real_gateway"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the agent sends: the route, the two turns, its headers; what the stand-in planner
+    proposes after turn 1 (turn 2 returns its result)."""
+
+    path: str
+    turns: tuple[Path, Path]
+    headers: dict[str, str]
+    tool_command: str
+
+
+SCENARIOS = {
+    "anthropic": Scenario(
+        "/v1/messages",
+        (FIXTURES / "chat-turn1.json", FIXTURES / "chat-turn2.json"),
+        {
+            "x-api-key": API_KEY,
+            "anthropic-version": "2023-06-01",
+            # The fixtures' agent is Claude Code, and says so (core/clients.py): its own result frames count.
+            "user-agent": CLAUDE_CODE_UA,
+        },
+        "cat test_x.py",
+    ),
+    "codex": Scenario(
+        "/v1/chat/completions",
+        (CODEX_FIXTURES / "codex-turn1.json", CODEX_FIXTURES / "codex-turn2.json"),
+        # Codex CLI over Chat Completions, unnamed: no User-Agent (post() sends none of its own).
+        {"authorization": f"Bearer {API_KEY}"},
+        "npm test",
+    ),
+}
 
 
 def gateway_dir(given: str | None) -> Path | None:
@@ -102,8 +151,9 @@ def why_not(gateway: Path | None) -> str | None:
         )
     if shutil.which("node") is None:
         return "node is not installed (the gateway's runtime, Node >= 20)"
-    if not (FIXTURES / TURNS[0]).is_file():
-        return f"the gateway fixtures are not at {FIXTURES}"
+    missing = [p for sc in SCENARIOS.values() for p in sc.turns if not p.is_file()]
+    if missing:
+        return f"the scenario fixtures are missing: {', '.join(map(str, missing))}"
     if shutil.which("unshare") is None:
         return "unshare (util-linux) is not installed"
     probe = subprocess.run([*UNSHARE, "--", "true"], capture_output=True, text=True, timeout=30)
@@ -115,15 +165,16 @@ def why_not(gateway: Path | None) -> str | None:
 # ------------------------------------------------------------------ outside: prepare, run, report
 
 
-def prepare(state: Path, transport: str) -> dict[str, Path]:
-    paths = {
-        name: state / name
-        for name in ("home", "opt", "gwhome", "tmp", "data", "lsdata", "out", "records/chat", "records/planner")
-    }
+def prepare(state: Path, transport: str, scenario: str = "anthropic", chat_hop: bool = True) -> dict[str, Path]:
+    names = ["home", "opt", "gwhome", "tmp", "data", "lsdata", "out", "records/planner"]
+    if chat_hop:
+        names.append("records/chat")
+    paths = {name: state / name for name in names}
     paths["conf"] = state / "mitmproxy-conf"
     for p in (*paths.values(),):
         p.mkdir(parents=True, exist_ok=True)
-    paths["bridge_state"] = state / "bridge.sqlite"
+    # With the chat hop, both hops share one state file; without it, the planner hop's is its own.
+    paths["bridge_state"] = state / ("bridge.sqlite" if chat_hop else "planner.sqlite")
     shim_toml = paths["gwhome"] / ".config" / "native-bridge" / "shim.toml"
     shim_toml.parent.mkdir(parents=True, exist_ok=True)
     shim_toml.write_text(
@@ -142,19 +193,19 @@ def prepare(state: Path, transport: str) -> dict[str, Path]:
                 "capture_log": str(paths["out"] / "captures.jsonl"),
                 "rpc_log": str(paths["out"] / "rpc.jsonl"),
                 "cascade_prefix": "fake-cascade-",
-                "tool_command": "cat test_x.py",
+                "tool_command": SCENARIOS[scenario].tool_command,
             },
             indent=1,
         )
     )
-    (state / "run.json").write_text(json.dumps({"transport": transport}))
+    (state / "run.json").write_text(json.dumps({"transport": transport, "scenario": scenario, "chat_hop": chat_hop}))
     return paths
 
 
 def planted_key_in(state: Path) -> list[str]:
     """The bridge's records and state files that contain the gateway's key (there must be none)."""
     found = []
-    candidates = [*state.glob("records/**/*"), *state.glob("bridge.sqlite*"), *state.glob("out/*mitmdump.log")]
+    candidates = [*state.glob("records/**/*"), *state.glob("*.sqlite*"), *state.glob("out/*mitmdump.log")]
     for p in candidates:
         if p.is_file() and PLANTED in p.read_bytes():
             found.append(str(p.relative_to(state)))
@@ -217,8 +268,12 @@ def outer(args: argparse.Namespace) -> int:
     state = Path(args.state).resolve() if args.state else Path(tempfile.mkdtemp(prefix="real-gateway-"))
     if state.exists() and any(state.iterdir()):
         shutil.rmtree(state)
-    paths = prepare(state, args.transport)
-    print(f"real_gateway: gateway {gateway}, transport {args.transport}, state {state}", flush=True)
+    paths = prepare(state, args.transport, args.scenario, not args.no_chat_hop)
+    hops = "the planner hop only" if args.no_chat_hop else "both hops"
+    print(
+        f"real_gateway: gateway {gateway}, transport {args.transport}, scenario {args.scenario}, {hops}, state {state}",
+        flush=True,
+    )
     inner_cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -229,6 +284,9 @@ def outer(args: argparse.Namespace) -> int:
         str(state),
         "--transport",
         args.transport,
+        "--scenario",
+        args.scenario,
+        *(["--no-chat-hop"] if args.no_chat_hop else []),
     ]
     done = subprocess.run([*UNSHARE, "--", *inner_cmd], timeout=args.timeout)
     summary = report(state)
@@ -242,7 +300,7 @@ def outer(args: argparse.Namespace) -> int:
         print(f"turn {i}: the language server received {len(turn)} step(s)")
         for step in turn:
             print(f"    {describe(step)}")
-    print(f"processes left after stopping the gateway and the chat hop: {summary.get('leftover') or 'none'}")
+    print(f"processes left after stopping the gateway (and the chat hop): {summary.get('leftover') or 'none'}")
     print(f"the gateway's key in records/state: {summary['planted_key_in'] or 'nowhere'}")
     print(f"details: {paths['out']}")
     return done.returncode
@@ -279,21 +337,19 @@ def wait_health(proc: subprocess.Popen[bytes], timeout: float, log: Path) -> Non
         time.sleep(0.2)
 
 
-def post(path: str, body: bytes) -> tuple[int, bytes]:
+def post(port: int, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    """POST with exactly these headers (and content-type): no User-Agent unless one is given
+    (urllib's own ``Python-urllib/3.x`` is left out, so an unnamed agent stays unnamed)."""
     req = urllib.request.Request(
-        f"http://127.0.0.1:{CHAT_PORT}{path}",
+        f"http://127.0.0.1:{port}{path}",
         data=body,
         method="POST",
-        headers={
-            "content-type": "application/json",
-            "x-api-key": API_KEY,
-            "anthropic-version": "2023-06-01",
-            # The fixtures' agent is Claude Code, and says so (core/clients.py): its own result frames count.
-            "user-agent": CLAUDE_CODE_UA,
-        },
+        headers={"content-type": "application/json", **headers},
     )
+    opener = urllib.request.build_opener()
+    opener.addheaders = []
     try:
-        with urllib.request.urlopen(req, timeout=90) as r:
+        with opener.open(req, timeout=90) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
@@ -360,7 +416,15 @@ def inner(args: argparse.Namespace) -> int:
     if marker:  # the test suite's leftover check follows every process it started
         env["BRIDGE_TEST_SESSION"] = marker
 
-    result: dict[str, Any] = {"transport": args.transport, "responses": [], "leftover": []}
+    scenario = SCENARIOS[args.scenario]
+    chat_hop = not args.no_chat_hop
+    result: dict[str, Any] = {
+        "transport": args.transport,
+        "scenario": args.scenario,
+        "chat_hop": chat_hop,
+        "responses": [],
+        "leftover": [],
+    }
     gw_log = out / "gateway.log"
     chat_log = out / "chat-mitmdump.log"
     procs: list[subprocess.Popen[bytes]] = []
@@ -370,35 +434,20 @@ def inner(args: argparse.Namespace) -> int:
                 ["node", "src/index.js"], cwd=gateway, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
             )
         procs.append(gw)
-        chat_cmd = [
-            str(MITMDUMP),
-            "--mode",
-            f"reverse:http://127.0.0.1:{GATEWAY_PORT}@{CHAT_PORT}",
-            "--listen-host",
-            "127.0.0.1",
-            "-s",
-            str(ROOT / "addons" / "bridge.py"),
-            "--set",
-            "bridge_mode=observe",
-            "--set",
-            f"bridge_state={state / 'bridge.sqlite'}",
-            "--set",
-            f"bridge_records={state / 'records' / 'chat'}",
-            "--set",
-            f"confdir={state / 'mitmproxy-conf'}",
-        ]
-        chat_env = {**os.environ, "PYTHONUNBUFFERED": "1", "HOME": str(state / "gwhome")}
-        with open(chat_log, "wb") as log:
-            chat = subprocess.Popen(chat_cmd, env=chat_env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        procs.append(chat)
+        if chat_hop:
+            procs.append(start_chat_hop(state, chat_log))
         wait_health(gw, 60, gw_log)
-        wait_listening(CHAT_PORT, chat, "the chat hop", 30, chat_log)
-        print(f"real_gateway: gateway on :{GATEWAY_PORT}, chat hop on :{CHAT_PORT}", flush=True)
-        for name in TURNS:
-            status, body = post("/v1/messages", (FIXTURES / name).read_bytes())
-            (out / name.replace(".json", ".response.json")).write_bytes(body)
-            result["responses"].append({"turn": name, "status": status})
-            print(f"real_gateway: POST /v1/messages {name} -> {status}", flush=True)
+        if chat_hop:
+            wait_listening(CHAT_PORT, procs[-1], "the chat hop", 30, chat_log)
+            print(f"real_gateway: gateway on :{GATEWAY_PORT}, chat hop on :{CHAT_PORT}", flush=True)
+        else:
+            print(f"real_gateway: gateway on :{GATEWAY_PORT}, no chat hop", flush=True)
+        port = CHAT_PORT if chat_hop else GATEWAY_PORT
+        for turn in scenario.turns:
+            status, body = post(port, scenario.path, turn.read_bytes(), scenario.headers)
+            (out / turn.name.replace(".json", ".response.json")).write_bytes(body)
+            result["responses"].append({"turn": turn.name, "status": status})
+            print(f"real_gateway: POST {scenario.path} {turn.name} -> {status}", flush=True)
     except Exception as e:
         result["error"] = f"{type(e).__name__}: {e}"
         print(f"real_gateway: {result['error']}", file=sys.stderr, flush=True)
@@ -414,11 +463,39 @@ def inner(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def start_chat_hop(state: Path, chat_log: Path) -> subprocess.Popen[bytes]:
+    """The chat hop: mitmdump in observe mode in front of the gateway, sharing bridge.sqlite."""
+    chat_cmd = [
+        str(MITMDUMP),
+        "--mode",
+        f"reverse:http://127.0.0.1:{GATEWAY_PORT}@{CHAT_PORT}",
+        "--listen-host",
+        "127.0.0.1",
+        "-s",
+        str(ROOT / "addons" / "bridge.py"),
+        "--set",
+        "bridge_mode=observe",
+        "--set",
+        f"bridge_state={state / 'bridge.sqlite'}",
+        "--set",
+        f"bridge_records={state / 'records' / 'chat'}",
+        "--set",
+        f"confdir={state / 'mitmproxy-conf'}",
+    ]
+    chat_env = {**os.environ, "PYTHONUNBUFFERED": "1", "HOME": str(state / "gwhome")}
+    with open(chat_log, "wb") as log:
+        return subprocess.Popen(chat_cmd, env=chat_env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gateway", help="dwgx/WindsurfAPI checkout (default $BRIDGE_GATEWAY_DIR or /work/gateway/...)")
     ap.add_argument("--state", help="directory for this run (emptied first; default: a new temporary directory)")
     ap.add_argument("--transport", choices=("grpc", "connect"), default="grpc")
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS), default="anthropic", help="what the agent sends")
+    ap.add_argument(
+        "--no-chat-hop", action="store_true", help="the agent posts straight to the gateway: the planner hop only"
+    )
     ap.add_argument("--timeout", type=float, default=300, help="seconds for the whole run")
     ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
