@@ -85,7 +85,7 @@ def test_kinds_without_a_result_field_are_kept(s: bytes) -> None:
         step("find", pattern="*", raw_output="a.py"),
         step("list_directory", directory_path_uri="file:///d", children=["a", "b/"]),
         step("search_web", query="q", summary="s"),
-        step("read_url_content", url="https://x", summary="s"),
+        step("read_url_content", url="https://x", web_document={"text": "s"}),
     ],
 )
 def test_observed_non_shell_steps_are_kept_byte_identical(s: bytes) -> None:
@@ -194,7 +194,7 @@ def test_stdout_that_differs_is_kept() -> None:
         step("view_file", absolute_path_uri="file:///x", content="failed to read file: /x: permission denied"),
         step("grep_search_v2", pattern="p", raw_output="Error executing search_files: bad regex"),
         step("find", pattern="*", raw_output="[tool error] no such directory"),
-        step("read_url_content", url="https://x", summary='{"error": "404"}'),
+        step("read_url_content", url="https://x", web_document={"text": '{"error": "404"}'}),
     ],
 )
 def test_a_failure_stated_as_content_is_dropped(s: bytes) -> None:

@@ -167,7 +167,8 @@ def test_records_hold_reasons_and_proto3_json_but_no_secret() -> None:
     assert [c["action"] for c in changes] == [*fixes, "dropped", *fixes]
     assert changes[0]["before"]["runCommand"]["exitCode"] == 0 and "exitCode" not in changes[0]["after"]["runCommand"]
     assert changes[2]["after"] is None and "never observed" in changes[2]["reason"]
-    assert r.before[0]["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND" and len(r.after) == 2
+    # the gateway's type 28 as sent, which the official enum calls COMMAND_STATUS
+    assert r.before[0]["type"] == "CORTEX_STEP_TYPE_COMMAND_STATUS" and len(r.after) == 2
     text = repr((changes, r.before, r.after, r.reason))
     assert API_KEY.decode() not in text and JWT.decode() not in text
 
