@@ -131,6 +131,23 @@ def test_every_byte_outside_field_9_is_unchanged(layout: str, i: int) -> None:
         assert r.body == out
 
 
+def test_retyping_changes_only_the_type_bytes_of_the_retyped_steps() -> None:
+    """A step whose type names another kind than its body gets the body's type, and nothing else
+    in the request changes: here a view_file typed 28 beside a step already typed officially."""
+    from cascadekit import raw_step
+
+    wrong = raw_step("view_file", len_field(1, b"file:///a") + len_field(4, b"x"), type_=28)
+    right = raw_step("view_file", len_field(1, b"file:///b") + len_field(4, b"y"), type_=8)
+    payload = request([right, wrong, right])
+    r = correct_request(grpc(payload), GRPC, {}, None)
+    assert r.status == "corrected" and [(c.index, c.action) for c in r.changes] == [(1, "type")]
+    expected = payload.replace(wrong, b"\x08\x08" + wrong[2:])  # type 28 -> 8, in its place
+    assert wrong.startswith(b"\x08\x1c") and payload.count(wrong) == 1
+    assert r.body == grpc(expected)
+    kept = correct_request(grpc(payload), GRPC, {}, None, types="keep")
+    assert kept.status == "unchanged" and kept.changes == []
+
+
 def test_unchanged_request_has_no_body() -> None:
     clean = [gateway_run("ls", "a")]
     fixed = correct_request(grpc(request(clean)), GRPC, {}, None)
