@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from native_bridge._proto import cortex_pb2 as pb
 from native_bridge.cascade.corrections import Corrected, Observed, correct
 from native_bridge.cascade.request import parse_request
-from native_bridge.cascade.steps import DONE, run_command, view
+from native_bridge.cascade.steps import DONE, OFFICIAL_TYPE, run_command, view
 from native_bridge.cascade.wire import len_field, varint_field
 
 GENERATING = 8
@@ -60,6 +60,10 @@ def test_a_step_not_done_is_left_as_it_came(kind: str) -> None:
     msg = pb.CortexTrajectoryStep.FromString(UNOBSERVED.get(kind) or gateway_run("x", "Exit code 1"))
     msg.status = GENERATING
     s = msg.SerializeToString()
+    if kind == "observed run_command":  # the known gateway's type 28 (COMMAND_STATUS): only that changes
+        fixed = correct([s])
+        assert fixed.steps == [retyped(s, 21)] and [c.action for c in fixed.changes] == ["type"]
+        s = fixed.steps[0]
     assert correct([s]) == Corrected([s], [])
 
 
@@ -166,8 +170,9 @@ def test_stdout_repeating_combined_output_is_dropped() -> None:
     out, changes = one(gateway_run("true", "ok\n"))
     rc = run_command(view(out).body)
     assert rc.stdout is None and rc.full == "ok\n"
-    assert [c.action for c in changes] == ["exit_code", "stdout_deduplicated"]
+    assert [c.action for c in changes] == ["exit_code", "stdout_deduplicated", "type"]  # 28 -> 21
     assert changes[0].after == changes[1].before  # each change from the state the last left
+    assert changes[1].after == changes[2].before and changes[2].after == out
 
 
 def test_empty_output_keeps_one_empty_copy() -> None:
@@ -307,11 +312,15 @@ def test_fixture_turn_1_with_the_chat_hop() -> None:
     rc = run_command(view(npm_test).body)
     assert (rc.command_line, rc.exit_code, rc.stdout) == ("npm test", 1, None)
     assert rc.full.startswith("Exit code 1\nFAIL")
-    assert view_file == steps[1] and grep == steps[3]  # byte-identical
+    # byte-identical but for the type, which the gateway numbers by the body field (14, 105)
+    assert view_file == retyped(steps[1], 8) and grep == retyped(steps[3], 91)
     assert [(c.index, c.action) for c in fixed.changes] == [
         (0, "exit_code"),
         (0, "stdout_deduplicated"),
+        (0, "type"),
+        (1, "type"),
         (2, "dropped"),
+        (3, "type"),
     ]
     assert "claude-code" in fixed.changes[0].reason
     assert all(c.reason for c in fixed.changes)
@@ -430,7 +439,9 @@ def test_an_unknown_types_setting_is_refused() -> None:
 def test_only_the_type_bytes_change_among_steps_left_alone() -> None:
     unknown = varint_field(1, 28) + varint_field(4, DONE) + len_field(999, b"x")
     ok = raw_step("view_file", len_field(1, b"file:///a") + len_field(4, b"x"), type_=8)
-    wrong = raw_step("grep_search_v2", len_field(2, b"p") + len_field(15, b"a"), extra=len_field(999, b"tail"))
+    wrong = raw_step(
+        "grep_search_v2", len_field(2, b"p") + len_field(15, b"a"), type_=105, extra=len_field(999, b"tail")
+    )
     fixed = correct([unknown, ok, wrong], first_index=5)
     assert fixed.steps == [unknown, ok, retyped(wrong, 91)]
     assert fixed.steps[0] is unknown and fixed.steps[1] is ok
@@ -485,8 +496,13 @@ def test_correct_is_idempotent_deterministic_and_never_adds(steps: list[bytes], 
     assert correct(once.steps, client=client).changes == []
     assert correct(steps, client=client) == once
     assert len(once.steps) <= len(steps)
-    kept_types = [view(s).type for s in once.steps]
-    assert all(t in [view(s).type for s in steps] for t in kept_types)
+    # every type names its body (truth rule 10); with types="keep", every type is as sent
+    assert all(view(s).type == OFFICIAL_TYPE[view(s).body_field] for s in once.steps)
+    kept = correct(steps, client=client, types="keep")
+    assert [(c.index, c.action) for c in kept.changes] == [
+        (c.index, c.action) for c in once.changes if c.action != "type"
+    ]
+    assert all(view(s).type in {view(t).type for t in steps} for s in kept.steps)
 
 
 def test_the_chat_hops_own_observation_type_is_accepted() -> None:

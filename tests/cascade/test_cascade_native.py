@@ -58,7 +58,9 @@ def test_fixture_turn_1() -> None:
     assert (
         npm_test.stdout is None and npm_test.full == "Exit code 1\nFAIL src/cart.test.js\n  expected 90, received 100"
     )
-    assert steps[1] == original[1] and steps[2] == original[3]  # view_file, grep: byte-identical
+    # view_file, grep: byte-identical but for the type (the gateway's 14 and 105 name other kinds)
+    assert steps[1] == b"\x08\x08" + original[1][2:] and original[1][:2] == b"\x08\x0e"
+    assert steps[2] == b"\x08\x5b" + original[3][2:] and original[3][:2] == b"\x08\x69"
     assert "npm run dev" not in str(r.after) and "npm run dev" in str(r.before)
     assert len(r.digests) == 4
     assert r.body[0] == 0 and int.from_bytes(r.body[1:5], "big") == len(r.body) - 5
@@ -78,8 +80,8 @@ def test_fixture_turn_2_resumed_gets_only_the_new_step() -> None:
     assert len(steps) == 1
     cat = run(steps[0])
     assert (cat.command_line, cat.exit_code, cat.stdout) == ("cat test_x.py", 2, None)
-    assert [c.action for c in r.changes] == ["already_delivered"] * 4 + ["exit_code", "stdout_deduplicated"]
-    assert [c.index for c in r.changes][-2:] == [4, 4]  # indices into the gateway's steps
+    assert [c.action for c in r.changes] == ["already_delivered"] * 4 + ["exit_code", "stdout_deduplicated", "type"]
+    assert [c.index for c in r.changes][-3:] == [4, 4, 4]  # indices into the gateway's steps
     assert r.digests[:4] == turn1.digests
 
 
@@ -180,12 +182,14 @@ def test_empty_delta_sends_no_steps() -> None:
 def test_records_hold_reasons_and_proto3_json_but_no_secret() -> None:
     r = correct_request(grpc(request(STEPS)), GRPC, {}, None)
     changes = r.changes_json()
-    fixes = ["exit_code", "stdout_deduplicated"]
+    fixes = ["exit_code", "stdout_deduplicated", "type"]
     assert [c["action"] for c in changes] == [*fixes, "dropped", *fixes]
     assert changes[0]["before"]["runCommand"]["exitCode"] == 0 and "exitCode" not in changes[0]["after"]["runCommand"]
-    assert changes[2]["after"] is None and "never observed" in changes[2]["reason"]
-    # the gateway's type 28 as sent, which the official enum calls COMMAND_STATUS
+    assert changes[3]["after"] is None and "never observed" in changes[3]["reason"]
+    # the gateway's type 28 as sent, which the official enum calls COMMAND_STATUS; sent as RUN_COMMAND
     assert r.before[0]["type"] == "CORTEX_STEP_TYPE_COMMAND_STATUS" and len(r.after) == 2
+    assert changes[2]["before"]["type"] == "CORTEX_STEP_TYPE_COMMAND_STATUS"
+    assert [s["type"] for s in r.after] == ["CORTEX_STEP_TYPE_RUN_COMMAND"] * 2
     text = repr((changes, r.before, r.after, r.reason))
     assert API_KEY.decode() not in text and JWT.decode() not in text
 
