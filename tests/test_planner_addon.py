@@ -105,6 +105,24 @@ def test_the_planner_types_setting_reaches_the_correction(planner, types):
         assert [step_view(s).type for s in sent] == [28, 14, 105] and retyped == []
 
 
+def test_recheck_runs_a_native_flow_again_under_its_own_types_setting(planner):
+    """replay_check re-runs a flow corrected with bridge_planner_types=keep under keep: no new
+    'type' change appears, from the flow or from its record."""
+    from native_bridge.shell import native_replay
+
+    pb, tctx = planner
+    tctx.configure(pb, bridge_planner_types="keep")
+    f = native_flow(fixture("grpc-turn1.bin"))
+    pb.request(f)
+    case = native_replay.from_flow(f)
+    assert case.types == "keep" and native_replay.recheck(case) == []
+    rec = records.to_record(record_job(f))
+    assert native_replay.from_record(rec).types == "keep"
+    assert native_replay.recheck(native_replay.from_record(rec)) == []
+    case.types = "official"  # the same flow under today's default: the types would change
+    assert any("new change" in line and ": type" in line for line in native_replay.recheck(case))
+
+
 def test_first_turn_is_corrected_backed_up_marked_and_annotated(planner):
     pb, _ = planner
     body = fixture("grpc-turn1.bin")
