@@ -105,11 +105,20 @@ def all_but_steps(message: bytes) -> list[Any]:
 
 
 def corrected(step: bytes, exit_code: int) -> dict[str, Any]:
-    """The gateway's run_command step as the planner must receive it: the true exit code, one copy."""
+    """The gateway's run_command step as the planner must receive it: the true exit code, one copy,
+    and the official type (the gateway's 28 is officially COMMAND_STATUS)."""
     j = to_json(step)
+    assert j["type"] == "CORTEX_STEP_TYPE_COMMAND_STATUS"
+    j["type"] = "CORTEX_STEP_TYPE_RUN_COMMAND"
     j["runCommand"].pop("stdout")
     j["runCommand"]["exitCode"] = exit_code
     return j
+
+
+def retyped(step: bytes, type_: int) -> bytes:
+    """The gateway's step with the official type of its body in place of its own, all else as sent."""
+    assert step[0] == 0x08 and step[1] < 0x80  # the type first, in one byte (14, 105)
+    return bytes([0x08, type_]) + step[2:]
 
 
 def test_the_transport_is_the_one_asked_for(run: Run):
@@ -128,7 +137,8 @@ def test_turn_one_the_language_server_gets_the_truth(run: Run):
     assert commands(got) == [("npm test", 1, False)], (commands(got), run.untouched())
     assert len(after) == 3
     assert to_json(after[0]) == corrected(before[0], 1)
-    assert after[1:] == [before[1], before[3]], "view_file and grep go on byte for byte"
+    # view_file and grep: byte for byte but for the type (14 -> VIEW_FILE 8, 105 -> GREP_SEARCH_V2 91)
+    assert after[1:] == [retyped(before[1], 8), retyped(before[3], 91)]
     assert all_but_steps(got) == all_but_steps(gateway), "every other field as the gateway sent it"
 
 
