@@ -86,7 +86,8 @@ def _body(kind: str, args: dict[str, Any], output: str) -> dict[str, Any]:
     if kind == "search_web":
         return {"query": args.get("query", ""), "summary": output}
     if kind == "read_url_content":
-        return {"url": args.get("url", ""), "summary": output}
+        # web_document (2): text 2 and url 3, as dwgx/WindsurfAPI writes a WebFetch result
+        return {"url": args.get("url", ""), "web_document": {"text": output, "url": args.get("url", "")}}
     raise AssertionError(kind)
 
 

@@ -74,6 +74,55 @@ def test_the_planner_client_must_be_a_known_client(planner):
     tctx.configure(pb, bridge_planner_client="claude-code")
 
 
+def test_the_planner_types_setting_is_official_or_keep(planner):
+    pb, tctx = planner
+    assert tctx.options.bridge_planner_types == "official"
+    with pytest.raises(exceptions.OptionsError, match="not one of official, keep"):
+        tctx.configure(pb, bridge_planner_types="ours")
+    tctx.configure(pb, bridge_planner_types="keep")
+
+
+@pytest.mark.parametrize("types", ["official", "keep"])
+def test_the_planner_types_setting_reaches_the_correction(planner, types):
+    """The known gateway types run_command 28 (officially COMMAND_STATUS): official gives the step
+    RUN_COMMAND 21, with the reason recorded; keep sends every type as it came."""
+    from native_bridge.cascade.steps import view as step_view
+
+    pb, tctx = planner
+    tctx.configure(pb, bridge_planner_types=types)
+    body = fixture("grpc-turn1.bin")
+    f = native_flow(body)
+    pb.request(f)
+    sent, came = steps_of(f.request.raw_content), steps_of(body)
+    assert step_view(sent[0]).kind == "run_command" and step_view(came[0]).type == 28
+    retyped = [c for c in f.metadata[META]["change_list"] if c["action"] == "type"]
+    assert f.metadata[META]["planner_types"] == types
+    assert [step_view(s).type for s in came] == [28, 14, 28, 105]  # npm run dev (2) is dropped: unobserved
+    if types == "official":
+        assert [step_view(s).type for s in sent] == [21, 8, 91]
+        assert [c["index"] for c in retyped] == [0, 1, 3] and "COMMAND_STATUS" in retyped[0]["reason"]
+    else:
+        assert [step_view(s).type for s in sent] == [28, 14, 105] and retyped == []
+
+
+def test_recheck_runs_a_native_flow_again_under_its_own_types_setting(planner):
+    """replay_check re-runs a flow corrected with bridge_planner_types=keep under keep: no new
+    'type' change appears, from the flow or from its record."""
+    from native_bridge.shell import native_replay
+
+    pb, tctx = planner
+    tctx.configure(pb, bridge_planner_types="keep")
+    f = native_flow(fixture("grpc-turn1.bin"))
+    pb.request(f)
+    case = native_replay.from_flow(f)
+    assert case.types == "keep" and native_replay.recheck(case) == []
+    rec = records.to_record(record_job(f))
+    assert native_replay.from_record(rec).types == "keep"
+    assert native_replay.recheck(native_replay.from_record(rec)) == []
+    case.types = "official"  # the same flow under today's default: the types would change
+    assert any("new change" in line and ": type" in line for line in native_replay.recheck(case))
+
+
 def test_first_turn_is_corrected_backed_up_marked_and_annotated(planner):
     pb, _ = planner
     body = fixture("grpc-turn1.bin")

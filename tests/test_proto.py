@@ -118,35 +118,63 @@ STEP_BODIES = {
     "grep_search": 13,
     "view_file": 14,
     "list_directory": 15,
+    "user_input": 19,
     "write_to_file": 23,
+    "error_message": 24,
     "run_command": 28,
     "propose_code": 32,
     "find": 34,
+    "command_status": 37,
     "read_url_content": 40,
     "search_web": 42,
     "grep_search_v2": 105,
 }
+# The official CortexStepType of each body (the type number is not the body's field number).
+STEP_TYPES = {
+    "grep_search": 7,
+    "view_file": 8,
+    "list_directory": 9,
+    "user_input": 14,
+    "write_to_file": 16,
+    "error_message": 17,
+    "run_command": 21,
+    "propose_code": 24,
+    "find": 25,
+    "command_status": 28,
+    "read_url_content": 31,
+    "search_web": 33,
+    "grep_search_v2": 91,
+}
 
 
 def test_trajectory_step_fields_and_oneof() -> None:
-    assert fields("CortexTrajectoryStep") == {"type": 1, "status": 4, **STEP_BODIES}
+    assert fields("CortexTrajectoryStep") == {"type": 1, "status": 4, "error": 31, **STEP_BODIES}
     desc = cortex_pb2.CortexTrajectoryStep.DESCRIPTOR
     assert [f.name for f in desc.oneofs_by_name["step"].fields] == list(STEP_BODIES)
 
 
-def test_step_type_enum_uses_the_body_numbers() -> None:
+def test_step_type_enum_has_the_official_numbers() -> None:
     values = {v.name: v.number for v in cortex_pb2.CortexStepType.DESCRIPTOR.values}
-    assert values == {"CORTEX_STEP_TYPE_UNSPECIFIED": 0} | {
-        f"CORTEX_STEP_TYPE_{name.upper()}": number for name, number in STEP_BODIES.items()
-    }
+    assert len(values) == 84 and values["CORTEX_STEP_TYPE_UNSPECIFIED"] == 0
+    assert {name: values[f"CORTEX_STEP_TYPE_{name.upper()}"] for name in STEP_BODIES} == STEP_TYPES
 
 
 def test_step_status_enum() -> None:
-    values = {v.name: v.number for v in cortex_pb2.CortexStepStatus.DESCRIPTOR.values}
+    enum = cortex_pb2.CortexStepStatus.DESCRIPTOR
+    values = {v.name.removeprefix("CORTEX_STEP_STATUS_"): v.number for v in enum.values}
     assert values == {
-        "CORTEX_STEP_STATUS_UNSPECIFIED": 0,
-        "CORTEX_STEP_STATUS_DONE": 3,
-        "CORTEX_STEP_STATUS_GENERATING": 8,
+        "UNSPECIFIED": 0,
+        "PENDING": 1,
+        "RUNNING": 2,
+        "DONE": 3,
+        "INVALID": 4,
+        "CLEARED": 5,
+        "CANCELED": 6,
+        "ERROR": 7,
+        "GENERATING": 8,
+        "WAITING": 9,
+        "HALTED": 10,
+        "SKIPPING": 11,
     }
 
 
@@ -157,8 +185,11 @@ def test_run_command_fields_and_exit_code_presence() -> None:
         "stderr": 5,
         "exit_code": 6,
         "blocking": 11,
+        "command_id": 13,
         "combined_output": 21,
         "command_line": 23,
+        "proposed_command_line": 25,
+        "shell_name": 28,
     }
     assert fields("RunCommandOutput") == {"full": 1}
     exit_code = cortex_pb2.CortexStepRunCommand.DESCRIPTOR.fields_by_name["exit_code"]
@@ -199,11 +230,46 @@ def test_run_command_fields_and_exit_code_presence() -> None:
         ("CortexStepWriteToFile", {"target_file_uri": 1, "code_content": 2, "file_created": 4}),
         ("CortexStepProposeCode", {"action_spec": 1, "code_instruction": 3}),
         ("ActionSpec", {"command": 1}),
-        ("ActionCommand", {"instruction": 1, "is_edit": 2, "file": 4, "replacement_chunks": 9}),
+        ("ActionSpecCommand", {"instruction": 1, "is_edit": 2, "file": 4, "replacement_chunks": 9}),
         ("PathScopeItem", {"absolute_uri": 5}),
         ("ReplacementChunk", {"target_content": 1, "replacement_content": 2, "allow_multiple": 3}),
         ("CortexStepSearchWeb", {"query": 1, "domain": 3, "summary": 5}),
-        ("CortexStepReadUrlContent", {"url": 1, "summary": 5}),
+        (
+            "CortexStepReadUrlContent",
+            {"url": 1, "web_document": 2, "resolved_url": 3, "latency_ms": 4, "user_rejected": 6},
+        ),
+        ("KnowledgeBaseItem", {"document_id": 1, "text": 2, "url": 3, "title": 4, "summary": 7}),
+        (
+            "CortexStepCommandStatus",
+            {
+                "command_id": 1,
+                "status": 2,
+                "stdout": 3,
+                "stderr": 4,
+                "exit_code": 5,
+                "error": 6,
+                "output_character_count": 8,
+                "combined": 9,
+                "wait_duration_seconds": 10,
+                "waited_duration_seconds": 11,
+                "delta": 12,
+            },
+        ),
+        ("CortexStepErrorMessage", {"error": 3, "should_show_model": 4, "should_show_user": 5}),
+        ("CortexStepUserInput", {"query": 1, "user_response": 2, "items": 3, "images": 5}),
+        ("HandleCascadeUserInteractionRequest", {"cascade_id": 1, "interaction": 2}),
+        (
+            "CascadeUserInteraction",
+            {"trajectory_id": 1, "step_index": 2, "run_command": 5, "read_url_content": 15},
+        ),
+        (
+            "CascadeRunCommandInteraction",
+            {"confirm": 1, "proposed_command_line": 2, "submitted_command_line": 3, "action": 4},
+        ),
+        (
+            "ReplayGroundTruthTrajectoryRequest",
+            {"metadata": 1, "replay_steps": 2, "cascade_id": 3, "cascade_config": 4},
+        ),
     ],
 )
 def test_body_field_numbers(message: str, expected: dict[str, int]) -> None:
@@ -214,12 +280,12 @@ def test_repeated_fields() -> None:
     d = cortex_pb2.DESCRIPTOR.message_types_by_name
     assert d["CortexStepListDirectory"].fields_by_name["children"].is_repeated
     assert d["CortexStepWriteToFile"].fields_by_name["code_content"].is_repeated
-    assert d["ActionCommand"].fields_by_name["replacement_chunks"].is_repeated
+    assert d["ActionSpecCommand"].fields_by_name["replacement_chunks"].is_repeated
 
 
 def test_additional_steps_wire_tag() -> None:
     req = cortex_pb2.SendUserCascadeMessageRequest(
         additional_steps=[cortex_pb2.CortexTrajectoryStep(type=cortex_pb2.CORTEX_STEP_TYPE_RUN_COMMAND)]
     )
-    # field 9, wire type 2 -> tag 0x4a; the step holds field 1 varint 28
-    assert req.SerializeToString() == b"\x4a\x02\x08\x1c"
+    # field 9, wire type 2 -> tag 0x4a; the step holds field 1 varint 21 (official RUN_COMMAND)
+    assert req.SerializeToString() == b"\x4a\x02\x08\x15"

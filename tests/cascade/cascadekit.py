@@ -10,7 +10,7 @@ import pytest
 from google.protobuf import json_format
 from native_bridge._proto import cortex_pb2 as pb
 from native_bridge.cascade.corrections import Observed
-from native_bridge.cascade.steps import DONE, FIELD_BY_KIND
+from native_bridge.cascade.steps import DONE, FIELD_BY_KIND, OFFICIAL_TYPE
 from native_bridge.cascade.wire import len_field, varint_field
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "gateway-3.9.27"
@@ -37,28 +37,36 @@ def envelope_payload(body: bytes) -> bytes:
 # ---- steps ---------------------------------------------------------------------------
 
 
+def official_type(kind: str) -> int:
+    """The CortexStepType that names the body (RUN_COMMAND 21 for run_command, at field 28)."""
+    return OFFICIAL_TYPE[FIELD_BY_KIND[kind]]
+
+
 def step(kind: str, status: int = DONE, type_: int | None = None, **body: Any) -> bytes:
-    """A step serialized by the gencode (implicit-presence defaults are not written)."""
-    doc = {"type": FIELD_BY_KIND[kind] if type_ is None else type_, "status": status, kind: body}
+    """A step serialized by the gencode (implicit-presence defaults are not written), typed with
+    the official type of its body unless ``type_`` says otherwise."""
+    doc = {"type": official_type(kind) if type_ is None else type_, "status": status, kind: body}
     return json_format.ParseDict(doc, pb.CortexTrajectoryStep()).SerializeToString()
 
 
 def raw_step(kind: str, body: bytes, status: int = DONE, type_: int | None = None, extra: bytes = b"") -> bytes:
-    """A step laid out as the gateway does: type, status, body (plus ``extra`` bytes at the end)."""
+    """A step laid out as the gateway does: type, status, body (plus ``extra`` bytes at the end).
+    The type is the official one of the body unless ``type_`` says otherwise (the known gateway's
+    own numbering is the body's field number: ``gateway_run``)."""
     number = FIELD_BY_KIND[kind]
-    return (
-        varint_field(1, number if type_ is None else type_) + varint_field(4, status) + len_field(number, body) + extra
-    )
+    type_ = official_type(kind) if type_ is None else type_
+    return varint_field(1, type_) + varint_field(4, status) + len_field(number, body) + extra
 
 
 def gateway_run(command: str, output: str | None, exit_code: int = 0, extra: bytes = b"") -> bytes:
-    """A run_command step exactly as gateway 3.9.27 writes it: observed (stdout, exit_code 0,
-    combined_output, even when empty) or unobserved (command_line and blocking only)."""
+    """A run_command step exactly as gateway 3.9.27 writes it: typed 28 (its body's field number,
+    officially COMMAND_STATUS), observed (stdout, exit_code 0, combined_output, even when empty)
+    or unobserved (command_line and blocking only)."""
     body = len_field(23, command.encode()) + varint_field(11, 1)
     if output is not None:
         out = output.encode()
         body += len_field(4, out) + varint_field(6, exit_code) + len_field(21, len_field(1, out))
-    return raw_step("run_command", body + extra)
+    return raw_step("run_command", body + extra, type_=FIELD_BY_KIND["run_command"])
 
 
 # ---- requests and framing ------------------------------------------------------------

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from native_bridge._proto import cortex_pb2 as pb
 from native_bridge.cascade.corrections import Corrected, Observed, correct
 from native_bridge.cascade.request import parse_request
-from native_bridge.cascade.steps import DONE, run_command, view
+from native_bridge.cascade.steps import DONE, OFFICIAL_TYPE, run_command, view
 from native_bridge.cascade.wire import len_field, varint_field
 
 GENERATING = 8
@@ -60,6 +60,10 @@ def test_a_step_not_done_is_left_as_it_came(kind: str) -> None:
     msg = pb.CortexTrajectoryStep.FromString(UNOBSERVED.get(kind) or gateway_run("x", "Exit code 1"))
     msg.status = GENERATING
     s = msg.SerializeToString()
+    if kind == "observed run_command":  # the known gateway's type 28 (COMMAND_STATUS): only that changes
+        fixed = correct([s])
+        assert fixed.steps == [retyped(s, 21)] and [c.action for c in fixed.changes] == ["type"]
+        s = fixed.steps[0]
     assert correct([s]) == Corrected([s], [])
 
 
@@ -85,7 +89,7 @@ def test_kinds_without_a_result_field_are_kept(s: bytes) -> None:
         step("find", pattern="*", raw_output="a.py"),
         step("list_directory", directory_path_uri="file:///d", children=["a", "b/"]),
         step("search_web", query="q", summary="s"),
-        step("read_url_content", url="https://x", summary="s"),
+        step("read_url_content", url="https://x", web_document={"text": "s"}),
     ],
 )
 def test_observed_non_shell_steps_are_kept_byte_identical(s: bytes) -> None:
@@ -184,8 +188,9 @@ def test_stdout_repeating_combined_output_is_dropped() -> None:
     out, changes = one(gateway_run("true", "ok\n"))
     rc = run_command(view(out).body)
     assert rc.stdout is None and rc.full == "ok\n"
-    assert [c.action for c in changes] == ["exit_code", "stdout_deduplicated"]
+    assert [c.action for c in changes] == ["exit_code", "stdout_deduplicated", "type"]  # 28 -> 21
     assert changes[0].after == changes[1].before  # each change from the state the last left
+    assert changes[1].after == changes[2].before and changes[2].after == out
 
 
 def test_empty_output_keeps_one_empty_copy() -> None:
@@ -212,7 +217,7 @@ def test_stdout_that_differs_is_kept() -> None:
         step("view_file", absolute_path_uri="file:///x", content="failed to read file: /x: permission denied"),
         step("grep_search_v2", pattern="p", raw_output="Error executing search_files: bad regex"),
         step("find", pattern="*", raw_output="[tool error] no such directory"),
-        step("read_url_content", url="https://x", summary='{"error": "404"}'),
+        step("read_url_content", url="https://x", web_document={"text": '{"error": "404"}'}),
     ],
 )
 def test_a_failure_stated_as_content_is_dropped(s: bytes) -> None:
@@ -325,11 +330,15 @@ def test_fixture_turn_1_with_the_chat_hop() -> None:
     rc = run_command(view(npm_test).body)
     assert (rc.command_line, rc.exit_code, rc.stdout) == ("npm test", 1, None)
     assert rc.full.startswith("Exit code 1\nFAIL")
-    assert view_file == steps[1] and grep == steps[3]  # byte-identical
+    # byte-identical but for the type, which the gateway numbers by the body field (14, 105)
+    assert view_file == retyped(steps[1], 8) and grep == retyped(steps[3], 91)
     assert [(c.index, c.action) for c in fixed.changes] == [
         (0, "exit_code"),
         (0, "stdout_deduplicated"),
+        (0, "type"),
+        (1, "type"),
         (2, "dropped"),
+        (3, "type"),
     ]
     assert "claude-code" in fixed.changes[0].reason
     assert all(c.reason for c in fixed.changes)
@@ -342,6 +351,128 @@ def test_fixture_turn_1_alone() -> None:
     assert len(fixed.steps) == 3
     rc = run_command(view(fixed.steps[0]).body)
     assert (rc.exit_code, rc.stdout) == (1, None)  # the gateway's 0 is gone; the result's own frame says 1
+
+
+# ---- the type names the body (truth rule 10) ---------------------------------------------
+
+RUN_OUT = len_field(23, b"ls") + len_field(21, len_field(1, b"a"))  # an observed run_command body
+
+
+def retyped(s: bytes, type_: int) -> bytes:
+    """``s`` with its (first) type field's value replaced, every other byte as it was."""
+    old = varint_field(1, view(s).type)
+    assert s.startswith(old)
+    return varint_field(1, type_) + s[len(old) :]
+
+
+def test_the_known_gateways_run_command_typed_28_becomes_21() -> None:
+    """dwgx/WindsurfAPI types run_command with its body's field number, 28: officially
+    COMMAND_STATUS. The step gets RUN_COMMAND 21, and only the type changes."""
+    s = gateway_run("ls", "a\nExit code: 0")
+    assert view(s).type == 28
+    fixed = correct([s], client="claude-code")
+    (out,) = fixed.steps
+    assert view(out).type == 21
+    assert [c.action for c in fixed.changes][-1] == "type"
+    change = fixed.changes[-1]
+    assert "28 (COMMAND_STATUS)" in change.reason and "21 (RUN_COMMAND)" in change.reason
+    assert change.after == out and view(change.before).type == 28
+    assert view(out).body == view(fixed.changes[-1].before).body  # the body as the other rules left it
+
+
+def test_a_step_typed_8_with_a_run_command_body_becomes_21() -> None:
+    """Another gateway types every step 8 (officially VIEW_FILE), in status RUNNING too."""
+    for status in (DONE, 2):
+        s = raw_step("run_command", RUN_OUT, status=status, type_=8)
+        fixed = correct([s])
+        assert fixed.steps == [retyped(s, 21)]
+        assert [(c.index, c.action) for c in fixed.changes] == [(0, "type")]
+        assert "8 (VIEW_FILE)" in fixed.changes[0].reason and "run_command" in fixed.changes[0].reason
+
+
+@pytest.mark.parametrize(
+    ("kind", "body", "official"),
+    [
+        ("view_file", len_field(1, b"file:///a") + len_field(4, b"x"), 8),
+        ("grep_search_v2", len_field(2, b"p") + len_field(15, b"a:1: p"), 91),
+        ("find", len_field(1, b"*") + len_field(11, b"a.py"), 25),
+        ("list_directory", len_field(1, b"file:///d") + len_field(2, b"a"), 9),
+        ("write_to_file", len_field(1, b"file:///a"), 16),
+        ("propose_code", b"", 24),
+        ("search_web", len_field(1, b"q") + len_field(5, b"s"), 33),
+        ("read_url_content", len_field(1, b"https://x") + len_field(2, len_field(2, b"page")), 31),
+        ("grep_search", b"", 7),
+        ("command_status", len_field(1, b"c1") + len_field(9, b"a"), 28),
+        ("error_message", len_field(3, len_field(3, b"boom")), 17),
+        ("user_input", len_field(1, b"hi"), 14),
+    ],
+)
+def test_every_known_body_gets_its_official_type(kind: str, body: bytes, official: int) -> None:
+    from native_bridge.cascade.steps import FIELD_BY_KIND
+
+    s = raw_step(kind, body, type_=FIELD_BY_KIND[kind])  # the known gateway's numbering
+    fixed = correct([s])
+    assert fixed.steps == [retyped(s, official)]
+    assert [c.action for c in fixed.changes] == ["type"]
+
+
+def test_an_absent_type_gets_the_body_type() -> None:
+    s = varint_field(4, DONE) + len_field(28, RUN_OUT)
+    fixed = correct([s])
+    assert fixed.steps == [s + varint_field(1, 21)]
+    assert "absent" in fixed.changes[0].reason
+
+
+def test_a_type_that_names_the_body_is_kept_byte_identical() -> None:
+    s = raw_step("run_command", RUN_OUT, type_=21)
+    fixed = correct([s])
+    assert fixed.steps == [s] and fixed.steps[0] is s and fixed.changes == []
+
+
+def test_an_unknown_body_keeps_its_type() -> None:
+    for s in (
+        varint_field(1, 8) + varint_field(4, DONE) + len_field(20, len_field(1, b"planner")),  # planner_response
+        varint_field(1, 28) + varint_field(4, DONE) + len_field(999, b"future body"),
+        varint_field(1, 28) + varint_field(4, 2),  # no body
+    ):
+        assert correct([s]) == Corrected([s], [])
+
+
+def test_keep_leaves_every_type_as_sent() -> None:
+    steps = [raw_step("run_command", RUN_OUT, type_=8), raw_step("view_file", len_field(4, b"x"), status=2)]
+    assert correct(steps, types="keep") == Corrected(steps, [])
+    s = gateway_run("ls", "a\nExit code: 0")
+    kept = correct([s], client="claude-code", types="keep")
+    assert view(kept.steps[0]).type == 28 and "type" not in [c.action for c in kept.changes]
+    typed = correct([s], client="claude-code")
+    assert typed.steps == [retyped(kept.steps[0], 21)]
+    assert typed.changes[:-1] == kept.changes
+
+
+def test_an_unknown_types_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match="types"):
+        correct([], types="guess")  # type: ignore[arg-type]
+
+
+def test_only_the_type_bytes_change_among_steps_left_alone() -> None:
+    unknown = varint_field(1, 28) + varint_field(4, DONE) + len_field(999, b"x")
+    ok = raw_step("view_file", len_field(1, b"file:///a") + len_field(4, b"x"), type_=8)
+    wrong = raw_step(
+        "grep_search_v2", len_field(2, b"p") + len_field(15, b"a"), type_=105, extra=len_field(999, b"tail")
+    )
+    fixed = correct([unknown, ok, wrong], first_index=5)
+    assert fixed.steps == [unknown, ok, retyped(wrong, 91)]
+    assert fixed.steps[0] is unknown and fixed.steps[1] is ok
+    assert [(c.index, c.action) for c in fixed.changes] == [(7, "type")]
+
+
+def test_fixture_types_all_name_their_bodies_once_corrected() -> None:
+    from native_bridge.cascade.steps import OFFICIAL_TYPE
+
+    steps = parse_request(envelope_payload(fixture("grpc-turn1.bin"))).steps
+    fixed = correct(steps)
+    assert all(view(s).type == OFFICIAL_TYPE[view(s).body_field] for s in fixed.steps)
+    assert any(view(s).type != OFFICIAL_TYPE[view(s).body_field] for s in steps)
 
 
 # ---- idempotence and determinism ---------------------------------------------------------
@@ -383,8 +514,13 @@ def test_correct_is_idempotent_deterministic_and_never_adds(steps: list[bytes], 
     assert correct(once.steps, client=client).changes == []
     assert correct(steps, client=client) == once
     assert len(once.steps) <= len(steps)
-    kept_types = [view(s).type for s in once.steps]
-    assert all(t in [view(s).type for s in steps] for t in kept_types)
+    # every type names its body (truth rule 10); with types="keep", every type is as sent
+    assert all(view(s).type == OFFICIAL_TYPE[view(s).body_field] for s in once.steps)
+    kept = correct(steps, client=client, types="keep")
+    assert [(c.index, c.action) for c in kept.changes] == [
+        (c.index, c.action) for c in once.changes if c.action != "type"
+    ]
+    assert all(view(s).type in {view(t).type for t in steps} for s in kept.steps)
 
 
 def test_the_chat_hops_own_observation_type_is_accepted() -> None:

@@ -58,7 +58,9 @@ def test_fixture_turn_1() -> None:
     assert (
         npm_test.stdout is None and npm_test.full == "Exit code 1\nFAIL src/cart.test.js\n  expected 90, received 100"
     )
-    assert steps[1] == original[1] and steps[2] == original[3]  # view_file, grep: byte-identical
+    # view_file, grep: byte-identical but for the type (the gateway's 14 and 105 name other kinds)
+    assert steps[1] == b"\x08\x08" + original[1][2:] and original[1][:2] == b"\x08\x0e"
+    assert steps[2] == b"\x08\x5b" + original[3][2:] and original[3][:2] == b"\x08\x69"
     assert "npm run dev" not in str(r.after) and "npm run dev" in str(r.before)
     assert len(r.digests) == 4
     assert r.body[0] == 0 and int.from_bytes(r.body[1:5], "big") == len(r.body) - 5
@@ -86,8 +88,8 @@ def test_fixture_turn_2_resumed_gets_only_the_new_step() -> None:
     assert len(steps) == 1
     cat = run(steps[0])
     assert (cat.command_line, cat.exit_code, cat.stdout) == ("cat test_x.py", 2, None)
-    assert [c.action for c in r.changes] == ["already_delivered"] * 4 + ["exit_code", "stdout_deduplicated"]
-    assert [c.index for c in r.changes][-2:] == [4, 4]  # indices into the gateway's steps
+    assert [c.action for c in r.changes] == ["already_delivered"] * 4 + ["exit_code", "stdout_deduplicated", "type"]
+    assert [c.index for c in r.changes][-3:] == [4, 4, 4]  # indices into the gateway's steps
     assert r.digests[:4] == turn1.digests
 
 
@@ -139,6 +141,23 @@ def test_every_byte_outside_field_9_is_unchanged(layout: str, i: int) -> None:
         assert r.body == out
 
 
+def test_retyping_changes_only_the_type_bytes_of_the_retyped_steps() -> None:
+    """A step whose type names another kind than its body gets the body's type, and nothing else
+    in the request changes: here a view_file typed 28 beside a step already typed officially."""
+    from cascadekit import raw_step
+
+    wrong = raw_step("view_file", len_field(1, b"file:///a") + len_field(4, b"x"), type_=28)
+    right = raw_step("view_file", len_field(1, b"file:///b") + len_field(4, b"y"), type_=8)
+    payload = request([right, wrong, right])
+    r = correct_request(grpc(payload), GRPC, {}, None)
+    assert r.status == "corrected" and [(c.index, c.action) for c in r.changes] == [(1, "type")]
+    expected = payload.replace(wrong, b"\x08\x08" + wrong[2:])  # type 28 -> 8, in its place
+    assert wrong.startswith(b"\x08\x1c") and payload.count(wrong) == 1
+    assert r.body == grpc(expected)
+    kept = correct_request(grpc(payload), GRPC, {}, None, types="keep")
+    assert kept.status == "unchanged" and kept.changes == []
+
+
 def test_unchanged_request_has_no_body() -> None:
     clean = [gateway_run("ls", "a")]
     fixed = correct_request(grpc(request(clean)), GRPC, {}, None)
@@ -171,11 +190,14 @@ def test_empty_delta_sends_no_steps() -> None:
 def test_records_hold_reasons_and_proto3_json_but_no_secret() -> None:
     r = correct_request(grpc(request(STEPS)), GRPC, {}, None)
     changes = r.changes_json()
-    fixes = ["exit_code", "stdout_deduplicated"]
+    fixes = ["exit_code", "stdout_deduplicated", "type"]
     assert [c["action"] for c in changes] == [*fixes, "dropped", *fixes]
     assert changes[0]["before"]["runCommand"]["exitCode"] == 0 and changes[0]["after"]["runCommand"]["exitCode"] == 1
-    assert changes[2]["after"] is None and "never observed" in changes[2]["reason"]
-    assert r.before[0]["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND" and len(r.after) == 2
+    assert changes[3]["after"] is None and "never observed" in changes[3]["reason"]
+    # the gateway's type 28 as sent, which the official enum calls COMMAND_STATUS; sent as RUN_COMMAND
+    assert r.before[0]["type"] == "CORTEX_STEP_TYPE_COMMAND_STATUS" and len(r.after) == 2
+    assert changes[2]["before"]["type"] == "CORTEX_STEP_TYPE_COMMAND_STATUS"
+    assert [s["type"] for s in r.after] == ["CORTEX_STEP_TYPE_RUN_COMMAND"] * 2
     text = repr((changes, r.before, r.after, r.reason))
     assert API_KEY.decode() not in text and JWT.decode() not in text
 

@@ -121,7 +121,8 @@ def test_drop_fields_returns_the_same_object_when_nothing_goes() -> None:
 def test_to_json_is_the_planner_json_mapping() -> None:
     s = gateway_run("false", "Exit code 1")
     assert to_json(s) == {
-        "type": "CORTEX_STEP_TYPE_RUN_COMMAND",
+        # the gateway's type 28, which the official enum calls COMMAND_STATUS, as sent
+        "type": "CORTEX_STEP_TYPE_COMMAND_STATUS",
         "status": "CORTEX_STEP_STATUS_DONE",
         "runCommand": {
             "commandLine": "false",

@@ -123,11 +123,15 @@ def all_but_steps(message: bytes) -> list[Any]:
 
 
 def corrected(step: bytes, exit_code: int) -> dict[str, Any]:
-    """The gateway's run_command step as the planner must receive it: the true exit code, one copy."""
-    j = to_json(step)
-    j["runCommand"].pop("stdout")
-    j["runCommand"]["exitCode"] = exit_code
-    return j
+    """The gateway's run_command step as the planner must receive it: the true exit code, one copy,
+    and the official type (the gateway's 28 is officially COMMAND_STATUS)."""
+    return corrected_json(to_json(step), exit_code)
+
+
+def retyped(step: bytes, type_: int) -> bytes:
+    """The gateway's step with the official type of its body in place of its own, all else as sent."""
+    assert step[0] == 0x08 and step[1] < 0x80  # the type first, in one byte (14, 105)
+    return bytes([0x08, type_]) + step[2:]
 
 
 def assert_transport(run: Run) -> None:
@@ -172,7 +176,8 @@ def test_turn_one_the_language_server_gets_the_truth(run: Run):
     assert commands(got) == [("npm test", 1, False)], (commands(got), run.untouched())
     assert len(after) == 3
     assert to_json(after[0]) == corrected(before[0], 1)
-    assert after[1:] == [before[1], before[3]], "view_file and grep go on byte for byte"
+    # view_file and grep: byte for byte but for the type (14 -> VIEW_FILE 8, 105 -> GREP_SEARCH_V2 91)
+    assert after[1:] == [retyped(before[1], 8), retyped(before[3], 91)]
     assert all_but_steps(got) == all_but_steps(gateway), "every other field as the gateway sent it"
 
 
@@ -219,6 +224,8 @@ def codex_result(turn: int, call_id: str) -> str:
 def corrected_json(step: dict[str, Any], exit_code: int) -> dict[str, Any]:
     """The gateway's run_command step (proto3 JSON) as the planner must receive it."""
     j = json.loads(json.dumps(step))
+    assert j["type"] == "CORTEX_STEP_TYPE_COMMAND_STATUS"
+    j["type"] = "CORTEX_STEP_TYPE_RUN_COMMAND"
     j["runCommand"].pop("stdout")
     j["runCommand"]["exitCode"] = exit_code
     return j

@@ -1,10 +1,12 @@
 """Corrections of the gateway's steps, and nothing else (truth rule 10).
 
 Each rule changes or drops a step only where the step's own observation text, or
-an observation of the chat hop (:class:`Evidence`), says so. No step is added, no
-type number changes, unknown fields survive (the editors in :mod:`.steps` copy
-every byte they are not asked to change). Only DONE steps are judged: the gateway
-sends nothing else, and a step in another status claims no outcome.
+an observation of the chat hop (:class:`Evidence`), says so. No step is added,
+unknown fields survive (the editors in :mod:`.steps` copy every byte they are not
+asked to change). Only DONE steps are judged for their outcome: a step in another
+status claims none. A step's ``type`` that does not name its body, by the official
+schema, gets the body's type, whatever the status (``types="official"``, the default;
+``"keep"`` leaves every type as sent); a body we do not know keeps its type.
 """
 
 from __future__ import annotations
@@ -18,19 +20,24 @@ from ..core.history import ToolResult
 from ..core.kinds import signals_failure
 from .steps import (
     EXIT_CODE,
+    OFFICIAL_TYPE,
     RESULT_FIELDS,
     STDOUT,
+    TYPE,
     StepView,
     edit,
     result_text,
     rewrap,
     run_command,
     subject,
+    type_name,
     view,
 )
 from .wire import Field, WireError, varint_field
 
-Action = Literal["dropped", "exit_code", "stdout_deduplicated", "already_delivered"]
+Action = Literal["dropped", "exit_code", "stdout_deduplicated", "type", "already_delivered"]
+Types = Literal["official", "keep"]
+TYPES: tuple[Types, ...] = ("official", "keep")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,7 @@ def correct(
     *,
     client: str | None = None,
     first_index: int = 0,
+    types: Types = "official",
 ) -> Corrected:
     """The steps with the gateway's false claims corrected or removed.
 
@@ -107,7 +115,11 @@ def correct(
     only what a program's output cannot forge counts, truth rule 3). Raises
     :class:`~.wire.WireError` when a step does not parse. Deterministic and idempotent:
     correcting the output again changes nothing. ``first_index``: the index of ``steps[0]``
-    in the request (changes and errors name steps by it)."""
+    in the request (changes and errors name steps by it). ``types``: ``"official"`` gives a
+    step whose type does not name its body the body's official type; ``"keep"`` leaves types
+    as sent."""
+    if types not in TYPES:
+        raise ValueError(f"types: {types!r} is not one of {', '.join(TYPES)}")
     lookup = _lookup_of(evidence)
     out: list[bytes] = []
     changes: list[Change] = []
@@ -116,11 +128,17 @@ def correct(
             v = view(step)
         except WireError as e:
             raise WireError(f"additional_steps[{i}] is not a step: {e}") from None
-        if not v.done or v.kind is None:
+        if v.kind is None:
             out.append(step)
             continue
-        fix = _run_command if v.kind == "run_command" else _other
-        new, found = fix(i, step, v, lookup, client)
+        new: bytes | None = step
+        found: list[Change] = []
+        if v.done:
+            fix = _run_command if v.kind == "run_command" else _other
+            new, found = fix(i, step, v, lookup, client)
+        if new is not None and types == "official":
+            new, typed = _typed(i, new, v if new is step else view(new))
+            found += typed
         changes += found
         if new is not None:
             out.append(new)
@@ -256,3 +274,29 @@ def _other(
             i, step, f"the {kind} result is a failure in the client's words; the step has no field to say so"
         )
     return step, []
+
+
+# ---- the type names the body ---------------------------------------------------------
+
+
+def _typed(i: int, step: bytes, v: StepView) -> tuple[bytes, list[Change]]:
+    """``step`` (whose view is ``v``) with the type that names its body
+    by the official schema: a gateway's type is a claim about the body, and the body is what the
+    step holds (one gateway types run_command 28, officially COMMAND_STATUS; another types
+    every step 8, officially VIEW_FILE). Only the type field changes, in its place."""
+    assert v.body_field is not None and v.kind is not None
+    official = OFFICIAL_TYPE.get(v.body_field)
+    if official is None or v.type == official:
+        return step, []
+    if v.type is None:
+        said = "absent (UNSPECIFIED)"
+    elif v.type == 0:
+        said = "0 (UNSPECIFIED)"
+    else:
+        said = f"{v.type} ({type_name(v.type)})"
+    reason = (
+        f"type {said} does not name the step's body, {v.kind} (field {v.body_field}): "
+        f"the official type of that body is {official} ({type_name(official)})"
+    )
+    new = edit(step, v.fields, varint=(TYPE, official))
+    return new, [Change(i, "type", reason, step, new)]

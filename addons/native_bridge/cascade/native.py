@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .corrections import Change, Evidence, Lookup, correct
+from .corrections import Change, Evidence, Lookup, Types, correct
 from .framing import Framed, FramingError, reframe, unframe
 from .ledger import Delivered, Delivery, delivered_prefix
 from .request import parse_request, redacted, splice
@@ -104,6 +104,7 @@ def correct_request(
     *,
     already_decoded: bool = False,
     client: str | None = None,
+    types: Types = "official",
 ) -> NativeResult:
     """Correct field 9 of one request body; every other byte goes as it came.
 
@@ -112,10 +113,10 @@ def correct_request(
     function from the cascade_id to either (the caller's ledger: the id is known only
     once the body is read).
     ``already_decoded``: see :func:`.framing.unframe`.
-    ``client``: see :func:`.correct.correct`."""
+    ``client``, ``types``: see :func:`.corrections.correct`."""
     try:
         framed = unframe(body, content_type, headers, max_size, already_decoded=already_decoded)
-        return _correct(framed, delivered or (), evidence, client)
+        return _correct(framed, delivered or (), evidence, client, types)
     except (FramingError, WireError) as e:
         return NativeResult("skipped", f"{type(e).__name__}: {e}")
     except Exception as e:  # fail open: a bug here must not stop traffic
@@ -127,6 +128,7 @@ def _correct(
     delivered: Delivered | Sequence[bytes] | Callable[[str], Delivered | Sequence[bytes]],
     evidence: Evidence | Lookup | None,
     client: str | None,
+    types: Types,
 ) -> NativeResult:
     req = parse_request(framed.payload)
     if callable(delivered):
@@ -136,7 +138,7 @@ def _correct(
     start = delivered_prefix(delivered, req.steps)
     known = delivered.digests[:start] if delivered.digests is not None else ()
     # Delivered steps are removed unread: the planner holds exactly those bytes already.
-    fixed = correct(req.steps[start:], evidence, client=client, first_index=start)
+    fixed = correct(req.steps[start:], evidence, client=client, first_index=start, types=types)
     common = dict(
         cascade_id=req.cascade_id,
         protocol=framed.protocol,

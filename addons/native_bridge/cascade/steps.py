@@ -3,8 +3,10 @@ change only the fields they are asked to (every other byte, unknown fields
 included, stays as it came).
 
 Kinds are told apart by the body's oneof field number, never by the type enum:
-the gateway assumes the two are equal, the official schema says they are not
-(README "Wire contract"), and the body is what the planner reads.
+gateways write other numbers there (one types run_command 28, officially
+COMMAND_STATUS; another types every step 8, officially VIEW_FILE), and the body
+is what the planner reads. :data:`OFFICIAL_TYPE` is the type that names each body
+(README "Step type numbers").
 """
 
 from __future__ import annotations
@@ -28,17 +30,39 @@ KIND_BY_FIELD: Mapping[int, str] = {f.number: f.name for f in _STEP.oneofs_by_na
 FIELD_BY_KIND: Mapping[str, int] = {name: number for number, name in KIND_BY_FIELD.items()}
 
 
+def _official_types() -> dict[int, int]:
+    out = {}
+    for number, name in KIND_BY_FIELD.items():
+        value = cortex_pb2.CortexStepType.DESCRIPTOR.values_by_name.get(f"CORTEX_STEP_TYPE_{name.upper()}")
+        if value is not None:  # a body whose name is no type's (officially inform_planner) has none
+            out[number] = value.number
+    return out
+
+
+# oneof field number -> the CortexStepType that names that body (RUN_COMMAND 21 for run_command 28).
+OFFICIAL_TYPE: Mapping[int, int] = _official_types()
+
+
+def type_name(number: int | None) -> str:
+    """The official name of a CortexStepType number (``"RUN_COMMAND"``), or a description."""
+    if number is None:
+        return "absent"
+    value = cortex_pb2.CortexStepType.DESCRIPTOR.values_by_number.get(number)
+    return value.name.removeprefix("CORTEX_STEP_TYPE_") if value is not None else "no official type"
+
+
 def _numbers(kind: str, *names: str) -> tuple[int, ...]:
     body = _STEP.fields_by_name[kind].message_type
     return tuple(body.fields_by_name[n].number for n in names)
 
 
-WEB_DOCUMENT = 2  # CortexStepReadUrlContent.web_document in the official schema (not in our subset)
-_WEB_DOCUMENT_TEXT = (WEB_DOCUMENT, 2)  # KnowledgeBaseItem.text
+WEB_DOCUMENT = _numbers("read_url_content", "web_document")[0]
+_WEB_DOCUMENT_TEXT = (WEB_DOCUMENT, cortex_pb2.KnowledgeBaseItem.DESCRIPTOR.fields_by_name["text"].number)
 
 # The fields that carry a kind's observation (its result). An empty tuple: the kind has
 # none, so an observed and an unobserved step look the same (write_to_file, propose_code;
-# grep_search's fields are not known).
+# grep_search's fields are not modelled). Kinds not listed (user_input, error_message,
+# command_status) are not judged here.
 RESULT_FIELDS: Mapping[str, tuple[int, ...]] = {
     "view_file": _numbers("view_file", "content"),
     "run_command": _numbers("run_command", "stdout", "stderr", "exit_code", "combined_output"),
@@ -46,9 +70,9 @@ RESULT_FIELDS: Mapping[str, tuple[int, ...]] = {
     "find": _numbers("find", "raw_output"),
     "list_directory": _numbers("list_directory", "children"),
     "search_web": _numbers("search_web", "summary"),
-    # Ours: summary (5). The official schema's result is web_document (2, KnowledgeBaseItem),
-    # where the known gateway writes a WebFetch result (tests/test_proto_official.py).
-    "read_url_content": (*_numbers("read_url_content", "summary"), WEB_DOCUMENT),
+    # web_document (a KnowledgeBaseItem): its text is the page, where the known gateway
+    # and the chat hop put a WebFetch result.
+    "read_url_content": (WEB_DOCUMENT,),
     "write_to_file": (),
     "propose_code": (),
     "grep_search": (),
@@ -203,7 +227,7 @@ def result_text(v: StepView) -> str | None:
     numbers = RESULT_FIELDS.get(v.kind or "", ())
     if v.body is None or not numbers or not has_any(v.body_fields, numbers):
         return None
-    if v.kind == "read_url_content" and has_any(v.body_fields, (WEB_DOCUMENT,)):
+    if v.kind == "read_url_content":
         return nested_string(v.body, _WEB_DOCUMENT_TEXT) or ""  # a message: its text, not its bytes
     return "\n".join(s for n in numbers for s in strings(v.body, v.body_fields, n))
 

@@ -798,7 +798,9 @@ def _fetch_in(a: _Args) -> dict[str, Any]:
 
 
 def _fetch_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
-    return {"summary": _succeeded_text(r, "read_url_content", client)}
+    # The official result field: web_document, a KnowledgeBaseItem whose text is the page (as the
+    # known gateway writes it; the official message has no summary field of its own).
+    return {"web_document": {"text": _succeeded_text(r, "read_url_content", client)}}
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,11 +122,15 @@ def _steps_of(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def step_kind(step: dict[str, Any]) -> str:
+    """The kind of the step's body (what the planner reads); the type only for a step without one
+    (a gateway's type may name another kind: README "Step type numbers")."""
+    body = _body_key(step)
+    if body:
+        return _CAMEL.sub("_", body).lower()
     t = step.get("type")
     if isinstance(t, str) and t.startswith("CORTEX_STEP_TYPE_"):
         return t.removeprefix("CORTEX_STEP_TYPE_").lower()
-    body = _body_key(step)
-    return _CAMEL.sub("_", body).lower() if body else "?"
+    return "?"
 
 
 def step_status(step: dict[str, Any]) -> str:
@@ -135,7 +139,7 @@ def step_status(step: dict[str, Any]) -> str:
 
 
 def _body_key(step: dict[str, Any]) -> str | None:
-    return next((k for k, v in step.items() if k not in ("type", "status") and isinstance(v, dict)), None)
+    return next((k for k, v in step.items() if k not in ("type", "status", "error") and isinstance(v, dict)), None)
 
 
 def exit_label(step: dict[str, Any]) -> str:

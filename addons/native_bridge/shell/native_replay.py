@@ -9,7 +9,8 @@ original body again under the same conditions and lists every difference:
   single record can be checked on its own, whatever else was captured);
 - the chat hop's evidence as it was: the observations of the chat requests captured before
   the send (same sources), made as the chat addon makes them;
-- the ``bridge_planner_client`` setting the flow was corrected under (``planner_client``).
+- the ``bridge_planner_client`` and ``bridge_planner_types`` settings the flow was corrected
+  under (``planner_client``, ``planner_types``; a record from before the types option: official).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class NativeCase:
     steps_after: list[dict[str, Any]] | None = None  # proto3 JSON of what went upstream
     sent: bytes | None = None  # the body that went upstream (flows only: records keep no corrected body)
     client: str | None = None  # bridge_planner_client when it was corrected
+    types: str = "official"  # bridge_planner_types when it was corrected
     cascade_id: str | None = None
     steps_in: int | None = None
     redacted: bool = True  # the recorded side is redacted (a record): compare redacted
@@ -84,6 +86,7 @@ def from_record(rec: Mapping[str, Any]) -> NativeCase:
         changes=_changes(native.get("changes")),
         steps_after=after if isinstance(after, list) else None,
         client=summary.get("planner_client"),
+        types=str(summary.get("planner_types") or "official"),
         cascade_id=native.get("cascade_id"),
         steps_in=len(native["steps_before"]) if isinstance(native.get("steps_before"), list) else None,
         redacted=True,
@@ -115,6 +118,7 @@ def from_flow(flow: Any) -> NativeCase:
         steps_after=None if after is None else [to_json(s) for s in after],
         sent=sent,
         client=meta.get("planner_client"),
+        types=str(meta.get("planner_types") or "official"),
         cascade_id=cascade_id,
         steps_in=None if before is None else len(before),
         redacted=False,
@@ -151,7 +155,7 @@ class Evidence:
 
 
 def rerun(case: NativeCase, evidence: Evidence | None = None) -> NativeResult:
-    """Today's correction of the original body, with the recorded ledger prefix and setting."""
+    """Today's correction of the original body, with the recorded ledger prefix and settings."""
     if case.original is None:
         return NativeResult("skipped", "the original body is not available")
     steps = _steps(case.original, case.headers) or []
@@ -163,6 +167,7 @@ def rerun(case: NativeCase, evidence: Evidence | None = None) -> NativeResult:
         delivered,
         evidence,
         client=case.client,
+        types="keep" if case.types == "keep" else "official",
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import mode_specs
 
-from ..cascade.corrections import Observed
+from ..cascade.corrections import TYPES, Observed
 from ..cascade.ledger import Delivery
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request, is_send_user_cascade_message
 from ..core.clients import CLIENTS
@@ -124,6 +124,13 @@ class PlannerBridge:
             "output can forge, and what the chat hop observed.",
         )
         loader.add_option(
+            "bridge_planner_types",
+            str,
+            "official",
+            "Planner hop: a step whose type names another kind than its body, by the official schema. "
+            "official: it gets the body's official type (recorded as a change). keep: every type goes as sent.",
+        )
+        loader.add_option(
             "bridge_planner_records",
             str | None,
             None,
@@ -150,6 +157,10 @@ class PlannerBridge:
                 raise exceptions.OptionsError(
                     f"bridge_planner_client: {opts.bridge_planner_client!r} is not one of {', '.join(known)}"
                 )
+        if "bridge_planner_types" in updated and opts.bridge_planner_types not in TYPES:
+            raise exceptions.OptionsError(
+                f"bridge_planner_types: {opts.bridge_planner_types!r} is not one of {', '.join(TYPES)}"
+            )
         if "bridge_planner_records" in updated:
             if self.own_recorder is not None:
                 self.own_recorder.close()
@@ -242,8 +253,9 @@ class PlannerBridge:
             "reason": result.reason,
             "dialect": DIALECT,
             **s,
-            # The setting the steps were judged under: replay_check re-runs them with it.
+            # The settings the steps were judged under: replay_check re-runs them with these.
             "planner_client": ctx.options.bridge_planner_client,
+            "planner_types": ctx.options.bridge_planner_types,
             "change_list": result.change_list(),
         }
         if result.status == "corrected":
@@ -264,6 +276,7 @@ class PlannerBridge:
             self.evidence,
             max_size,
             client=ctx.options.bridge_planner_client,
+            types=ctx.options.bridge_planner_types,
         )
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -293,7 +306,11 @@ class PlannerBridge:
                 reason=result.reason,
                 dialect=DIALECT,
                 before=None,
-                summary={**summary(result), "planner_client": ctx.options.bridge_planner_client},
+                summary={
+                    **summary(result),
+                    "planner_client": ctx.options.bridge_planner_client,
+                    "planner_types": ctx.options.bridge_planner_types,
+                },
                 comment=flow.comment,
                 native=NativeJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
             )
