@@ -84,6 +84,44 @@ def request(steps: list[bytes], cascade_id: str = "cascade-1", *, steps_at: str 
     return head + middle + tail + encoded
 
 
+def metadata() -> bytes:
+    """Metadata with both credentials (api_key 3, user_jwt 21) beside other fields."""
+    return len_field(1, b"windsurf") + len_field(3, API_KEY) + len_field(21, JWT) + varint_field(9, 123)
+
+
+def replay_request(steps: list[bytes], cascade_id: str = "cascade-1") -> bytes:
+    """A ReplayGroundTruthTrajectoryRequest: metadata 1, replay_steps 2, cascade_id 3, cascade_config 4."""
+    encoded = b"".join(len_field(2, s) for s in steps)
+    config = len_field(4, len_field(1, varint_field(4, 1)))
+    return len_field(1, metadata()) + encoded + len_field(3, cascade_id.encode()) + config
+
+
+def interaction_request(
+    cascade_id: str = "cascade-1",
+    step_index: int = 3,
+    proposed: str = "npm test",
+    submitted: str = "printf 'boom\\n'; exit 2",
+    confirm: bool = True,
+    action: int = 1,
+) -> bytes:
+    """A HandleCascadeUserInteractionRequest confirming a proposed command, as the second gateway
+    sends it (its submitted command line replays the client's result by execution)."""
+    run = (
+        varint_field(1, int(confirm))
+        + len_field(2, proposed.encode())
+        + len_field(3, submitted.encode())
+        + varint_field(4, action)
+    )
+    interaction = len_field(1, b"traj-1") + varint_field(2, step_index) + len_field(5, run)
+    return len_field(1, cascade_id.encode()) + len_field(2, interaction)
+
+
+def send_without_items(steps: list[bytes], cascade_id: str = "cascade-1") -> bytes:
+    """A SendUserCascadeMessageRequest with no items (field 2), as the second gateway re-sends steps."""
+    encoded = b"".join(len_field(9, s) for s in steps)
+    return len_field(1, cascade_id.encode()) + len_field(3, metadata()) + len_field(5, b"") + encoded
+
+
 def grpc(payload: bytes, *, gz: bool = False) -> bytes:
     data = gzip.compress(payload) if gz else payload
     return bytes([1 if gz else 0]) + len(data).to_bytes(4, "big") + data

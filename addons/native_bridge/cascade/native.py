@@ -1,8 +1,12 @@
-"""One SendUserCascadeMessage request body in, the corrected body (or why not) out.
+"""One request body of a call that carries tool history in, the corrected body (or why not) out.
 
-Fail open for traffic (truth rule 9): any input this package cannot read exactly
-is reported as ``skipped`` and the caller sends the original body; this function
-never raises.
+The calls are :mod:`.calls`' table: SendUserCascadeMessage (field 9, its delivered prefix cut),
+ReplayGroundTruthTrajectory (field 2, corrected the same way, never cut) and
+HandleCascadeUserInteraction (recorded, never rewritten). Fail open for traffic (truth
+rule 9): any input this package cannot read exactly is reported as ``skipped`` and the
+caller sends the original body; this function never raises. A correction that would leave
+a request with neither items nor steps when the gateway's had some is withheld: the
+request goes as it came (``skipped``), and the ledger is not written by it.
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .corrections import Change, Evidence, Lookup, Types, correct
+from .calls import SEND, Call
 from .framing import Framed, FramingError, reframe, unframe
 from .ledger import Delivered, Delivery, delivered_prefix
-from .request import parse_request, redacted, splice
+from .request import CascadeRequest, parse_request, redacted, splice
 from .steps import to_json
 from .wire import WireError
 
-METHOD = "SendUserCascadeMessage"
+METHOD = SEND.method
 DEFAULT_MAX_SIZE = 32 * 1024 * 1024  # decompressed; a history far larger than any seen
 Status = Literal["corrected", "unchanged", "skipped"]
 
@@ -37,6 +42,10 @@ class NativeResult:
     corrections: list[Change] = field(default_factory=list)  # the steps' fixes; indices into the gateway's steps
     steps_before: list[bytes] = field(default_factory=list)  # every field-9 step as it came
     steps_after: list[bytes] = field(default_factory=list)  # the field-9 steps sent on
+    method: str = METHOD  # the call (cascade.calls): its steps are field 9, or a replay's field 2
+    # Leading steps the ledger held for this cascade: delta_start, or (an empty send withheld)
+    # what the cut would have removed; replay_check re-runs with it.
+    held: int = 0
 
     @property
     def changes(self) -> list[Change]:
@@ -89,7 +98,7 @@ class NativeResult:
         ]
 
 
-def is_send_user_cascade_message(path: str) -> bool:
+def is_send_user_cascade_message(path: str) -> bool:  # (calls.call_of names every call covered)
     """Whether a request path is the unary SendUserCascadeMessage rpc (any package and service)."""
     return path.split("?", 1)[0].rstrip("/").endswith("/" + METHOD)
 
@@ -105,22 +114,33 @@ def correct_request(
     already_decoded: bool = False,
     client: str | None = None,
     types: Types = "official",
+    call: Call = SEND,
 ) -> NativeResult:
-    """Correct field 9 of one request body; every other byte goes as it came.
+    """Correct the steps of one request body of ``call`` (field 9 of a SendUserCascadeMessage,
+    the default); every other byte goes as it came.
 
     ``headers``: lower-case names. ``delivered``: the ledger entry for this request's
     cascade_id, or the delivered steps' digests (None or empty: a new cascade), or a
     function from the cascade_id to either (the caller's ledger: the id is known only
     once the body is read).
     ``already_decoded``: see :func:`.framing.unframe`.
-    ``client``, ``types``: see :func:`.corrections.correct`."""
+    ``client``, ``types``: see :func:`.corrections.correct`.
+    ``call``: the call the request path names (:func:`.calls.call_of`): where its cascade_id and
+    steps are; a replay is corrected whole (never cut), an interaction never rewritten."""
     try:
         framed = unframe(body, content_type, headers, max_size, already_decoded=already_decoded)
-        return _correct(framed, delivered or (), evidence, client, types)
+        return _correct(framed, delivered or (), evidence, client, types, call)
     except (FramingError, WireError) as e:
-        return NativeResult("skipped", f"{type(e).__name__}: {e}")
+        return NativeResult("skipped", f"{type(e).__name__}: {e}", method=call.method)
     except Exception as e:  # fail open: a bug here must not stop traffic
-        return NativeResult("skipped", f"internal error: {type(e).__name__}: {e}")
+        return NativeResult("skipped", f"internal error: {type(e).__name__}: {e}", method=call.method)
+
+
+# An interaction holds a confirmation and command lines the language server will execute.
+NEVER_REWRITTEN = (
+    "an interaction is recorded, never rewritten: it holds no outcome as data, only a confirmation "
+    "and command lines the language server will execute"
+)
 
 
 def _correct(
@@ -129,8 +149,15 @@ def _correct(
     evidence: Evidence | Lookup | None,
     client: str | None,
     types: Types,
+    call: Call,
 ) -> NativeResult:
-    req = parse_request(framed.payload)
+    req = parse_request(framed.payload, call)
+    if call.steps is None:
+        return NativeResult(
+            "unchanged", NEVER_REWRITTEN, cascade_id=req.cascade_id, protocol=framed.protocol, method=call.method
+        )
+    if not call.cut_delivered:  # a replay states the whole trajectory again: nothing is cut
+        delivered = ()
     if callable(delivered):
         delivered = delivered(req.cascade_id) if req.cascade_id else ()
     if not isinstance(delivered, Delivered):
@@ -139,12 +166,16 @@ def _correct(
     known = delivered.digests[:start] if delivered.digests is not None else ()
     # Delivered steps are removed unread: the planner holds exactly those bytes already.
     fixed = correct(req.steps[start:], evidence, client=client, first_index=start, types=types)
+    if req.steps and not fixed.steps and not req.items:
+        return _withheld(framed, req, start, fixed.changes)
     common = dict(
         cascade_id=req.cascade_id,
         protocol=framed.protocol,
         delivery=Delivery(req.steps, known),
         delta_start=start,
         steps_before=req.steps,
+        method=call.method,
+        held=start,
     )
     if not start and not fixed.changes:
         return NativeResult("unchanged", "nothing to correct", steps_after=req.steps, **common)  # type: ignore[arg-type]
@@ -155,6 +186,27 @@ def _correct(
         corrections=fixed.changes,
         steps_after=fixed.steps,
         **common,  # type: ignore[arg-type]
+    )
+
+
+def _withheld(framed: Framed, req: CascadeRequest, start: int, changes: Sequence[Change]) -> NativeResult:
+    """Nobody has seen a language server accept a request with neither items nor steps: the
+    gateway's goes as it came, and the ledger is not written by it (no delivery)."""
+    what = [f"{start} already delivered"] if start else []
+    what += [f"{n} {a}" for a, n in _counts(0, changes).items()]
+    reason = (
+        f"a correction ({', '.join(what)}) would leave {req.call.method} with neither items nor steps: "
+        "sent as the gateway sent it, the ledger unchanged"
+    )
+    return NativeResult(
+        "skipped",
+        reason,
+        cascade_id=req.cascade_id,
+        protocol=framed.protocol,
+        steps_before=req.steps,
+        steps_after=req.steps,
+        method=req.call.method,
+        held=start,
     )
 
 
@@ -172,11 +224,12 @@ def redact_body(
     max_size: int = DEFAULT_MAX_SIZE,
     *,
     already_decoded: bool = False,
+    call: Call = SEND,
 ) -> bytes | None:
-    """The body with Metadata api_key and user_jwt replaced, framed as it came; None when
-    it cannot be read, so that a caller never writes what it could not clean."""
+    """The body with Metadata api_key and user_jwt replaced (the call's Metadata field), framed as
+    it came; None when it cannot be read, so that a caller never writes what it could not clean."""
     try:
         framed = unframe(body, content_type, headers, max_size, already_decoded=already_decoded)
-        return reframe(framed, redacted(framed.payload))
+        return reframe(framed, redacted(framed.payload, call))
     except (FramingError, WireError):
         return None

@@ -1,8 +1,9 @@
-"""SendUserCascadeMessageRequest at wire level: the field-9 splice and redaction.
+"""A request of a call that carries tool history, at wire level: the steps splice and redaction.
 
-Only ``additional_steps`` (field 9) is ever rewritten; every other field is kept as
-the bytes it came as, in its place, so the planner gets exactly what the gateway
-sent outside the steps.
+The field numbers are the call's (:mod:`.calls`): SendUserCascadeMessage's
+``additional_steps`` (9), ReplayGroundTruthTrajectory's ``replay_steps`` (2). Only the
+steps are ever rewritten; every other field is kept as the bytes it came as, in its
+place, so the planner gets exactly what the gateway sent outside the steps.
 """
 
 from __future__ import annotations
@@ -10,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .calls import SEND, Call
 from .wire import LEN, Field, WireError, fields, len_field, string
 
-CASCADE_ID = 1
-METADATA = 3
-ADDITIONAL_STEPS = 9
 # Metadata fields that are credentials: they never reach a record.
 SECRET_METADATA_FIELDS = frozenset({3, 21})  # api_key, user_jwt
 REDACTED = b"<redacted>"
@@ -23,33 +22,41 @@ REDACTED = b"<redacted>"
 @dataclass(frozen=True, slots=True)
 class CascadeRequest:
     cascade_id: str | None
-    steps: list[bytes]  # the field-9 payloads, in order
+    steps: list[bytes]  # the steps' payloads (field 9 of a send), in order
     fields: list[Field]  # every top-level field, in order
-    step_fields: list[Field]  # the field-9 entries among them
+    step_fields: list[Field]  # the steps' entries among them
+    call: Call = SEND
+    items: int = 0  # how many items (a send's field 2) it carries
 
 
-def parse_request(payload: bytes) -> CascadeRequest:
+def parse_request(payload: bytes, call: Call = SEND) -> CascadeRequest:
     all_fields = fields(payload)
     cascade_id = None
     step_fields = []
+    items = 0
     for f in all_fields:
-        if f.number == CASCADE_ID:
+        if f.number == call.cascade_id:
             cascade_id = string(payload, f)  # the last one wins, as in protobuf
-        elif f.number == ADDITIONAL_STEPS:
+        elif f.number == call.steps:
             if f.wire_type != LEN:
-                raise WireError(f"additional_steps entry with wire type {f.wire_type}")
+                raise WireError(f"{call.steps_name} entry with wire type {f.wire_type}")
             step_fields.append(f)
-    return CascadeRequest(cascade_id, [payload[f.value_start : f.end] for f in step_fields], all_fields, step_fields)
+        elif f.number == call.items:
+            items += 1
+    steps = [payload[f.value_start : f.end] for f in step_fields]
+    return CascadeRequest(cascade_id, steps, all_fields, step_fields, call, items)
 
 
 def splice(payload: bytes, req: CascadeRequest, new_steps: Sequence[bytes]) -> bytes:
-    """``payload`` with its field-9 entries replaced by ``new_steps``, every other byte kept.
+    """``payload`` with its steps' entries replaced by ``new_steps``, every other byte kept.
 
     The new entries go where the first old one was (at the end if there was none);
     the other fields keep their bytes and relative order."""
     if list(new_steps) == req.steps:
         return payload
-    encoded = b"".join(len_field(ADDITIONAL_STEPS, s) for s in new_steps)
+    if req.call.steps is None:
+        raise ValueError(f"{req.call.method} has no steps to splice")
+    encoded = b"".join(len_field(req.call.steps, s) for s in new_steps)
     if not req.step_fields:
         return payload + encoded
     out = bytearray()
@@ -63,37 +70,39 @@ def splice(payload: bytes, req: CascadeRequest, new_steps: Sequence[bytes]) -> b
     return bytes(out)
 
 
-def secret_spans(payload: bytes) -> list[tuple[int, int]]:
+def secret_spans(payload: bytes, call: Call = SEND) -> list[tuple[int, int]]:
     """Where the credentials' values sit in ``payload`` (Metadata api_key, user_jwt)."""
     spans = []
     for f in fields(payload):
-        if f.number == METADATA and f.wire_type == LEN:
+        if f.number == call.metadata and f.wire_type == LEN:
             for g in fields(payload[f.value_start : f.end]):
                 if g.number in SECRET_METADATA_FIELDS:
                     spans.append((f.value_start + g.value_start, f.value_start + g.end))
     return spans
 
 
-def redacted(payload: bytes) -> bytes:
+def redacted(payload: bytes, call: Call = SEND) -> bytes:
     """``payload`` with each credential's value replaced by ``<redacted>`` (lengths re-encoded).
 
+    The Metadata is the call's (a send's field 3, a replay's field 1; an interaction has none).
     A fixed marker, not a same-length mask: a record does not even keep a key's length.
     Metadata that does not parse is replaced whole; a payload that does not parse raises
     :class:`WireError`, so the caller never records what it could not clean."""
     out = bytearray()
+    metadata = call.metadata
     for f in fields(payload):
-        if f.number != METADATA or f.wire_type != LEN:
+        if f.number != metadata or f.wire_type != LEN:
             out += payload[f.start : f.end]
             continue
         meta = payload[f.value_start : f.end]
         try:
             inner = fields(meta)
         except WireError:
-            out += len_field(METADATA, REDACTED)
+            out += len_field(f.number, REDACTED)
             continue
         clean = b"".join(
             len_field(g.number, REDACTED) if g.number in SECRET_METADATA_FIELDS else meta[g.start : g.end]
             for g in inner
         )
-        out += len_field(METADATA, clean)
+        out += len_field(f.number, clean)
     return bytes(out)
