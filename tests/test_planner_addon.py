@@ -261,3 +261,162 @@ def test_recheck_runs_a_native_flow_again_under_its_own_setting(planner):
     case.sent = (case.sent or b"") + b"\0"  # the bytes sent are compared too
     case.client = "claude-code"
     assert native_replay.recheck(case) == ["the corrected body differs outside the steps"]
+
+
+# ---- every call that carries tool history (issue 19 items 4 and 5) ----------------------
+
+REPLAY = SEND.replace("SendUserCascadeMessage", "ReplayGroundTruthTrajectory")
+INTERACT = SEND.replace("SendUserCascadeMessage", "HandleCascadeUserInteraction")
+
+
+def _kit():
+    from cascade import cascadekit
+
+    return cascadekit
+
+
+def _replay_steps(body: bytes) -> list[bytes]:
+    from native_bridge.cascade.calls import REPLAY as REPLAY_CALL
+
+    return parse_request(unframe(body, "application/grpc", {}, 1 << 20).payload, REPLAY_CALL).steps
+
+
+def test_every_call_is_selected_on_the_planner_listener_and_names_its_method(planner):
+    kit = _kit()
+    pb, _ = planner
+    steps = [kit.gateway_run("npm test", "Exit code 1\nboom"), kit.gateway_run("ls", "a\n")]
+    for path, body, method in (
+        (SEND, kit.grpc(kit.request(steps)), "SendUserCascadeMessage"),
+        (REPLAY, kit.grpc(kit.replay_request(steps)), "ReplayGroundTruthTrajectory"),
+        (INTERACT, kit.grpc(kit.interaction_request()), "HandleCascadeUserInteraction"),
+        ("/other.pkg.Svc/ReplayGroundTruthTrajectory", kit.grpc(kit.replay_request(steps)), None),
+    ):
+        f = native_flow(body, path=path)
+        pb.request(f)
+        assert f.metadata[META]["method"] == (method or "ReplayGroundTruthTrajectory"), path
+        assert f.metadata[META]["dialect"] == "cascade"
+    elsewhere = native_flow(kit.grpc(kit.replay_request(steps)), spec="regular", path=REPLAY)
+    pb.request(elsewhere)
+    assert META not in elsewhere.metadata
+
+
+def test_replay_steps_are_corrected_and_recorded_without_a_key(planner):
+    kit = _kit()
+    pb, _ = planner
+    steps = [kit.gateway_run("npm test", "Exit code 1\nboom"), kit.gateway_run("npm run dev", None)]
+    body = kit.grpc(kit.replay_request(steps))
+    f = native_flow(body, path=REPLAY)
+    pb.request(f)
+    meta = f.metadata[META]
+    assert meta["status"] == "corrected" and (meta["steps_in"], meta["steps_out"]) == (2, 1)
+    assert meta["delta_start"] == 0
+    assert len(_replay_steps(f.request.raw_content)) == 1
+    rec = records.to_record(record_job(f))
+    assert rec["native"]["method"] == "ReplayGroundTruthTrajectory"
+    assert len(rec["native"]["steps_before"]) == 2 and len(rec["native"]["steps_after"]) == 1
+    assert kit.API_KEY.decode() not in str(rec) and kit.JWT.decode() not in str(rec)
+    assert kit.API_KEY not in bytes.fromhex(rec["native"]["body_hex"])
+    text = contentviews.prettify_message(f.request, f, view_name="Bridge steps").text
+    assert "ReplayGroundTruthTrajectory" in text and "npm test" in text
+    assert "npm run dev" in diff_flow(f)
+
+
+def test_an_interaction_goes_byte_identical_and_is_recorded_decoded(planner):
+    kit = _kit()
+    pb, _ = planner
+    view.register()
+    body = kit.grpc(kit.interaction_request(step_index=7, submitted="printf 'boom\\n'; exit 2"))
+    f = native_flow(body, path=INTERACT)
+    pb.request(f)
+    pb.response(f)
+    assert f.request.raw_content == body and not f.modified()
+    meta = f.metadata[META]
+    assert meta["status"] == "unchanged" and meta["method"] == "HandleCascadeUserInteraction"
+    assert "never rewritten" in meta["reason"]
+    rec = records.to_record(record_job(f))
+    native = rec["native"]
+    assert native["method"] == "HandleCascadeUserInteraction" and native["cascade_id"] == "cascade-1"
+    run = native["interaction"]["interaction"]["runCommand"]
+    assert native["interaction"]["interaction"]["stepIndex"] == 7
+    assert run["confirm"] is True and run["proposedCommandLine"] == "npm test"
+    assert run["submittedCommandLine"] == "printf 'boom\\n'; exit 2"
+    assert bytes.fromhex(native["body_hex"]) == body
+    text = contentviews.prettify_message(f.request, f, view_name="Bridge steps").text
+    assert "HandleCascadeUserInteraction" in text and "step 7" in text and "exit 2" in text
+    assert pb.state.store.delivered("cascade-1").steps is None, "an interaction delivers no steps"
+
+
+def test_the_ledger_learns_a_replay_and_cuts_a_later_send(planner):
+    kit = _kit()
+    pb, _ = planner
+    replayed = [kit.gateway_run("npm test", "Exit code 1\nboom"), kit.gateway_run("ls", "a\n")]
+    refused = native_flow(kit.grpc(kit.replay_request(replayed)), path=REPLAY, ok=False)
+    pb.request(refused)
+    pb.response(refused)
+    assert len(pb.state.store.delivered("cascade-1")) == 0, "a refused replay delivered nothing"
+    replay = native_flow(kit.grpc(kit.replay_request(replayed)), path=REPLAY)
+    pb.request(replay)
+    pb.response(replay)
+    assert list(pb.state.store.delivered("cascade-1").steps) == replayed, "the gateway's replayed steps"
+    new = kit.gateway_run("cat x", "y\n")
+    send = native_flow(kit.grpc(kit.request([*replayed, new])))
+    pb.request(send)
+    assert send.metadata[META]["delta_start"] == 2
+    [sent] = steps_of(send.request.raw_content)
+    from native_bridge.cascade.steps import run_command
+    from native_bridge.cascade.steps import view as step_view
+
+    assert run_command(step_view(sent).body).command_line == "cat x"
+
+
+def test_a_replay_is_not_cut_by_what_the_ledger_holds(planner):
+    kit = _kit()
+    pb, _ = planner
+    steps = [kit.gateway_run("ls", "a\n")]
+    first = native_flow(kit.grpc(kit.request(steps)))
+    pb.request(first)
+    pb.response(first)
+    replay = native_flow(kit.grpc(kit.replay_request(steps)), path=REPLAY)
+    pb.request(replay)
+    assert replay.metadata[META]["delta_start"] == 0 and len(_replay_steps(replay.request.raw_content)) == 1
+
+
+def test_an_itemless_resend_of_delivered_steps_goes_as_it_came(planner):
+    """Issue 19 item 5: the second gateway re-sends delivered steps byte for byte with no items."""
+    kit = _kit()
+    pb, _ = planner
+    steps = [kit.gateway_run("ls", "a\n"), kit.gateway_run("pwd", "/w\n")]
+    first = native_flow(kit.grpc(kit.send_without_items(steps)))
+    pb.request(first)
+    pb.response(first)
+    body = kit.grpc(kit.send_without_items(steps))
+    again = native_flow(body)
+    pb.request(again)
+    pb.response(again)
+    assert again.request.raw_content == body
+    meta = again.metadata[META]
+    assert meta["status"] == "skipped" and "neither items nor steps" in meta["reason"]
+    assert meta["held"] == 2
+    assert len(pb.state.store.delivered("cascade-1")) == 2, "the ledger is not shortened"
+    rec = records.to_record(record_job(again))
+    assert "neither items nor steps" in rec["reason"]
+    from native_bridge.shell import native_replay
+
+    assert native_replay.recheck(native_replay.from_flow(again)) == []
+    assert native_replay.recheck(native_replay.from_record(rec)) == []
+
+
+def test_recheck_of_replay_and_interaction_flows(planner):
+    from native_bridge.shell import native_replay
+
+    kit = _kit()
+    pb, _ = planner
+    steps = [kit.gateway_run("npm test", "Exit code 1\nboom"), kit.gateway_run("npm run dev", None)]
+    for path, body in ((REPLAY, kit.replay_request(steps)), (INTERACT, kit.interaction_request())):
+        f = native_flow(kit.grpc(body), path=path)
+        pb.request(f)
+        case = native_replay.from_flow(f)
+        assert case.method == path.rsplit("/", 1)[1] and case.cascade_id == "cascade-1"
+        assert native_replay.recheck(case) == [], f.metadata[META]
+        rec = records.to_record(record_job(f))
+        assert native_replay.recheck(native_replay.from_record(rec)) == []

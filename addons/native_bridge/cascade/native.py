@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .corrections import Change, Evidence, Lookup, Types, correct
 from .calls import SEND, Call
+from .corrections import Change, Evidence, Lookup, Types, correct
 from .framing import Framed, FramingError, reframe, unframe
 from .ledger import Delivered, Delivery, delivered_prefix
 from .request import CascadeRequest, parse_request, redacted, splice

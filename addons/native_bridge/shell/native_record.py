@@ -1,8 +1,10 @@
-"""The planner hop's part of a record: steps before/after as proto3 JSON, each change with its reason.
+"""The planner hop's part of a record: the call (``method``), steps before/after as proto3 JSON,
+each change with its reason; for HandleCascadeUserInteraction the interaction decoded.
 
 Built in the recorder's worker from raw material (:class:`NativeJob`), never on the
 request path. The request body is kept with Metadata's ``api_key`` and ``user_jwt``
-replaced (cascade.native.redact_body); a body that cannot be read that far is not kept.
+replaced (cascade.native.redact_body, in the call's Metadata field: a send's 3, a
+replay's 1); a body that cannot be read that far is not kept.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from typing import Any
 
 from mitmproxy import http
 
+from ..cascade.calls import CALLS, SEND, Call, decode_interaction
 from ..cascade.framing import unframe
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, redact_body
-from ..cascade.request import parse_request
+from ..cascade.request import CascadeRequest, parse_request
 from . import META, native_view, redact
 from .renderer import by_reference
 
@@ -35,32 +38,47 @@ def from_flow(flow: http.HTTPFlow) -> NativeJob:
     headers = {k.lower(): v for k, v in flow.request.headers.items()}
     corrected = meta.get("status") == "corrected"
     original = native_view.original_raw(flow) if corrected else flow.request.raw_content
-    before, after = _steps(original, headers), _steps(flow.request.raw_content, headers)
+    call = native_view.call_of_flow(flow)
+    before, after = _parsed(original, headers, call), _parsed(flow.request.raw_content, headers, call)
     result = NativeResult(
         str(meta.get("status")),
         str(meta.get("reason", "")),
+        cascade_id=before.cascade_id if before is not None else None,
         delta_start=int(meta.get("delta_start") or 0),
-        steps_before=before,
-        steps_after=after,
+        steps_before=before.steps if before is not None else [],
+        steps_after=after.steps if after is not None else [],
+        method=call.method,
+        held=int(meta.get("held") or meta.get("delta_start") or 0),
     )
     return NativeJob(original, headers, result, [c for c in meta.get("change_list", []) if isinstance(c, dict)])
 
 
-def _steps(body: bytes | None, headers: dict[str, str]) -> list[bytes]:
+def _payload(body: bytes | None, headers: dict[str, str]) -> bytes | None:
     try:
-        framed = unframe(body or b"", headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE)
-        return parse_request(framed.payload).steps
+        return unframe(body or b"", headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload
     except Exception:
-        return []
+        return None
+
+
+def _parsed(body: bytes | None, headers: dict[str, str], call: Call) -> CascadeRequest | None:
+    payload = _payload(body, headers)
+    try:
+        return parse_request(payload, call) if payload is not None else None
+    except Exception:
+        return None
 
 
 def render(job: NativeJob) -> dict[str, Any]:
     r = job.result
-    body = redact_body(job.body, job.headers.get("content-type", ""), job.headers) if job.body else None
-    return {
+    call = CALLS.get(r.method, SEND)
+    ctype = job.headers.get("content-type", "")
+    body = redact_body(job.body, ctype, job.headers, call=call) if job.body else None
+    out: dict[str, Any] = {
+        "method": r.method,  # the call (cascade.calls): where its steps are
         "cascade_id": r.cascade_id,
         "protocol": r.protocol,
         "delta_start": r.delta_start,
+        "held": r.held,
         # Tool output may hold a token a command printed: the same redaction as chat steps.
         "steps_before": redact.body(r.before),
         "steps_after": redact.body(r.after),
@@ -68,3 +86,9 @@ def render(job: NativeJob) -> dict[str, Any]:
         # The request as it came with its credentials replaced, for replay_check and rebuilds.
         "body_hex": body.hex() if body is not None else None,
     }
+    if call.interaction is not None:
+        # Which step, what was decided, the command lines as data (never rewritten; redacted like
+        # tool output: a command line may carry a token a command printed).
+        payload = _payload(job.body, job.headers) if job.body else None
+        out["interaction"] = redact.body(decode_interaction(payload)) if payload is not None else None
+    return out

@@ -5,8 +5,11 @@ A native flow or record holds the gateway's body (the flow's backup, or the reco
 changes made. :func:`recheck` runs :func:`..cascade.native.correct_request` on the
 original body again under the same conditions and lists every difference:
 
-- the ledger as it was: the recorded ``delta_start`` leading steps count as delivered (so a
-  single record can be checked on its own, whatever else was captured);
+- the call as it was (``method``: a send's steps are field 9, a replay's field 2, an
+  interaction has none; a record from before the method was kept is a send);
+- the ledger as it was: the recorded ``held`` (else ``delta_start``) leading steps count as
+  delivered (so a single record can be checked on its own, whatever else was captured; a send
+  withheld because the cut would have emptied it holds what the ledger held);
 - the chat hop's evidence as it was: the observations of the chat requests captured before
   the send (same sources), made as the chat addon makes them;
 - the ``bridge_planner_client`` and ``bridge_planner_types`` settings the flow was corrected
@@ -19,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cascade.calls import CALLS, SEND, Call
 from ..cascade.framing import unframe
 from ..cascade.ledger import step_digest
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request
@@ -26,7 +30,7 @@ from ..cascade.request import parse_request
 from ..cascade.steps import to_json
 from ..core.pipeline import Config, rewrite
 from . import META, explain, redact
-from .native_view import DIALECT, original_raw
+from .native_view import DIALECT, call_of_flow, original_raw
 from .offload import observed
 from .store import MemoryStore, Observation, match_key
 
@@ -35,7 +39,7 @@ __all__ = ["DIALECT", "Evidence", "NativeCase", "from_flow", "from_record", "obs
 
 @dataclass(slots=True)
 class NativeCase:
-    """One SendUserCascadeMessage as the planner hop handled it."""
+    """One call (a SendUserCascadeMessage, a replay, an interaction) as the planner hop handled it."""
 
     status: str
     reason: str
@@ -50,17 +54,24 @@ class NativeCase:
     cascade_id: str | None = None
     steps_in: int | None = None
     redacted: bool = True  # the recorded side is redacted (a record): compare redacted
+    method: str = SEND.method  # the call (cascade.calls)
+    held: int | None = None  # leading steps the ledger held (None: delta_start)
+
+    @property
+    def call(self) -> Call:
+        return CALLS.get(self.method, SEND)
 
     @property
     def steps_out(self) -> int | None:
         return None if self.steps_after is None else len(self.steps_after)
 
 
-def _steps(body: bytes | None, headers: Mapping[str, str]) -> list[bytes] | None:
+def _steps(body: bytes | None, headers: Mapping[str, str], call: Call = SEND) -> list[bytes] | None:
     if body is None:
         return None
     try:
-        return parse_request(unframe(body, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload).steps
+        payload = unframe(body, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload
+        return parse_request(payload, call).steps
     except Exception:  # unreadable: the recorded status says why
         return None
 
@@ -90,6 +101,8 @@ def from_record(rec: Mapping[str, Any]) -> NativeCase:
         cascade_id=native.get("cascade_id"),
         steps_in=len(native["steps_before"]) if isinstance(native.get("steps_before"), list) else None,
         redacted=True,
+        method=str(native.get("method") or SEND.method),
+        held=native["held"] if isinstance(native.get("held"), int) else None,
     )
 
 
@@ -100,12 +113,13 @@ def from_flow(flow: Any) -> NativeCase:
     corrected = meta.get("status") == "corrected"
     sent = flow.request.raw_content
     original = original_raw(flow) if corrected else sent
-    before, after = _steps(original, headers), _steps(sent, headers)
+    call = call_of_flow(flow)
+    before, after = _steps(original, headers, call), _steps(sent, headers, call)
     cascade_id = None
     if original is not None:
         try:
             framed = unframe(original, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE)
-            cascade_id = parse_request(framed.payload).cascade_id
+            cascade_id = parse_request(framed.payload, call).cascade_id
         except Exception:
             pass
     return NativeCase(
@@ -122,6 +136,8 @@ def from_flow(flow: Any) -> NativeCase:
         cascade_id=cascade_id,
         steps_in=None if before is None else len(before),
         redacted=False,
+        method=call.method,
+        held=meta["held"] if isinstance(meta.get("held"), int) else None,
     )
 
 
@@ -157,9 +173,10 @@ class Evidence:
 def rerun(case: NativeCase, evidence: Evidence | None = None) -> NativeResult:
     """Today's correction of the original body, with the recorded ledger prefix and settings."""
     if case.original is None:
-        return NativeResult("skipped", "the original body is not available")
-    steps = _steps(case.original, case.headers) or []
-    delivered = [step_digest(s) for s in steps[: case.delta_start]]
+        return NativeResult("skipped", "the original body is not available", method=case.method)
+    steps = _steps(case.original, case.headers, case.call) or []
+    held = case.delta_start if case.held is None else case.held
+    delivered = [step_digest(s) for s in steps[:held]]
     return correct_request(
         case.original,
         case.headers.get("content-type", ""),
@@ -168,6 +185,7 @@ def rerun(case: NativeCase, evidence: Evidence | None = None) -> NativeResult:
         evidence,
         client=case.client,
         types="keep" if case.types == "keep" else "official",
+        call=case.call,
     )
 
 
@@ -201,7 +219,7 @@ def recheck(case: NativeCase, evidence: Evidence | None = None) -> list[str]:
 
 
 def describe(case: NativeCase) -> str:
-    text = case.status
+    text = case.status if case.method == SEND.method else f"{case.method}: {case.status}"
     if case.status == "corrected":
         text += f", {case.steps_in} -> {case.steps_out} steps"
         actions: dict[str, int] = {}

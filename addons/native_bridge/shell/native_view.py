@@ -1,9 +1,10 @@
 """The planner hop's flows as the views, commands and replay scripts show them.
 
 A native flow carries the gateway's body in its backup and the corrected body as its
-request; the changes (index, action, reason) are in its bridge metadata. Both bodies
-are decoded with our schema (cascade.steps.to_json) and shown with the same step
-lines as chat flows (explain.py).
+request; the changes (index, action, reason) and the call (``method``: cascade.calls)
+are in its bridge metadata. Both bodies are decoded with our schema by the call's field
+numbers (cascade.steps.to_json; an interaction by cascade.calls.decode_interaction) and
+shown with the same step lines as chat flows (explain.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from mitmproxy import http
 
+from ..cascade.calls import CALLS, SEND, Call, call_of, decode_interaction
 from ..cascade.framing import unframe
 from ..cascade.native import DEFAULT_MAX_SIZE
 from ..cascade.request import parse_request
@@ -37,14 +39,32 @@ def original_raw(flow: http.HTTPFlow) -> bytes | None:
     return None
 
 
-def decode_steps(flow: http.HTTPFlow, body: bytes | None) -> list[dict[str, Any]] | None:
-    """The field-9 steps of a SendUserCascadeMessage body as proto3 JSON; None when unreadable."""
+def call_of_flow(flow: http.HTTPFlow) -> Call:
+    """The call a native flow is: as its bridge metadata names it, else by its path (a flow from
+    before the method was kept is a SendUserCascadeMessage)."""
+    meta = flow.metadata.get(META)
+    method = meta.get("method") if isinstance(meta, dict) else None
+    return CALLS.get(str(method)) or call_of(flow.request.path) or SEND
+
+
+def payload_of(flow: http.HTTPFlow, body: bytes | None) -> bytes | None:
+    """The message inside a native flow's body (its envelope and compression removed)."""
     if body is None:
         return None
     headers = {k.lower(): v for k, v in flow.request.headers.items()}
     try:
-        framed = unframe(body, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE)
-        return [to_json(s) for s in parse_request(framed.payload).steps]
+        return unframe(body, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload
+    except Exception:
+        return None
+
+
+def decode_steps(flow: http.HTTPFlow, body: bytes | None) -> list[dict[str, Any]] | None:
+    """The steps of a body (a send's field 9, a replay's field 2) as proto3 JSON; None when unreadable."""
+    payload = payload_of(flow, body)
+    if payload is None:
+        return None
+    try:
+        return [to_json(s) for s in parse_request(payload, call_of_flow(flow)).steps]
     except Exception:  # a damaged or foreign body: the view says it cannot read it
         return None
 
@@ -57,12 +77,19 @@ class NativeExplained:
     after: list[dict[str, Any]] | None
     changes: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+    method: str = SEND.method
+    interaction: dict[str, Any] | None = None  # HandleCascadeUserInteraction, decoded
 
 
 def explain_native(flow: http.HTTPFlow) -> NativeExplained:
     meta = flow.metadata.get(META) or {}
     current = flow.request.raw_content
     before = original_raw(flow) if meta.get("status") == "corrected" else current
+    call = call_of_flow(flow)
+    interaction = None
+    if call.interaction is not None:
+        payload = payload_of(flow, current)
+        interaction = decode_interaction(payload) if payload is not None else None
     return NativeExplained(
         str(meta.get("status")),
         str(meta.get("reason", "")),
@@ -70,12 +97,15 @@ def explain_native(flow: http.HTTPFlow) -> NativeExplained:
         decode_steps(flow, current),
         [c for c in meta.get("change_list", []) if isinstance(c, dict)],
         {k: v for k, v in meta.items() if k in ("steps_in", "steps_out", "delta_start", "changes")},
+        call.method,
+        interaction,
     )
 
 
 def headline(ex: NativeExplained) -> str:
     s = ex.summary
-    text = f"bridge (planner hop): {ex.status}"
+    hop = "planner hop" if ex.method == SEND.method else f"planner hop, {ex.method}"
+    text = f"bridge ({hop}): {ex.status}"
     if ex.status == "corrected":
         text += f", {s.get('steps_in')} -> {s.get('steps_out')} steps"
         if s.get("delta_start"):
@@ -96,12 +126,33 @@ def change_lines(ex: NativeExplained) -> list[str]:
     return out
 
 
+def interaction_lines(doc: dict[str, Any] | None) -> list[str]:
+    """A HandleCascadeUserInteraction as text: which step, what was decided, the command lines as data."""
+    if doc is None or "undecodable" in doc:
+        return ["(the body cannot be read as a HandleCascadeUserInteraction)"]
+    i = doc.get("interaction") or {}
+    lines = [
+        f"interaction (recorded, never rewritten) for cascade {doc.get('cascadeId')!r}: "
+        f"step {i.get('stepIndex', 0)} of trajectory {i.get('trajectoryId')!r}"
+    ]
+    for kind in ("runCommand", "readUrlContent"):
+        body = i.get(kind)
+        if isinstance(body, dict):
+            lines.append(f"  {kind}:")
+            lines += [f"    {k}: {v!r}" for k, v in body.items()]
+    if not any(k in i for k in ("runCommand", "readUrlContent")):
+        lines.append("  (no interaction we model)")
+    return lines
+
+
 def steps_text(ex: NativeExplained) -> str:
     lines = [headline(ex)]
+    if ex.method != SEND.method and ex.interaction is not None:
+        return "\n".join([*lines, *interaction_lines(ex.interaction)]) + "\n"
     if ex.changes:
         lines += ["changes (indices are the gateway's steps):", *change_lines(ex)]
     if ex.after is None:
-        lines.append("(the body cannot be read as a SendUserCascadeMessage)")
+        lines.append(f"(the body cannot be read as a {ex.method})")
     else:
         lines.append("steps sent to the language server:")
         for i, step in enumerate(ex.after):
@@ -116,6 +167,8 @@ def diff_text(ex: NativeExplained) -> str:
         return [line for i, s in enumerate(steps) for line in explain.step_lines(i, s, indent="")]
 
     lines = [headline(ex), *change_lines(ex)]
+    if ex.interaction is not None:  # never rewritten: there is nothing to diff
+        return "\n".join([*lines, *interaction_lines(ex.interaction), "(no difference)"]) + "\n"
     diff = difflib.unified_diff(render(ex.before), render(ex.after), "gateway", "sent", lineterm="", n=1000)
     lines += list(diff)[2:] or ["(no difference)"]
     return "\n".join(lines) + "\n"

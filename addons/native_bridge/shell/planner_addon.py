@@ -1,9 +1,11 @@
-"""The planner hop: correct the gateway's SendUserCascadeMessage steps in flight.
+"""The planner hop: correct the steps of every call that carries tool history, in flight.
 
 Only flows that came in on a planner listener (``bridge_planner``: mode specs) and
-call SendUserCascadeMessage are touched; there only field 9 changes (cascade/).
-The ledger entry for a cascade is written when the language server accepted the
-request, so a failed send is sent again in full next time.
+call one of cascade.calls' table are touched: SendUserCascadeMessage (its field 9),
+ReplayGroundTruthTrajectory (its field 2) and HandleCascadeUserInteraction (recorded,
+never rewritten); every other call passes as it came, unrecorded. The ledger entry
+for a cascade is written when the language server accepted the request, whichever
+call delivered the steps, so a failed send is sent again in full next time.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import mode_specs
 
+from ..cascade.calls import Call, call_of
 from ..cascade.corrections import TYPES, Observed
 from ..cascade.ledger import Delivery
-from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request, is_send_user_cascade_message
+from ..cascade.native import DEFAULT_MAX_SIZE, METHOD, NativeResult, correct_request
 from ..core.clients import CLIENTS
 from . import MARKER, META
 from .h2c import H2CListener, is_planner
@@ -72,10 +75,11 @@ def summary(result: NativeResult) -> dict[str, Any]:
 
 def comment(result: NativeResult, s: dict[str, Any] | None = None) -> str:
     """The one-line verdict (``s``: the result's summary, when already made)."""
+    hop = "planner" if result.method == METHOD else f"planner {result.method}"
     if result.status != "corrected":
-        return f"bridge: planner {result.status} ({result.reason})"
+        return f"bridge: {hop} {result.status} ({result.reason})"
     s = s or summary(result)
-    return f"bridge: planner {s['steps_in']} -> {s['steps_out']} steps ({result.reason})"
+    return f"bridge: {hop} {s['steps_in']} -> {s['steps_out']} steps ({result.reason})"
 
 
 def grpc_status(resp: http.Response) -> str | None:
@@ -113,7 +117,8 @@ class PlannerBridge:
             [],
             "Planner listeners: proxy mode specs (exactly as given to --mode, e.g. "
             "reverse:http://127.0.0.1:42101@42100) that speak gRPC over prior-knowledge HTTP/2 "
-            "and whose SendUserCascadeMessage requests are corrected.",
+            "and whose SendUserCascadeMessage and ReplayGroundTruthTrajectory steps are corrected "
+            "(HandleCascadeUserInteraction is recorded, never rewritten).",
         )
         loader.add_option(
             "bridge_planner_client",
@@ -134,7 +139,7 @@ class PlannerBridge:
             "bridge_planner_records",
             str | None,
             None,
-            "Directory for the planner hop's records (one per SendUserCascadeMessage). Unset: bridge_records.",
+            "Directory for the planner hop's records (one per call it covers). Unset: bridge_records.",
         )
 
     def configure(self, updated: set[str]) -> None:
@@ -177,46 +182,51 @@ class PlannerBridge:
             self.own_recorder.close()
 
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """Correct one SendUserCascadeMessage. A body of ``OFFLOAD_BYTES`` or more is corrected in
+        """Correct one call of the table (cascade.calls). A body of ``OFFLOAD_BYTES`` or more is corrected in
         a thread (the field scan is Python that gives the GIL up every few milliseconds), and a
         correction waits for the chat hop's readings still in its worker (their evidence): then
         this returns an awaitable, which mitmproxy awaits while the loop serves the rest."""
         if not ctx.options.bridge or META in flow.metadata or not is_planner(flow.client_conn, self.h2c.specs):
             return None
-        if not is_send_user_cascade_message(flow.request.path):
+        call = call_of(flow.request.path)
+        if call is None:
             return None  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
         readings = self.chat.readings() if self.chat is not None else []
         if readings:  # the chat hop still reads a large request in its worker: its evidence comes first
-            return self._after_readings(flow, readings)
-        return self._send(flow)
+            return self._after_readings(flow, call, readings)
+        return self._send(flow, call)
 
-    async def _after_readings(self, flow: http.HTTPFlow, readings: list[asyncio.Future[None]]) -> None:
+    async def _after_readings(self, flow: http.HTTPFlow, call: Call, readings: list[asyncio.Future[None]]) -> None:
         await asyncio.wait(readings)
-        correcting = self._send(flow)
+        correcting = self._send(flow, call)
         if correcting is not None:
             await correcting
 
-    def _send(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """Correct one SendUserCascadeMessage (see request)."""
+    def _send(self, flow: http.HTTPFlow, call: Call) -> Awaitable[None] | None:
+        """Correct one call (see request)."""
         req = flow.request
         if HANDLED_HEADER in req.headers:
             result = NativeResult(
-                "skipped", f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})"
+                "skipped",
+                f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})",
+                method=call.method,
             )
         elif req.stream or req.raw_content is None:
-            result = NativeResult("skipped", "body is streamed (stream_large_bodies), it cannot be corrected")
+            result = NativeResult(
+                "skipped", "body is streamed (stream_large_bodies), it cannot be corrected", method=call.method
+            )
         elif len(req.raw_content) >= OFFLOAD_BYTES:
-            return self._correct_off_loop(flow)
+            return self._correct_off_loop(flow, call)
         else:
-            result = self._correct(flow)
+            result = self._correct(flow, call)
         self._apply(flow, result)
         return None
 
-    async def _correct_off_loop(self, flow: http.HTTPFlow) -> None:
+    async def _correct_off_loop(self, flow: http.HTTPFlow, call: Call) -> None:
         try:
-            result = await asyncio.to_thread(self._correct, flow)
+            result = await asyncio.to_thread(self._correct, flow, call)
         except Exception as e:  # correct_request never raises; a failure to run it must not stop traffic
-            result = NativeResult("skipped", f"internal error: {type(e).__name__}: {e}")
+            result = NativeResult("skipped", f"internal error: {type(e).__name__}: {e}", method=call.method)
         self._apply(flow, result)
 
     def _apply(self, flow: http.HTTPFlow, result: NativeResult) -> None:
@@ -228,8 +238,9 @@ class PlannerBridge:
             assert result.body is not None
             req.raw_content = result.body  # framed and compressed as it came
             req.headers[HANDLED_HEADER] = "corrected"
-        if result.cascade_id is not None and result.status != "skipped":
-            assert result.delivery is not None
+        # Whichever call delivered steps (a send, a replay): the ledger learns them once accepted. An
+        # interaction, a skipped call and a send withheld for being empty deliver nothing.
+        if result.cascade_id is not None and result.status != "skipped" and result.delivery is not None:
             self._pending[flow.id] = _Pending(result.cascade_id, result.delivery)
         if deferrable(flow):
             after_forward(lambda: self._account(flow, result, came))
@@ -252,7 +263,9 @@ class PlannerBridge:
             "status": result.status,
             "reason": result.reason,
             "dialect": DIALECT,
+            "method": result.method,
             **s,
+            "held": result.held,
             # The settings the steps were judged under: replay_check re-runs them with these.
             "planner_client": ctx.options.bridge_planner_client,
             "planner_types": ctx.options.bridge_planner_types,
@@ -263,7 +276,7 @@ class PlannerBridge:
         if self.recorder is not None:
             self._record(flow, result, came[0])
 
-    def _correct(self, flow: http.HTTPFlow) -> NativeResult:
+    def _correct(self, flow: http.HTTPFlow, call: Call) -> NativeResult:
         req = flow.request
         headers = {k.lower(): v for k, v in req.headers.items()}
         body = req.raw_content or b""
@@ -277,6 +290,7 @@ class PlannerBridge:
             max_size,
             client=ctx.options.bridge_planner_client,
             types=ctx.options.bridge_planner_types,
+            call=call,
         )
 
     def response(self, flow: http.HTTPFlow) -> None:
