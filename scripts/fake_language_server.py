@@ -36,7 +36,8 @@ Planner behaviour per cascade: the first SendUserCascadeMessage whose cascade_co
 allow-lists run_command gets [user_input (DONE), run_command ``tool_command`` (GENERATING)],
 which the gateway surfaces as a native tool call; any other send gets [user_input (DONE),
 planner_response ``final_text`` (DONE)]. GetCascadeTrajectory reports RUNNING on the first
-poll after a send, IDLE afterwards.
+poll after a send, IDLE afterwards. ReplayGroundTruthTrajectory makes its replay_steps (2) the
+cascade's (cascade_id 3) trajectory; HandleCascadeUserInteraction is accepted and executes nothing.
 """
 
 from __future__ import annotations
@@ -213,6 +214,18 @@ class Planner:
                 c["steps"].append(run_command_step(cfg["tool_command"], cfg["tool_cwd"]))
             else:
                 c["steps"].append(planner_step(cfg["final_text"]))
+            return b""
+        if method == "ReplayGroundTruthTrajectory":
+            # cascade_id 3, replay_steps 2: the replayed steps become the cascade's trajectory.
+            c = self.cascade(_string(request, 3))
+            c["steps"] = [
+                wire.value(request, f) for f in wire.fields(request) if f.number == 2 and f.wire_type == wire.LEN
+            ]
+            c["polls"] = 0
+            return b""  # ReplayGroundTruthTrajectoryResponse; its trajectory (1) is not modelled
+        if method == "HandleCascadeUserInteraction":
+            # cascade_id 1, interaction 2: accepted (empty reply, as officially); nothing is executed here.
+            self.cascade(_string(request, 1))
             return b""
         if method == "GetCascadeTrajectorySteps":
             c = self.cascade(_string(request, 1))
