@@ -94,7 +94,7 @@ def test_write_produces_one_valid_json_record_with_the_documented_fields(recorde
     assert raw.endswith(b"\n")
     rec = json.loads(raw)
     assert set(rec) >= FIELDS
-    assert rec["record_version"] == RECORD_VERSION == 2
+    assert rec["record_version"] == RECORD_VERSION == 3
     assert rec["flow_id"] == "0b8e6c0e-1111-4222-8333-944445555666"
     assert rec["time"] == "2023-11-14T22:13:20.500000Z"
     assert rec["method"] == "POST"
