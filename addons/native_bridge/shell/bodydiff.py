@@ -140,6 +140,9 @@ class _Strings:
             at += len(t) + 1
         self.joined = "\x00".join(self.texts)
         self._hint = 0
+        # Characters the substring searches may scan: steps found are found in history order, a
+        # few steps ahead of the last one; a string the body does not hold costs a whole scan.
+        self._budget = 16 * len(self.joined) + (64 << 20)
 
     def _walk(self, node: Any, path: list[Any], inner: list[Any] | None) -> None:
         stack = [(node, path)]
@@ -164,9 +167,13 @@ class _Strings:
         i = self.whole.get(s)
         if i is not None:
             return self._ref(i)
+        if self._budget <= 0:  # searched enough: whole strings only (a body unlike its steps)
+            return None
         at = self.joined.find(s, self._hint)
+        self._budget -= (at + len(s) - self._hint) if at >= 0 else len(self.joined) - self._hint
         if at < 0:
             at = self.joined.find(s, 0, self._hint + len(s))
+            self._budget -= self._hint + len(s)
         if at < 0:
             return None
         i = bisect_right(self.starts, at) - 1
