@@ -121,8 +121,8 @@ def correct(
     """The steps with the gateway's false claims corrected or removed.
 
     ``client``: the client whose own frames count in a step's output when no observation
-    names one (a setting of the caller; None: the planner hop cannot tell the client, so
-    only what a program's output cannot forge counts, truth rule 3). Raises
+    names one (a setting of the caller; None: the planner hop cannot tell the client, so the
+    text is read as for a client we cannot name, truth rule 3). Raises
     :class:`~.wire.WireError` when a step does not parse. Deterministic and idempotent:
     correcting the output again changes nothing. ``first_index``: the index of ``steps[0]``
     in the request (changes and errors name steps by it). ``types``: ``"official"`` gives a
