@@ -5,7 +5,7 @@ An agent resends the whole history on every request, so a conversation of N tool
 is N requests whose bodies grow. For each bundled session (scripts/sessions/*.json) this
 cuts the history after every round of results, rewrites each prefix with the core, renders
 the record the addon would write (default options) and adds up the sizes. Old-format figures
-(before + after + steps, version 1) are shown for comparison.
+(before + after + steps in full, pretty-printed: version 1) are shown for comparison.
 
     .venv/bin/python scripts/record_size.py
     .venv/bin/python scripts/record_size.py --requests-per-day 1500
@@ -77,8 +77,9 @@ def measure(max_record: int) -> list[tuple[str, int, int, int, int]]:
             )
             new = records._render(job)
             rec = orjson.loads(new)
+            rec["after"] = records.after_doc(rec)  # version 1 held the whole after body
+            rec["steps"] = records.steps_of(rec)  # and the steps in full
             rec.pop("after_patch", None)
-            rec["after"] = records.after_doc(orjson.loads(new))  # version 1 held the whole after body
             old = orjson.dumps(rec, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
             n += 1
             body_total += len(raw)

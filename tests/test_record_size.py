@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -15,11 +16,15 @@ import orjson
 import pytest
 from mitmproxy import exceptions, hooks
 from mitmproxy.test import taddons, tflow
-from native_bridge.shell import records
+from native_bridge.shell import explain, records
 from native_bridge.shell.chat_addon import NativeBridge
 from native_bridge.shell.records import Limits, Recorder, RecordJob, parse_age, parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench  # noqa: E402  (the benchmark's history generator)
+import replay_check  # noqa: E402
+
 SESSIONS = {
     "chat": ("/v1/chat/completions", ROOT / "scripts" / "sessions" / "chat_session.json"),
     "anthropic": ("/v1/messages", ROOT / "scripts" / "sessions" / "anthropic_session.json"),
@@ -148,6 +153,128 @@ def test_a_record_over_max_record_keeps_its_verdict_without_bodies(bridge, tmp_p
     assert rec["status"] == "rewritten" and rec["summary"]["steps"] > 0
     assert rec["before"] is None and rec["after_patch"] is None
     assert "over bridge_records_max_record (12288)" in rec["body_omitted"]
+
+
+@pytest.fixture(scope="module")
+def big_chat() -> bytes:
+    """A generated agent session of about 1 MB in Chat Completions (edits, reads, commands, greps)."""
+    session, rounds = bench.session_for_size("chat", 1_000_000, 1)
+    return session.body(rounds)
+
+
+async def bridged(nb: NativeBridge, f) -> None:
+    """The request hook as mitmproxy runs it: a body this large is read in the worker process."""
+    pending = nb.request(f)
+    if pending is not None:
+        await pending
+    await asyncio.gather(*nb.readings())
+    for _ in range(3):  # the verdict and record are made once the request went upstream (later.py)
+        await asyncio.sleep(0)
+
+
+def as_version_2(rec: dict) -> dict:
+    """The same record as the previous build wrote it: ``steps`` in full."""
+    return {**rec, "record_version": 2, "steps": records.steps_of(rec)}
+
+
+def read_back(rec: dict) -> tuple:
+    """What the readers get from a record: explain (mitmweb, bridge.explain) and replay_check's entry."""
+    ex = explain.explain_record(rec)
+    entry = replay_check.entry_from_record(rec, "r")
+    return (
+        explain.steps_text(ex),
+        explain.diff_text(ex),
+        ex.summary,
+        ex.accounting,
+        ex.after,
+        entry.before,
+        entry.steps,
+        entry.after,
+        entry.accounting,
+    )
+
+
+async def test_a_1mb_rewritten_chat_request_makes_a_record_of_at_most_1_5_times_its_body(bridge, tmp_path, big_chat):
+    """Issue 18 item 7: the steps' tool output is the tool output ``before`` holds; it is held once."""
+    nb, _ = bridge
+    assert len(big_chat) >= 1_000_000
+    f = flow(big_chat, "/v1/chat/completions")
+    await bridged(nb, f)
+    sent = f.request.get_content()
+    assert nb.recorder.flush(30)
+    raw, rec = only_record(tmp_path / "records")
+    assert rec["status"] == "rewritten" and rec["summary"]["steps"] > 100
+    assert len(raw) <= 1.5 * len(big_chat), f"{len(raw):,} bytes for a {len(big_chat):,}-byte body"
+    # Nothing lost: the body sent and its steps come back exactly.
+    assert records.rebuild_after(rec) == sent
+    assert records.steps_of(rec) == orjson.loads(sent)["additional_steps"]
+    # The readers get what they got from a record holding the steps in full.
+    old = as_version_2(rec)
+    assert read_back(rec) == read_back(old)
+    for r, name in ((rec, "new"), (old, "old")):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "r.json").write_bytes(orjson.dumps(r))
+        assert replay_check.main([str(d), "-q"]) == 0
+
+
+async def test_a_1mb_observed_chat_request_makes_a_record_of_at_most_1_5_times_its_body(bridge, tmp_path, big_chat):
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_mode="observe")
+    f = flow(big_chat, "/v1/chat/completions")
+    await bridged(nb, f)
+    assert f.request.get_content() == big_chat
+    assert nb.recorder.flush(30)
+    raw, rec = only_record(tmp_path / "records")
+    assert rec["status"] == "observed" and rec["summary"]["steps"] > 100
+    assert len(raw) <= 1.5 * len(big_chat), f"{len(raw):,} bytes for a {len(big_chat):,}-byte body"
+    full = records.steps_of(rec)
+    assert len(full) == rec["summary"]["steps"] and all(isinstance(s, dict) for s in full)
+    assert read_back(rec) == read_back(as_version_2(rec))
+
+
+def test_a_secret_in_a_tool_output_the_steps_refer_to_stays_redacted(bridge, tmp_path):
+    nb, _ = bridge
+    secret = "sk-live-abcdef1234567890XYZ"
+    output = "\n".join(f"line {i}: export OPENAI_API_KEY={secret} and Bearer {secret}" for i in range(40))
+    doc = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "show me the env"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": '{"command":"env"}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": output},
+        ],
+    }
+    f = flow(orjson.dumps(doc), "/v1/chat/completions")
+    nb.request(f)
+    assert nb.recorder.flush(10)
+    raw, rec = only_record(tmp_path / "records")
+    assert rec["status"] == "rewritten" and secret.encode() not in raw
+    [step] = records.steps_of(rec)
+    shown = step["runCommand"]["combinedOutput"]["full"]
+    assert secret not in shown and "<redacted>" in shown
+    assert raw.count(orjson.dumps(shown[:200])[1:-1]) == 1  # held once, in before; the step refers to it
+    assert "$before" in orjson.dumps(rec["steps"]).decode()
+
+
+async def test_a_record_over_max_record_keeps_its_steps_whole_when_its_bodies_go(bridge, tmp_path, big_chat):
+    """Without ``before`` the steps cannot refer to it: they are written in full (or not at all)."""
+    nb, tctx = bridge
+    tctx.configure(nb, bridge_records_max_record="1M")
+    f = flow(big_chat, "/v1/chat/completions")
+    await bridged(nb, f)
+    sent = f.request.get_content()
+    assert nb.recorder.flush(30)
+    raw, rec = only_record(tmp_path / "records")
+    assert len(raw) <= 1 << 20 and rec["before"] is None and "bodies not recorded" in rec["body_omitted"]
+    assert rec["steps"] == records.steps_of(rec) == orjson.loads(sent)["additional_steps"]
+    assert "$before" not in raw.decode()
 
 
 def job(i: int, size: int = 1000) -> RecordJob:

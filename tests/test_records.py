@@ -94,7 +94,7 @@ def test_write_produces_one_valid_json_record_with_the_documented_fields(recorde
     assert raw.endswith(b"\n")
     rec = json.loads(raw)
     assert set(rec) >= FIELDS
-    assert rec["record_version"] == RECORD_VERSION == 2
+    assert rec["record_version"] == RECORD_VERSION == 3
     assert rec["flow_id"] == "0b8e6c0e-1111-4222-8333-944445555666"
     assert rec["time"] == "2023-11-14T22:13:20.500000Z"
     assert rec["method"] == "POST"
@@ -447,3 +447,39 @@ def test_a_non_json_body_without_tool_history_says_it_is_not_json():
     assert rec["reason"] == "the body is not JSON (no tool history)"
     rec = to_record(job(status="unchanged", reason="no tool history", before=b'{"messages": []}', after=None))
     assert rec["reason"] == "no tool history"
+
+
+_TEXT = st.text(alphabet=st.sampled_from('ab\x00\n"{}[]é😀'), max_size=12)
+
+
+@given(
+    pieces=st.lists(_TEXT, min_size=1, max_size=6),
+    cuts=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 40), st.integers(0, 40)), max_size=6),
+    extra=_TEXT,
+)
+def test_steps_refer_to_before_and_resolve_to_themselves(pieces, cuts, extra):
+    """bodydiff.refer/resolve: whatever the strings (NUL, quotes, astral characters, JSON text),
+    the steps come back exactly; only strings ``before`` holds become references."""
+    from native_bridge.shell import bodydiff
+
+    texts = [p * 9 for p in pieces]  # long enough to be referred to (least=8 below)
+    before = {
+        "messages": [{"content": t} for t in texts],
+        "args": orjson.dumps({"k": texts[0], "n": [texts[-1]]}).decode(),
+    }
+    strings = [texts[i % len(texts)][a : a + b] for i, a, b in cuts] + [extra * 9, texts[0] + "\x00" + texts[-1]]
+    steps = [{"s": s, "nested": {"list": [s, 1, None]}} for s in strings]
+    written = bodydiff.refer(steps, before, least=8)
+    assert bodydiff.resolve(written, before) == steps
+    assert bodydiff.resolve(orjson.loads(orjson.dumps(written)), orjson.loads(orjson.dumps(before))) == steps
+    assert bodydiff.resolve(steps, before) == steps  # records before version 3: steps in full
+
+
+def test_a_step_referring_to_what_before_does_not_hold_is_an_error():
+    from native_bridge.shell import bodydiff
+
+    before = {"messages": [{"content": "x" * 600}]}
+    written = bodydiff.refer([{"out": "x" * 600}], before)
+    assert written == [{"out": {"$before": ["messages", 0, "content"]}}]
+    with pytest.raises(ValueError, match="does not hold it"):
+        bodydiff.resolve(written, {"messages": []})

@@ -55,15 +55,93 @@ def test_an_exit_code_alone_is_no_observation() -> None:
     assert one(s)[0] is None
 
 
-@pytest.mark.parametrize("kind", [*UNOBSERVED, "observed run_command"])
-def test_a_step_not_done_is_left_as_it_came(kind: str) -> None:
-    msg = pb.CortexTrajectoryStep.FromString(UNOBSERVED.get(kind) or gateway_run("x", "Exit code 1"))
-    msg.status = GENERATING
-    s = msg.SerializeToString()
-    if kind == "observed run_command":  # the known gateway's type 28 (COMMAND_STATUS): only that changes
-        fixed = correct([s])
-        assert fixed.steps == [retyped(s, 21)] and [c.action for c in fixed.changes] == ["type"]
-        s = fixed.steps[0]
+NOT_OVER = [1, 2, 8, 9]  # PENDING, RUNNING, GENERATING, WAITING (official CortexStepStatus)
+
+
+def _with_status(s: bytes, status: int) -> bytes:
+    msg = pb.CortexTrajectoryStep.FromString(s)
+    msg.status = status  # type: ignore[assignment]
+    return msg.SerializeToString()
+
+
+@pytest.mark.parametrize("status", NOT_OVER)
+@pytest.mark.parametrize("kind", list(UNOBSERVED))
+def test_a_step_not_over_without_its_result_is_kept(kind: str, status: int) -> None:
+    """Never observed needs the claim of completion: a step not over yet claims no result."""
+    s = _with_status(UNOBSERVED[kind], status)
+    assert correct([s]) == Corrected([s], [])
+
+
+# ---- every status (issue 19): the outcome a step carries is judged whatever its status ----
+
+
+@pytest.mark.parametrize("status", [*NOT_OVER, 7, 3])  # ..., ERROR, DONE
+def test_a_result_in_a_step_of_any_status_gets_the_true_exit_code_and_one_copy(status: int) -> None:
+    s = _with_status(gateway_run("ls /nope", "Exit code: 2\nOutput:\nls: cannot access /nope", 1), status)
+    out, changes = one(s)
+    rc = run_command(view(out).body)
+    assert (rc.exit_code, rc.stdout) == (2, None)  # not the made-up 1; one copy
+    assert view(out).status == status  # the step's state in the trajectory is left as sent
+    assert [c.action for c in changes] == ["exit_code", "stdout_deduplicated", "type"]
+
+
+@pytest.mark.parametrize("status", NOT_OVER)
+def test_a_made_up_exit_code_in_a_running_step_is_removed(status: int) -> None:
+    # No frame, no flag, no observation: nothing states the code the gateway wrote.
+    out, changes = one(_with_status(gateway_run("make", "building...\ndone", 1), status))
+    assert run_command(view(out).body).exit_code is None
+    assert changes[0].action == "exit_code" and changes[0].reason.startswith("exit_code 1 -> absent")
+
+
+def test_a_running_step_whose_command_still_runs_is_kept_without_an_exit_code() -> None:
+    text = "Process running with session ID 5\nOutput:\n[vite] ready"
+    out, changes = one(_with_status(gateway_run("npm run dev", text, 0), 2))
+    assert out is not None and run_command(view(out).body).exit_code is None
+    assert "was still running" in changes[0].reason and "RUNNING" in changes[0].reason
+    # DONE claims an end that never came: the step goes.
+    out, changes = one(gateway_run("npm run dev", text, 0))
+    assert out is None and changes[0].action == "dropped"
+
+
+def test_a_failed_read_in_a_running_step_is_dropped() -> None:
+    s = step("view_file", status=2, absolute_path_uri="file:///a", content="File does not exist.")
+    out, changes = one(s)
+    assert out is None and changes[0].action == "dropped"
+
+
+def command_status(step_status: int = 2, **fields: object) -> bytes:
+    """A step with a command_status body (its own ``status`` is a field of the body)."""
+    body = pb.CortexStepCommandStatus(**fields)  # type: ignore[arg-type]
+    msg = pb.CortexTrajectoryStep(type=28, status=step_status, command_status=body)  # type: ignore[arg-type]
+    return msg.SerializeToString()
+
+
+def test_a_command_status_body_gets_the_true_exit_code_and_one_copy() -> None:
+    # Another gateway: the output in stdout, combined and delta, an exit code made up from a flag.
+    text = "Exit code: 2\nWall time: 0.2 seconds\nOutput:\nls: cannot access '/nope'"
+    s = command_status(command_id="c1", status=3, stdout=text, combined=text, delta=text, exit_code=1)
+    out, changes = one(s)
+    body = pb.CortexTrajectoryStep.FromString(out).command_status
+    assert (body.exit_code, body.stdout, body.combined, body.delta) == (2, "", text, text)
+    assert body.status == 3 and view(out).status == 2  # both statuses as sent
+    assert [c.action for c in changes] == ["exit_code", "stdout_deduplicated"]
+
+
+def test_a_command_status_takes_the_chat_hops_observation_through_its_run_command() -> None:
+    text = "FAIL src/a.test.ts"
+    run = raw_step("run_command", len_field(23, b"npm test") + len_field(13, b"c7") + len_field(21, len_field(1, b"x")))
+    status = command_status(command_id="c7", combined=text, exit_code=0)
+    seen = Recorder(Observed(exit_code=1, failed=True, client="cline"))
+    fixed = correct([run, status], seen)
+    assert ("run_command", "npm test", text) in seen.calls
+    assert pb.CortexTrajectoryStep.FromString(fixed.steps[1]).command_status.exit_code == 1
+    # Without a run_command naming c7 there is nothing to match: the text alone decides (absent).
+    alone = correct([status], Recorder(Observed(exit_code=1)))
+    assert not pb.CortexTrajectoryStep.FromString(alone.steps[0]).command_status.HasField("exit_code")
+
+
+def test_a_command_status_without_output_is_kept() -> None:
+    s = command_status(command_id="c1", status=2)
     assert correct([s]) == Corrected([s], [])
 
 

@@ -56,7 +56,9 @@ def test_demo_runs_and_shows_the_difference(tmp_path: Path) -> None:
     # Claude Code over Chat Completions: its "Exit code N" counts only with is_error, which this
     # dialect cannot carry: no claim (absent), never the gateway's 0; the reason is printed.
     assert [c.strip() for c in failed if c.strip()][-2:] == ["0, 0", "absent, absent"], report
-    assert "absent, not 0: Claude Code states 'Exit code N' only with is_error" in out, report
+    assert "absent, not 0: the session's client is Claude Code (named by its tools)" in out, report
+    # The reference fix's probe, no client named (issue 17): 2 on the chat hop and on the planner hop alone.
+    assert row(out, "reference probe, no client").split("  ")[-1].strip() == "chat hop 2; planner hop alone 2", report
     assert "absent (0 of" in row(out, "separate stdout field"), report
     assert "kept as messages (3 of 3)" in row(out, "unmapped/orphan"), report
     assert "dropped (3 of 3)" in row(out, "unmapped/orphan"), report

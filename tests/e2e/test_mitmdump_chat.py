@@ -254,7 +254,7 @@ def test_one_record_per_request(
     assert rec["method"] == "POST" and rec["url"].endswith(CHAT)
     assert rec["before"] == session_doc
     assert records.after_doc(rec) == after
-    assert rec["steps"] == after[STEPS]
+    assert records.steps_of(rec) == after[STEPS]
 
     # Accounting: every call and every result exactly once, each step backed by one call and its result.
     msgs = session_doc["messages"]

@@ -464,7 +464,7 @@ def test_anthropic_record(mains: dict[str, Any], bridge: Bridge) -> None:
     # (Thinking signatures aside: see test_anthropic_record_keeps_thinking_signatures.)
     assert unsigned(rec["before"]) == unsigned(doc)
     assert unsigned(records.after_doc(rec)) == unsigned(after)
-    assert rec["steps"] == after[STEPS]
+    assert records.steps_of(rec) == after[STEPS]
     special = a_special(doc)
     kept = {(p["item"], p["id"]): p["kept"] for p in rec["accounting"] if "kept" in p}
     untranslatable = special["image"] | special["rejected"] | special["tool_use_error"] | special["background"]

@@ -203,8 +203,8 @@ def test_the_record_commands_run_as_typed(fresh: Path, planner: ReferencePlanner
     assert check.returncode == 0 and check.stdout.rstrip().endswith(": exact"), check.stdout
     if shutil.which("jq") is None:
         pytest.skip("jq is not installed: the README's jq lines were not run")
-    jq_block = re.search(r"```sh\n(jq .*?)```", README, re.S)
-    assert jq_block is not None
-    for jq in commands(jq_block.group(1)):
+    jq_blocks = re.findall(r"```sh\n(jq .*?)```", README, re.S)
+    assert jq_blocks
+    for jq in [c for block in jq_blocks for c in commands(block)]:
         done = run(jq, fresh)
         assert done.returncode == 0, f"{jq}\n{done.stderr}"

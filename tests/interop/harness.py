@@ -401,7 +401,9 @@ def verdict_for(run: Run, cap: Captured) -> Verdict:
             if entry.get("item") == "result" and entry.get("id") == cap.call_id:
                 step = None
                 if entry.get("step") is not None:
-                    step = (rec.get("steps") or [])[entry["step"]]
+                    from native_bridge.shell.records import steps_of  # long output refers to before
+
+                    step = (steps_of(rec) or [])[entry["step"]]
                 return Verdict(rec, step, None if step else entry)
     # not in any accounting: is there a record of the request at all?
     blob = json.dumps(cap.result, sort_keys=True) if cap.result is not None else None

@@ -3,15 +3,21 @@
 Each rule changes or drops a step only where the step's own observation text, or
 an observation of the chat hop (:class:`Evidence`), says so. No step is added,
 unknown fields survive (the editors in :mod:`.steps` copy every byte they are not
-asked to change). Only DONE steps are judged for their outcome: a step in another
-status claims none. A step's ``type`` that does not name its body, by the official
-schema, gets the body's type, whatever the status (``types="official"``, the default;
-``"keep"`` leaves every type as sent); a body we do not know keeps its type.
+asked to change). Every step whose body we know is read, whatever its status (issue
+19): a result it carries is judged as a DONE step's is (the exit code is the
+command's outcome, whatever the step's state; one copy of the output; a result the
+kind cannot state), in run_command and command_status bodies alike; only "never
+observed" needs the claim of completion (DONE). The status itself is left as sent:
+it is the step's state in the language server's own trajectory (a RUNNING step
+awaits its command_status or an interaction), which no evidence of ours observes. A
+step's ``type`` that does not name its body, by the official schema, gets the
+body's type, whatever the status (``types="official"``, the default; ``"keep"``
+leaves every type as sent); a body we do not know keeps its type.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -19,21 +25,25 @@ from ..core.exitstatus import parse_exit_status
 from ..core.history import ToolResult
 from ..core.kinds import signals_failure
 from .steps import (
+    CS_EXIT_CODE,
+    CS_STDOUT,
     EXIT_CODE,
     OFFICIAL_TYPE,
     RESULT_FIELDS,
     STDOUT,
     TYPE,
     StepView,
+    command_status,
     edit,
     result_text,
     rewrap,
     run_command,
+    run_command_id,
     subject,
     type_name,
     view,
 )
-from .wire import Field, WireError, varint_field
+from .wire import Field, WireError, int32, varint_field, varint_value
 
 Action = Literal["dropped", "exit_code", "stdout_deduplicated", "type", "already_delivered"]
 Types = Literal["official", "keep"]
@@ -111,8 +121,8 @@ def correct(
     """The steps with the gateway's false claims corrected or removed.
 
     ``client``: the client whose own frames count in a step's output when no observation
-    names one (a setting of the caller; None: the planner hop cannot tell the client, so
-    only what a program's output cannot forge counts, truth rule 3). Raises
+    names one (a setting of the caller; None: the planner hop cannot tell the client, so the
+    text is read as for a client we cannot name, truth rule 3). Raises
     :class:`~.wire.WireError` when a step does not parse. Deterministic and idempotent:
     correcting the output again changes nothing. ``first_index``: the index of ``steps[0]``
     in the request (changes and errors name steps by it). ``types``: ``"official"`` gives a
@@ -123,6 +133,7 @@ def correct(
     lookup = _lookup_of(evidence)
     out: list[bytes] = []
     changes: list[Change] = []
+    command_lines = _command_lines(steps)
     for i, step in enumerate(steps, first_index):
         try:
             v = view(step)
@@ -133,9 +144,11 @@ def correct(
             continue
         new: bytes | None = step
         found: list[Change] = []
-        if v.done:
-            fix = _run_command if v.kind == "run_command" else _other
-            new, found = fix(i, step, v, lookup, client)
+        fix = _SHELL_FIXES.get(v.kind)
+        if fix is not None:
+            new, found = fix(i, step, v, lookup, client, command_lines)
+        else:
+            new, found = _other(i, step, v, lookup, client)
         if new is not None and types == "official":
             new, typed = _typed(i, new, v if new is step else view(new))
             found += typed
@@ -143,6 +156,22 @@ def correct(
         if new is not None:
             out.append(new)
     return Corrected(out, changes)
+
+
+def _command_lines(steps: Sequence[bytes]) -> dict[str, str]:
+    """command_id -> command line, from the run_command steps that state both: how a
+    command_status step (which names its command by id only) finds the command it reports."""
+    out: dict[str, str] = {}
+    for step in steps:
+        try:
+            v = view(step)
+        except WireError:
+            continue  # the loop names the step that does not parse
+        if v.kind == "run_command" and v.body is not None:
+            command_id = run_command_id(v.body, v.body_fields)
+            if command_id:
+                out[command_id] = run_command(v.body, v.body_fields).command_line or ""
+    return out
 
 
 def _lookup_of(evidence: Evidence | Lookup | None) -> Lookup | None:
@@ -163,6 +192,7 @@ class _Claim:
     action: Literal["set", "absent", "drop"]
     code: int | None
     why: str
+    running: bool = False  # "drop": the command was still running (not: it never ran)
 
 
 def _exit_claim(text: str, obs: Observed | None, client: str | None) -> _Claim:
@@ -179,7 +209,8 @@ def _exit_claim(text: str, obs: Observed | None, client: str | None) -> _Claim:
     status = parse_exit_status(text, failed, client or None)
     if status.verdict in ("not_run", "running"):
         what = "never ran" if status.verdict == "not_run" else "was still running"
-        return _Claim("drop", None, f"the command {what} ({status.source}{by}): no outcome to state")
+        why = f"the command {what} ({status.source}{by}): no outcome to state"
+        return _Claim("drop", None, why, running=status.verdict == "running")
     if status.verdict == "conflict" or (failed and status.code == 0):
         why = f"conflicting signals: the client flagged a failure, the output says success ({status.source}){by}"
         return _Claim("absent", None, why + ", so no claim")
@@ -193,7 +224,7 @@ def _exit_claim(text: str, obs: Observed | None, client: str | None) -> _Claim:
 
 
 def _run_command(
-    i: int, step: bytes, v: StepView, lookup: Lookup | None, client: str | None
+    i: int, step: bytes, v: StepView, lookup: Lookup | None, client: str | None, command_lines: Mapping[str, str]
 ) -> tuple[bytes | None, list[Change]]:
     body = v.body
     assert body is not None
@@ -201,6 +232,8 @@ def _run_command(
     # The exit code alone is no observation: the gateway writes 0 without one, and
     # after correction it may be gone, which must not turn the step unobserved.
     if rc.stdout is None and rc.stderr is None and not rc.combined_output:
+        if not v.done:  # a step not over yet (RUNNING, PENDING, ...) claims no outcome
+            return step, []
         return _dropped(
             i,
             step,
@@ -210,38 +243,94 @@ def _run_command(
         )
     text = rc.full if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
     assert text is not None
-    obs = lookup("run_command", rc.command_line or "", text) if lookup else None
+    twice = STDOUT if rc.combined_output and rc.stdout is not None and rc.stdout == rc.full else None
+    shell = _Shell(EXIT_CODE, twice, "stdout repeats combined_output.full")
+    return _outcome(i, step, v, shell, text, rc.command_line or "", lookup, client)
+
+
+def _command_status(
+    i: int, step: bytes, v: StepView, lookup: Lookup | None, client: str | None, command_lines: Mapping[str, str]
+) -> tuple[bytes | None, list[Change]]:
+    """A command_status body (official CortexStepCommandStatus): the output and exit code of the
+    command its command_id names, as a gateway reports them. Its copies of the output and its
+    exit code are corrected as a run_command's are; the observation of the chat hop is matched
+    through the run_command step of the same request that has the same command_id."""
+    body = v.body
+    assert body is not None
+    cs = command_status(body, v.body_fields)
+    text = next((t for t in (cs.combined, cs.stdout, cs.delta, cs.stderr) if t is not None), None)
+    if text is None:  # no output: it states no outcome of its own
+        return step, []
+    twice = CS_STDOUT if cs.combined is not None and cs.stdout is not None and cs.stdout == cs.combined else None
+    line = command_lines.get(cs.command_id) if cs.command_id else None
+    shell = _Shell(CS_EXIT_CODE, twice, "stdout repeats combined: one copy of the output")
+    return _outcome(i, step, v, shell, text, line, lookup, client)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shell:
+    """Where a shell body keeps its outcome: its exit_code field, and its copy of the output
+    that repeats the combined one (None: no such copy)."""
+
+    exit_field: int
+    twice: int | None
+    twice_why: str
+
+
+def _outcome(
+    i: int,
+    step: bytes,
+    v: StepView,
+    shell: _Shell,
+    text: str,
+    subject: str | None,
+    lookup: Lookup | None,
+    client: str | None,
+) -> tuple[bytes | None, list[Change]]:
+    """The shell body's exit code as the evidence states it and one copy of its output, in a
+    step of any status: the exit code is the command's outcome, whatever the step's state."""
+    body = v.body
+    assert body is not None
+    obs = lookup("run_command", subject, text) if lookup and subject is not None else None
     claim = _exit_claim(text, obs, client)
     if claim.action == "drop":
-        return _dropped(i, step, claim.why)
-    varint = (EXIT_CODE, claim.code) if claim.code is not None else None
-    drop = frozenset() if varint else frozenset({EXIT_CODE})
-    dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == rc.full
-    if dedupe:
-        drop |= {STDOUT}
+        if not (claim.running and not v.done):
+            return _dropped(i, step, claim.why)
+        # Still running, and the step says it is not over: true; only an exit code would claim an end.
+        claim = _Claim("absent", None, f"{claim.why}; the step is {v.status_name}, kept without an exit code")
+    varint = (shell.exit_field, claim.code) if claim.code is not None else None
+    drop = frozenset() if varint else frozenset({shell.exit_field})
+    if shell.twice is not None:
+        drop |= {shell.twice}
     fixed = rewrap(step, v, edit(body, v.body_fields, drop=drop, varint=varint))
     changes: list[Change] = []
     # The exit code's change ends where the deduplication starts: that step is made only
     # when a record or view asks for it.
-    middle: bytes | StepEdit = StepEdit(step, drop - {STDOUT}, varint) if dedupe else fixed
-    if _exit_code_edited(body, v.body_fields, claim.code):
-        was = "absent" if rc.exit_code is None else str(rc.exit_code)
+    twice = shell.twice is not None
+    middle: bytes | StepEdit = StepEdit(step, drop - {shell.twice}, varint) if twice else fixed  # type: ignore[operator]
+    was_code = _exit_code_of(body, v.body_fields, shell.exit_field)
+    if _exit_code_edited(body, v.body_fields, claim.code, shell.exit_field):
+        was = "absent" if was_code is None else str(was_code)
         now = "absent" if claim.code is None else str(claim.code)
         changes.append(Change(i, "exit_code", f"exit_code {was} -> {now}: {claim.why}", step, middle))
     else:
         middle = step
-    if dedupe:
-        reason = "stdout repeats combined_output.full: one copy of the output"
-        changes.append(Change(i, "stdout_deduplicated", reason, middle, fixed))
+    if twice:
+        changes.append(Change(i, "stdout_deduplicated", f"{shell.twice_why}: one copy of the output", middle, fixed))
     return fixed, changes
 
 
-def _exit_code_edited(body: bytes, body_fields: Sequence[Field], code: int | None) -> bool:
-    """Whether setting the exit code to ``code`` (None: absent) changes the body's bytes."""
-    found = [f for f in body_fields if f.number == EXIT_CODE]
+def _exit_code_of(body: bytes, body_fields: Sequence[Field], number: int) -> int | None:
+    found = [f for f in body_fields if f.number == number]
+    return int32(varint_value(body, found[-1])) if found else None
+
+
+def _exit_code_edited(body: bytes, body_fields: Sequence[Field], code: int | None, number: int = EXIT_CODE) -> bool:
+    """Whether setting the exit code field ``number`` to ``code`` (None: absent) changes the body's bytes."""
+    found = [f for f in body_fields if f.number == number]
     if code is None:
         return bool(found)
-    return len(found) != 1 or body[found[0].start : found[0].end] != varint_field(EXIT_CODE, code)
+    return len(found) != 1 or body[found[0].start : found[0].end] != varint_field(number, code)
 
 
 # ---- the other kinds ----------------------------------------------------------------
@@ -256,6 +345,8 @@ def _other(
         return step, []
     text = result_text(v)
     if RESULT_FIELDS[kind] and text is None:
+        if not v.done:  # not over yet: it claims no result
+            return step, []
         return _dropped(i, step, f"never observed: a DONE {kind} without its result field: the call never got a result")
     obs = lookup(kind, subject(v), text or "") if lookup else None
     who = getattr(obs, "client", None) or client
@@ -300,3 +391,6 @@ def _typed(i: int, step: bytes, v: StepView) -> tuple[bytes, list[Change]]:
     )
     new = edit(step, v.fields, varint=(TYPE, official))
     return new, [Change(i, "type", reason, step, new)]
+
+
+_SHELL_FIXES = {"run_command": _run_command, "command_status": _command_status}

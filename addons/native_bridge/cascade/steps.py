@@ -98,7 +98,20 @@ STDOUT = _RUN["stdout"].number
 STDERR = _RUN["stderr"].number
 EXIT_CODE = _RUN["exit_code"].number
 COMBINED_OUTPUT = _RUN["combined_output"].number
+COMMAND_ID = _RUN["command_id"].number
 FULL = cortex_pb2.RunCommandOutput.DESCRIPTOR.fields_by_name["full"].number
+_STATUS_BODY = cortex_pb2.CortexStepCommandStatus.DESCRIPTOR.fields_by_name
+CS_COMMAND_ID = _STATUS_BODY["command_id"].number
+CS_STDOUT = _STATUS_BODY["stdout"].number
+CS_STDERR = _STATUS_BODY["stderr"].number
+CS_EXIT_CODE = _STATUS_BODY["exit_code"].number
+CS_COMBINED = _STATUS_BODY["combined"].number
+CS_DELTA = _STATUS_BODY["delta"].number
+# Statuses in which a step is not over yet (officially): it claims no outcome of its own.
+_STATUS = cortex_pb2.CortexStepStatus
+UNFINISHED = frozenset(
+    _STATUS.Value(f"CORTEX_STEP_STATUS_{n}") for n in ("UNSPECIFIED", "PENDING", "RUNNING", "GENERATING", "WAITING")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +127,11 @@ class StepView:
     @property
     def done(self) -> bool:
         return self.status == DONE
+
+    @property
+    def status_name(self) -> str:
+        value = _STATUS.DESCRIPTOR.values_by_number.get(self.status or 0)
+        return value.name.removeprefix("CORTEX_STEP_STATUS_") if value is not None else str(self.status)
 
 
 def view(step: Buffer) -> StepView:
@@ -220,6 +238,46 @@ def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> Ru
         combined_output=combined,
         full=full if full is not None else ("" if combined else None),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CommandStatus:
+    """A command_status body's outcome fields (official CortexStepCommandStatus)."""
+
+    command_id: str | None
+    stdout: str | None  # deprecated officially; gateways still fill it
+    stderr: str | None
+    exit_code: int | None  # proto3 optional int32
+    combined: str | None
+    delta: str | None  # proto3 optional: the output since the previous status
+
+
+_CS_STRINGS = frozenset({CS_COMMAND_ID, CS_STDOUT, CS_STDERR, CS_COMBINED, CS_DELTA})
+
+
+def command_status(body: bytes, body_fields: Collection[Field] | None = None) -> CommandStatus:
+    """The command_status body's values, read in one pass (the last occurrence wins)."""
+    bf = fields(body) if body_fields is None else body_fields
+    text: dict[int, str] = {}
+    exit_code = None
+    for f in bf:
+        if f.number in _CS_STRINGS:
+            text[f.number] = string(body, f)
+        elif f.number == CS_EXIT_CODE:
+            exit_code = int32(varint_value(body, f))
+    return CommandStatus(
+        command_id=text.get(CS_COMMAND_ID),
+        stdout=text.get(CS_STDOUT),
+        stderr=text.get(CS_STDERR),
+        exit_code=exit_code,
+        combined=text.get(CS_COMBINED),
+        delta=text.get(CS_DELTA),
+    )
+
+
+def run_command_id(body: bytes, body_fields: Collection[Field]) -> str | None:
+    """A run_command body's command_id (13): what its command_status steps name it by."""
+    return last_string(body, body_fields, COMMAND_ID)
 
 
 def result_text(v: StepView) -> str | None:

@@ -3,9 +3,9 @@
 Every client frames its tool results in its own words, and the program's own output can
 print any of those words. So a frame is read only for the client that writes it: the
 exit-status rules (exitstatus.RULES) and the success wordings of non-shell tools
-(kinds.EVIDENCE) each name the clients they belong to. For a client that cannot be
-identified only what a program's output cannot forge counts (structured fields of the
-result, the dialect's error flag).
+(kinds.EVIDENCE) each name the clients they belong to. A client that cannot be
+identified gets every known exit-status frame read at its place, and no client's
+success wording (exitstatus.py says how; truth rules 3 and 5).
 
 A client is identified from what the request itself carries, never from a tool result
 (a result's text is what a program can forge):

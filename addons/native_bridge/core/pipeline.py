@@ -149,8 +149,8 @@ def rewrite(
     With a ``memo`` (the caller's: the addon holds one), a body that continues a
     conversation rewritten with it before reuses that work (same result, byte for byte: memo.py says why).
     ``client_hint``: the request's User-Agent header, to identify the client (clients.py); without
-    it the client is identified from the body alone, or not at all (then only signals a program's
-    output cannot forge count).
+    it the client is identified from the body alone, or not at all (then every known exit-status
+    frame counts at its place, and no client's success wording: truth rules 3 and 5).
     ``emit=False``: the caller will not send a new body (observe mode): everything is decided and
     the memo filled as usual, but the body is not written; the status is then "observed"."""
     result = _rewrite(raw, config, path, memo, client_hint, emit)

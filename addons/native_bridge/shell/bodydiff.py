@@ -22,6 +22,7 @@ A patch node is one of::
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -104,3 +105,145 @@ def apply(base: Any, node: dict[str, Any], steps: list[Any] | None = None) -> An
                 out.append(apply(None, op, steps))
         return out
     raise ValueError(f"not a patch node: {sorted(node)}")
+
+
+# ---- steps that refer to the original ------------------------------------------------------
+#
+# The steps restate the history's tool output (a file read, a command's output, an edit's text)
+# that ``before`` holds already: a long string of a step that ``before`` holds is written as a
+# reference to it,
+#
+#     {"$before": [key or index, ...], "json": [key or index, ...], "at": i, "len": n}
+#
+# the string at that path of ``before`` (jq: ``getpath``); with "json", that string is JSON text
+# (a Chat tool call's arguments, a Responses shell output) and the value is at that path of it;
+# with "at" and "len", it is the slice [at, at + len) of that string (in code points).
+
+REF = "$before"
+LEAST_REF = 512  # characters: shorter strings stay as they are (a command line, a path)
+_REF_KEYS = frozenset({REF, "json", "at", "len"})
+
+
+class _Strings:
+    """Every long string of a document, with its path, to find a step's string in."""
+
+    def __init__(self, doc: Any, least: int) -> None:
+        self.least = least
+        self.paths: list[tuple[list[Any], list[Any] | None]] = []
+        self.texts: list[str] = []
+        self._walk(doc, [], None)
+        self.whole = {t: i for i, t in reversed(list(enumerate(self.texts)))}
+        self.starts: list[int] = []
+        at = 0
+        for t in self.texts:
+            self.starts.append(at)
+            at += len(t) + 1
+        self.joined = "\x00".join(self.texts)
+        self._hint = 0
+        # Characters the substring searches may scan: steps found are found in history order, a
+        # few steps ahead of the last one; a string the body does not hold costs a whole scan.
+        self._budget = 16 * len(self.joined) + (64 << 20)
+
+    def _walk(self, node: Any, path: list[Any], inner: list[Any] | None) -> None:
+        stack = [(node, path)]
+        while stack:
+            x, p = stack.pop()
+            if isinstance(x, dict):
+                stack.extend((v, [*p, k]) for k, v in reversed(x.items()))
+            elif isinstance(x, list):
+                stack.extend((v, [*p, i]) for i, v in reversed(list(enumerate(x))))
+            elif isinstance(x, str) and len(x) >= self.least:
+                self.paths.append((p, None) if inner is None else (inner, p))
+                self.texts.append(x)
+                if inner is None and x[0] in "{[":
+                    try:
+                        doc = orjson.loads(x)
+                    except orjson.JSONDecodeError:
+                        continue
+                    if isinstance(doc, dict | list):
+                        self._walk(doc, [], p)
+
+    def find(self, s: str) -> dict[str, Any] | None:
+        i = self.whole.get(s)
+        if i is not None:
+            return self._ref(i)
+        if self._budget <= 0:  # searched enough: whole strings only (a body unlike its steps)
+            return None
+        at = self.joined.find(s, self._hint)
+        self._budget -= (at + len(s) - self._hint) if at >= 0 else len(self.joined) - self._hint
+        if at < 0:
+            at = self.joined.find(s, 0, self._hint + len(s))
+            self._budget -= self._hint + len(s)
+        if at < 0:
+            return None
+        i = bisect_right(self.starts, at) - 1
+        offset = at - self.starts[i]
+        if offset + len(s) > len(self.texts[i]):  # across two strings (a step's string holding NUL)
+            return None
+        self._hint = at + len(s)
+        return {**self._ref(i), "at": offset, "len": len(s)}
+
+    def _ref(self, i: int) -> dict[str, Any]:
+        outer, inner = self.paths[i]
+        return {REF: outer} if inner is None else {REF: outer, "json": inner}
+
+
+def refer(steps: Any, base: Any, least: int = LEAST_REF) -> Any:
+    """``steps`` with each string of ``least`` characters or more that ``base`` holds written as
+    a reference to it (:func:`resolve` gives ``steps`` back)."""
+    if base is None or not isinstance(steps, list):
+        return steps
+    strings = _Strings(base, least)
+    if not strings.texts:
+        return steps
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        if isinstance(x, str) and len(x) >= least:
+            return strings.find(x) or x
+        return x
+
+    return walk(steps)
+
+
+def is_ref(x: Any) -> bool:
+    return isinstance(x, dict) and REF in x and x.keys() <= _REF_KEYS
+
+
+def resolve(steps: Any, base: Any) -> Any:
+    """Steps as :func:`refer` wrote them, with every reference replaced by the string it names
+    in ``base``; steps without references (records before version 3) come back as they are."""
+    parsed: dict[tuple[Any, ...], Any] = {}  # a JSON string referred to many times is parsed once
+
+    def get(doc: Any, path: list[Any]) -> Any:
+        for k in path:
+            doc = doc[k]
+        return doc
+
+    def value(ref: dict[str, Any]) -> str:
+        try:
+            s = get(base, ref[REF])
+            if "json" in ref:
+                key = tuple(ref[REF])
+                if key not in parsed:
+                    parsed[key] = orjson.loads(s)
+                s = get(parsed[key], ref["json"])
+            if "at" in ref:
+                s = s[ref["at"] : ref["at"] + ref["len"]]
+        except (KeyError, IndexError, TypeError, orjson.JSONDecodeError) as e:
+            raise ValueError(f"a step refers to {ref} of the original body, which does not hold it") from e
+        if not isinstance(s, str):
+            raise ValueError(f"a step refers to {ref} of the original body, which is not a string there")
+        return s
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, dict):
+            return value(x) if is_ref(x) else {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+
+    return walk(steps)

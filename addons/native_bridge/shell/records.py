@@ -4,8 +4,9 @@ The addon hands raw material to :meth:`Recorder.submit` (a queue put); a writer
 thread decodes, redacts and writes each record atomically (temp file, fsync,
 rename), readable by the owner only. Failures are logged, counted and survived.
 
-A record holds each body once: ``before``, and the rewritten body as ``after_patch``
-(what changed, :mod:`bodydiff`); :func:`after_doc` / :func:`rebuild_after` give it back.
+A record holds each body once: ``before``, the rewritten body as ``after_patch`` (what
+changed, :mod:`bodydiff`), and the steps with the tool output ``before`` holds written as
+references to it; :func:`after_doc` / :func:`rebuild_after` / :func:`steps_of` give them back.
 Records are capped in size one by one (:class:`Limits`), and the directory by total
 size and age: the oldest records go first.
 """
@@ -35,7 +36,8 @@ from .renderer import Renderer, by_reference
 
 logger = logging.getLogger(__name__)
 
-RECORD_VERSION = 2  # 2: after_patch instead of after; skipped bodies omitted; size caps
+RECORD_VERSION = 3  # 3: steps refer to before for the tool output it holds (bodydiff.refer)
+# 2: after_patch instead of after; skipped bodies omitted; size caps
 _STOP = object()
 # orjson writes at most 254 nested levels and the record holds a body one level down: a deeper
 # body is kept as (redacted) text, so even a hostile nesting leaves a complete record.
@@ -216,7 +218,14 @@ def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict
             rec["after"] = after  # the original is not JSON: nothing to describe the change against
         if after_text is not None:
             rec["after_text"] = after_text
+    # The steps restate tool output before holds: each such string once, there (steps_of() resolves it).
+    rec["steps"] = bodydiff.refer(steps, before)
     return rec
+
+
+def steps_of(rec: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The steps (redacted) of a record of any version, their references to ``before`` resolved."""
+    return bodydiff.resolve(rec.get("steps"), rec.get("before"))
 
 
 def after_doc(rec: dict[str, Any]) -> Any:
@@ -226,7 +235,7 @@ def after_doc(rec: dict[str, Any]) -> Any:
     patch, before = rec.get("after_patch"), rec.get("before")
     if patch is None or before is None:
         return None
-    return bodydiff.apply(before, patch, rec.get("steps"))
+    return bodydiff.apply(before, patch, steps_of(rec))
 
 
 def rebuild_after(rec: dict[str, Any]) -> bytes | None:
@@ -504,6 +513,7 @@ def _render(job: RecordJob) -> bytes:
         if job.max_record and len(data) > job.max_record:
             # Over the cap: the bodies go first, then the steps (tool output), then all but the verdict.
             size = len(data)
+            rec["steps"] = steps_of(rec)  # without before, the steps hold their strings themselves
             for key in ("before", "before_text", "after", "after_text", "after_patch"):
                 if key in rec:
                     rec[key] = None
