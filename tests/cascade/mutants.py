@@ -26,8 +26,8 @@ M = [
     (
         "stdout duplicate kept",
         "corrections.py",
-        "dedupe = rc.combined_output and rc.stdout is not None and rc.stdout == rc.full",
-        "dedupe = False",
+        "twice = STDOUT if rc.combined_output and rc.stdout is not None and rc.stdout == rc.full else None",
+        "twice = None",
     ),
     (
         "non-shell failure kept",
@@ -38,7 +38,7 @@ M = [
     (
         "evidence ignored",
         "corrections.py",
-        'obs = lookup("run_command", rc.command_line or "", text) if lookup else None',
+        'obs = lookup("run_command", subject, text) if lookup and subject is not None else None',
         "obs = None",
     ),
     (
@@ -47,7 +47,25 @@ M = [
         "if failed is not None and failed != (obs.exit_code != 0):",
         "if False:",
     ),
-    ("non-DONE judged", "corrections.py", "if not v.done or v.kind is None:", "if v.kind is None:"),
+    (
+        "a step not over dropped as never observed",
+        "corrections.py",
+        "        if not v.done:  # a step not over yet (RUNNING, PENDING, ...) claims no outcome\n"
+        "            return step, []",
+        "        pass",
+    ),
+    (
+        "a step not over left unjudged",
+        "corrections.py",
+        "    claim = _exit_claim(text, obs, client)\n    if claim.action",
+        "    if not v.done:\n        return step, []\n    claim = _exit_claim(text, obs, client)\n    if claim.action",
+    ),
+    (
+        "command_status left unjudged",
+        "corrections.py",
+        '_SHELL_FIXES = {"run_command": _run_command, "command_status": _command_status}',
+        '_SHELL_FIXES = {"run_command": _run_command}',
+    ),
     (
         "splice appends at end",
         "request.py",
@@ -91,7 +109,12 @@ M = [
     ("trailing bytes accepted", "framing.py", "    if end < len(body):", "    if False:"),
     ("end-stream accepted", "framing.py", "    if flags & _END_STREAM:\n", "    if False:\n"),
     ("gzip with timestamp", "framing.py", "gzip.compress(payload, mtime=0)", "gzip.compress(payload, mtime=12345)"),
-    ("exit code unsigned", "steps.py", "exit_code = int32(varint_value(body, f))", "exit_code = varint_value(body, f)"),
+    (
+        "exit code unsigned",
+        "steps.py",
+        "elif number == EXIT_CODE:\n            exit_code = int32(varint_value(body, f))",
+        "elif number == EXIT_CODE:\n            exit_code = varint_value(body, f)",
+    ),
     ("negative varint 5 bytes", "wire.py", "        n += 1 << 64", "        n &= 0xFFFFFFFF"),
     (
         "rewrap drops unknown step fields",
