@@ -101,3 +101,27 @@ def send(
 
 def grpc(message: bytes) -> bytes:
     return b"\x00" + len(message).to_bytes(4, "big") + message
+
+
+def interaction(cascade_id: str, step_index: int, call: Call, exit_code: int) -> bytes:
+    """Its HandleCascadeUserInteraction: it confirms the language server's proposed command and
+    submits, in its place, a command line that prints the client's output and exits with the code
+    it chose: a command the language server will run, which the bridge never rewrites."""
+    submitted = f"printf %s {call.output!r}; exit {exit_code}"
+    req = pb.HandleCascadeUserInteractionRequest(
+        cascade_id=cascade_id,
+        interaction=pb.CascadeUserInteraction(
+            trajectory_id=f"trajectory-{cascade_id}",
+            step_index=step_index,
+            run_command=pb.CascadeRunCommandInteraction(
+                confirm=True, proposed_command_line=call.command, submitted_command_line=submitted, action=1
+            ),
+        ),
+    )
+    return req.SerializeToString()
+
+
+def replay(cascade_id: str, history: list[Call], *, status: int = RUNNING, numbering: Numbering = "view_file") -> bytes:
+    """Its ReplayGroundTruthTrajectory: the steps again, in replay_steps (2), with Metadata (1)."""
+    steps = [pb.CortexTrajectoryStep.FromString(s) for c in history for s in steps_of(c, status, numbering)]
+    return pb.ReplayGroundTruthTrajectoryRequest(cascade_id=cascade_id, replay_steps=steps).SerializeToString()

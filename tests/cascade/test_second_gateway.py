@@ -8,6 +8,7 @@ import pytest
 import second_gateway as gw
 from cascadekit import GRPC, envelope_payload
 from native_bridge._proto import cortex_pb2 as pb
+from native_bridge.cascade.calls import INTERACTION, REPLAY
 from native_bridge.cascade.corrections import Observed
 from native_bridge.cascade.native import correct_request, redact_body
 from native_bridge.cascade.request import parse_request
@@ -78,3 +79,24 @@ def test_no_key_in_what_a_record_holds() -> None:
     text = repr((r.changes_json(), r.before, r.after, r.reason))
     assert "sk-second-gateway-KEY" not in text
     assert b"sk-second-gateway-KEY" not in (redact_body(gw.grpc(message), GRPC, {}) or b"")
+
+
+def test_its_replay_is_corrected_like_its_send() -> None:
+    r = correct_request(gw.grpc(gw.replay("cascade-e", HISTORY)), GRPC, {}, None, call=REPLAY)
+    assert r.status == "corrected" and r.delta_start == 0, r.reason
+    steps = [pb.CortexTrajectoryStep.FromString(s) for s in r.steps_after]
+    assert steps == corrected(gw.send("cascade-e", HISTORY))[1]
+
+
+def test_its_interaction_goes_as_it_came() -> None:
+    """The submitted command line is what the language server will run: never rewritten."""
+    body = gw.grpc(gw.interaction("cascade-f", 1, HISTORY[1], 1))
+    r = correct_request(body, GRPC, {}, None, call=INTERACTION)
+    assert r.status == "unchanged" and r.body is None  # the caller sends the original bytes
+
+
+def test_a_resend_of_its_delivered_steps_with_no_items_goes_as_sent() -> None:
+    message = gw.send("cascade-g", HISTORY, items=False)
+    first = correct_request(gw.grpc(gw.send("cascade-g", HISTORY)), GRPC, {}, None)
+    again = correct_request(gw.grpc(message), GRPC, {}, first.digests)
+    assert again.body is None and "neither items nor steps" in again.reason, again.reason
