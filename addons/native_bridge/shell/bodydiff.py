@@ -247,3 +247,28 @@ def resolve(steps: Any, base: Any) -> Any:
         return x
 
     return walk(steps)
+
+
+# ---- a record's bodies, read back (records.py writes them) ------------------------------
+
+
+def steps_of(rec: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The steps (redacted) of a record of any version, their references to ``before`` resolved."""
+    return resolve(rec.get("steps"), rec.get("before"))
+
+
+def after_doc(rec: dict[str, Any]) -> Any:
+    """The rewritten body (redacted) of a record of any version, or None when it has none."""
+    if rec.get("after") is not None or "after_patch" not in rec:
+        return rec.get("after")
+    patch, before = rec.get("after_patch"), rec.get("before")
+    if patch is None or before is None:
+        return None
+    return apply(before, patch, steps_of(rec))
+
+
+def rebuild_after(rec: dict[str, Any]) -> bytes | None:
+    """The bytes of the rewritten body as they went upstream (identical unless redaction masked a secret
+    in it: compare with ``after_sha256``)."""
+    doc = after_doc(rec)
+    return None if doc is None else orjson.dumps(doc)

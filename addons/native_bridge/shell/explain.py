@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from ..core.pipeline import DELTA_KEY, DIALECTS, STEPS_KEY, Config, Rewrite, rewrite
+from . import bodydiff
 
 EXCERPT_LINES = 3
 EXCERPT_WIDTH = 100
@@ -101,12 +102,11 @@ def explain_bodies(
 
 def explain_record(rec: dict[str, Any]) -> Explained:
     """From a record written by the recorder (bodies there are redacted JSON)."""
-    from .records import after_doc, steps_of  # the rewritten body as a patch, steps referring to before
 
-    after = after_doc(rec)
+    after = bodydiff.after_doc(rec)
     after = after if isinstance(after, dict) else None
     before = rec.get("before") if isinstance(rec.get("before"), dict) else None
-    steps = steps_of(rec) or _steps_of(after)
+    steps = bodydiff.steps_of(rec) or _steps_of(after)
     accounting = rec.get("accounting") if rec.get("status") == "rewritten" else None
     delta = (after or {}).get(DELTA_KEY, rec.get("summary", {}).get("delta_start"))
     notes = list(rec.get("notes") or [])

@@ -49,6 +49,10 @@ class Job:
 
     __reduce__ = by_reference  # the body crosses to the worker without a copy
 
+    def run(self, memo: Memo | None) -> Outcome:
+        """The worker's part (see :func:`work`)."""
+        return bridge(self, memo)
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -102,19 +106,15 @@ _WORKER_MEMO: Memo | None = None  # the worker process's own (or the fallback's,
 
 
 def work(job: Any) -> Any:
-    """The worker's function (renderer.serve calls it): one job in, its Outcome out (for a
-    Responses-over-WebSocket frame, websocket.FrameJob, what websocket.frame_work gives)."""
+    """The worker's function (renderer.serve calls it): one job in, what its ``run`` gives out
+    (a :class:`Job`'s Outcome; a Responses-over-WebSocket frame's, websocket.FrameJob's, what
+    websocket.frame_work gives). The job names its work, so this module imports no hop's code."""
     global _WORKER_MEMO
     if _WORKER_MEMO is None:
         _WORKER_MEMO = Memo()
     kept = len(job.raw) <= WORKER_MEMO_MAX_BODY
     memo = _WORKER_MEMO if kept else None
-    if isinstance(job, Job):
-        result: Any = bridge(job, memo)
-    else:
-        from .websocket import frame_work  # imported here: most workers never see a frame
-
-        result = frame_work(job, memo)
+    result = job.run(memo)
     if not kept:
         _trim()  # the history's strings were malloc'd: hand the freed heap back to the system
     return result

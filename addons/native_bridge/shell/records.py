@@ -31,6 +31,11 @@ import orjson
 
 from ..core.conversation import conversation_key
 from . import bodydiff, native_record, redact
+
+# The record body format is read back in bodydiff; these names stay here for the readers of records.
+from .bodydiff import after_doc as after_doc
+from .bodydiff import rebuild_after as rebuild_after
+from .bodydiff import steps_of
 from .native_record import NativeJob
 from .renderer import Renderer, by_reference
 
@@ -221,28 +226,6 @@ def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict
     # The steps restate tool output before holds: each such string once, there (steps_of() resolves it).
     rec["steps"] = bodydiff.refer(steps, before)
     return rec
-
-
-def steps_of(rec: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The steps (redacted) of a record of any version, their references to ``before`` resolved."""
-    return bodydiff.resolve(rec.get("steps"), rec.get("before"))
-
-
-def after_doc(rec: dict[str, Any]) -> Any:
-    """The rewritten body (redacted) of a record of any version, or None when it has none."""
-    if rec.get("after") is not None or "after_patch" not in rec:
-        return rec.get("after")
-    patch, before = rec.get("after_patch"), rec.get("before")
-    if patch is None or before is None:
-        return None
-    return bodydiff.apply(before, patch, steps_of(rec))
-
-
-def rebuild_after(rec: dict[str, Any]) -> bytes | None:
-    """The bytes of the rewritten body as they went upstream (identical unless redaction masked a secret
-    in it: compare with ``after_sha256``)."""
-    doc = after_doc(rec)
-    return None if doc is None else orjson.dumps(doc)
 
 
 def _time(timestamp: float) -> datetime | None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 from mitmproxy import ctx, http
@@ -51,8 +51,18 @@ from .records import RecordJob
 from .renderer import by_reference
 from .verdict import announce, comment, failed, record_job
 
-if TYPE_CHECKING:
-    from .chat_addon import NativeBridge
+
+class NativeBridge(Protocol):
+    """What a frame needs of the chat hop that saw it (chat_addon.NativeBridge), named here so
+    that this module does not import the addon that imports it."""
+
+    config: Config
+    filter: Any
+    memo: Any
+    recorder: Any
+    state: Any
+    worker: Any
+
 
 logger = logging.getLogger(__name__)
 
@@ -311,6 +321,10 @@ class FrameJob:
     record: bool
 
     __reduce__ = by_reference  # the frame crosses to the worker without a copy
+
+    def run(self, memo: Any) -> FrameDone | str | None:
+        """The worker's part (offload.work calls it): :func:`frame_work`."""
+        return frame_work(self, memo)
 
 
 FrameDone = tuple[list[dict[str, Any]], Outcome, bytes | None]  # context, outcome, frame to send
