@@ -1,9 +1,10 @@
-"""Print the README's generated tables (exit status formats, tool names) from the code.
+"""Print the reference pages' generated tables (clients, tool names, exit status formats) from the code.
 
     .venv/bin/python scripts/doc_tables.py            # print them
-    .venv/bin/python scripts/doc_tables.py --write    # refresh README.md between the markers
+    .venv/bin/python scripts/doc_tables.py --write    # refresh the pages (PAGES) between the markers
 
-tests/test_readme.py fails when README.md and the code disagree.
+The tables live beside the rules they are made from (PAGES); tests/test_readme.py fails when a
+page and the code disagree.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def evidence_table() -> str:
 def not_run_list() -> str:
     alternatives = NOT_RUN.pattern.split("(?:", 1)[1].rsplit(")", 1)[0]
     parts = [p for p in re.split(r"\|(?![^()]*\))", alternatives) if p]
-    return ", ".join(f"`{_cell(p)}`" for p in parts)
+    return "\n".join(f"- `{p}`" for p in parts)  # a list, not a table: no cell escapes
 
 
 def _clients() -> dict[str, str]:
@@ -207,20 +208,29 @@ TABLES = {
 }
 
 
-def refresh(text: str) -> str:
-    for name, make in TABLES.items():
+# Which page holds which tables: each beside the rules it is generated from.
+PAGES = {
+    "addons/native_bridge/core/CLIENTS.md": ("measured", "clients", "tools", "evidence"),
+    "addons/native_bridge/core/EXIT_STATUS.md": ("formats", "not-run"),
+}
+
+
+def refresh(text: str, names: tuple[str, ...] = tuple(TABLES), page: str = "the page") -> str:
+    for name in names:
+        make = TABLES[name]
         pattern = re.compile(rf"(<!-- generated:{name} -->\n)(?:.*?\n)?(<!-- /generated:{name} -->)", re.S)
         if not pattern.search(text):
-            raise SystemExit(f"README.md has no generated:{name} markers")
+            raise SystemExit(f"{page} has no generated:{name} markers")
         text = pattern.sub(lambda m, make=make: m.group(1) + make() + "\n" + m.group(2), text)
     return text
 
 
 def main() -> int:
-    readme = ROOT / "README.md"
     if "--write" in sys.argv:
-        readme.write_text(refresh(readme.read_text()))
-        print(f"refreshed {readme.name}")
+        for page, names in PAGES.items():
+            path = ROOT / page
+            path.write_text(refresh(path.read_text(), names, page))
+            print(f"refreshed {page}")
     else:
         for name, make in TABLES.items():
             print(f"## {name}\n{make()}\n")
