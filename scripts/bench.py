@@ -6,7 +6,7 @@
 
 Every figure that decides a target is a ratio of two things measured in the same
 run, interleaved, as medians: timings on a shared, noisy 2-core machine mean
-little alone, their ratios are stable. See README, "Performance".
+little alone, their ratios are stable. See scripts/BENCH.md.
 
 Sections:
   core    rewrite() of generated agent histories (3 dialects; single calls and 4

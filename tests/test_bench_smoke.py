@@ -1,7 +1,7 @@
 """The bench in CI: fast, and red only on gross regressions (scripts/bench.py --quick).
 
 Timings on a shared machine are noisy, so the quick targets are several times looser
-than the real ones (README, "Performance"): they catch a slowdown of the kind that
+than the real ones (scripts/BENCH.md): they catch a slowdown of the kind that
 undoes an optimisation (the memo no longer resuming, protobuf back on the hot path,
 a parse of bodies without tool history), not a few percent. The equivalence checks are
 exact: every fast path must give what its reference path gives.

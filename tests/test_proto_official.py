@@ -11,7 +11,7 @@ no proto text of theirs is copied here:
     LS          src/features/codeium_intellij/proto/exa/language_server_pb/language_server.proto
     COMMON      src/features/codeium_intellij/proto/exa/codeium_common_pb/codeium_common.proto
 
-We follow the official schema (README "Step type numbers"): every message, field and enum
+We follow the official schema (proto/README.md, "Step type numbers"): every message, field and enum
 value we declare has its official name, number, type and label, and every enum we declare has
 every official value. Any difference fails here.
 

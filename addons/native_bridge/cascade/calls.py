@@ -15,7 +15,7 @@ HandleCascadeUserInteraction (interaction 2) holds a confirmation and command li
 server will execute (``submitted_command_line``): nothing there states an outcome as data, and a
 command line is never rewritten (truth rule 10), so it is recorded and sent as it came.
 Other official calls carry steps too (BranchCascade additional_steps 8, StartCascade's base
-trajectory, HandleStreamingTabV2's predictive steps): not covered (README).
+trajectory, HandleStreamingTabV2's predictive steps): not covered (proto/README.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Kinds are told apart by the body's oneof field number, never by the type enum:
 gateways write other numbers there (one types run_command 28, officially
 COMMAND_STATUS; another types every step 8, officially VIEW_FILE), and the body
 is what the planner reads. :data:`OFFICIAL_TYPE` is the type that names each body
-(README "Step type numbers").
+(proto/README.md, "Step type numbers").
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ A client is identified from what the request itself carries, never from a tool r
 
 Clients that share their tool code share a *family* (Gemini CLI and its fork Qwen Code;
 opencode and its fork Kilo CLI): a rule may name a family instead of each member.
-README "Clients" is generated from :data:`CLIENTS`.
+core/CLIENTS.md, "Clients", is generated from :data:`CLIENTS`.
 """
 
 from __future__ import annotations

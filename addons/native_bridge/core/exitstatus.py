@@ -21,7 +21,7 @@ Precedence for one client: structure > header above ``Output:`` > trailing frame
 lines > the first line > the last line > the error flag. A stated number wins: a
 flagged result with a number is that number; 1 only when no known frame states a
 number; a number we cannot state (beyond int32) or decline (another client's frame
-under a named client) leaves the code absent, never 1. README, "Exit status
+under a named client) leaves the code absent, never 1. core/EXIT_STATUS.md, "Exit status
 formats", lists the rules with their sources; tests/test_exitstatus_clients.py
 tests each one.
 """

@@ -29,7 +29,7 @@ class Refusal(Exception):
 
 
 # Tool names → step kind: the design brief's names and those of the clients in
-# README "Tool names" (each client's source is named there). Extend or override
+# core/CLIENTS.md, "Tool names" (each client's source is named there). Extend or override
 # without code with the addon option bridge_tools (name=kind).
 DEFAULT_TOOL_KINDS: Mapping[str, str] = {
     # view_file
@@ -564,7 +564,7 @@ def _succeeded(result: ToolResult, kind: str, client: str | None) -> tuple[str, 
     found = evidence(result, kind, client)
     if found is None:
         who = f"client {client}" if client else "an unidentified client"
-        raise Refusal(f"{kind}: no words of {who} say this succeeded (README: Success evidence)")
+        raise Refusal(f"{kind}: no words of {who} say this succeeded (core/CLIENTS.md: Success evidence)")
     return text, found
 
 

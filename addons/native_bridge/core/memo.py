@@ -2,7 +2,7 @@
 
 An agent resends its whole history on every turn, a round or two longer than the last
 time. Reading, deciding and re-encoding all of it again costs far more than parsing it
-(README, "Performance"). The memo keeps, per conversation, the last request body and
+(scripts/BENCH.md). The memo keeps, per conversation, the last request body and
 everything the rewrite derived from it, with *marks*: cuts between two history items
 where the derivation can be split. A later body that starts with exactly the same bytes
 up to a mark reuses everything before the mark and reads, decides and writes only the

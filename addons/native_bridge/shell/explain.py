@@ -123,7 +123,7 @@ def _steps_of(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def step_kind(step: dict[str, Any]) -> str:
     """The kind of the step's body (what the planner reads); the type only for a step without one
-    (a gateway's type may name another kind: README "Step type numbers")."""
+    (a gateway's type may name another kind: proto/README.md, "Step type numbers")."""
     body = _body_key(step)
     if body:
         return _CAMEL.sub("_", body).lower()
