@@ -159,25 +159,6 @@ def test_step_type_enum_has_the_official_numbers() -> None:
     assert {name: values[f"CORTEX_STEP_TYPE_{name.upper()}"] for name in STEP_BODIES} == STEP_TYPES
 
 
-def test_step_status_enum() -> None:
-    enum = cortex_pb2.CortexStepStatus.DESCRIPTOR
-    values = {v.name.removeprefix("CORTEX_STEP_STATUS_"): v.number for v in enum.values}
-    assert values == {
-        "UNSPECIFIED": 0,
-        "PENDING": 1,
-        "RUNNING": 2,
-        "DONE": 3,
-        "INVALID": 4,
-        "CLEARED": 5,
-        "CANCELED": 6,
-        "ERROR": 7,
-        "GENERATING": 8,
-        "WAITING": 9,
-        "HALTED": 10,
-        "SKIPPING": 11,
-    }
-
-
 def test_run_command_fields_and_exit_code_presence() -> None:
     assert fields("CortexStepRunCommand") == {
         "cwd": 2,
