@@ -43,7 +43,7 @@ from .steps import (
     type_name,
     view,
 )
-from .wire import Field, WireError, int32, varint_field, varint_value
+from .wire import Field, WireError, varint_field
 
 Action = Literal["dropped", "exit_code", "stdout_deduplicated", "type", "already_delivered"]
 Types = Literal["official", "keep"]
@@ -133,12 +133,14 @@ def correct(
     lookup = _lookup_of(evidence)
     out: list[bytes] = []
     changes: list[Change] = []
-    command_lines = _command_lines(steps)
+    views = []
     for i, step in enumerate(steps, first_index):
         try:
-            v = view(step)
+            views.append(view(step))
         except WireError as e:
             raise WireError(f"additional_steps[{i}] is not a step: {e}") from None
+    command_lines = _command_lines(views)
+    for i, (step, v) in enumerate(zip(steps, views, strict=True), first_index):
         if v.kind is None:
             out.append(step)
             continue
@@ -158,15 +160,14 @@ def correct(
     return Corrected(out, changes)
 
 
-def _command_lines(steps: Sequence[bytes]) -> dict[str, str]:
+def _command_lines(views: Sequence[StepView]) -> dict[str, str]:
     """command_id -> command line, from the run_command steps that state both: how a
-    command_status step (which names its command by id only) finds the command it reports."""
+    command_status step (which names its command by id only) finds the command it reports.
+    Read only when the request holds a command_status step (most gateways send none)."""
     out: dict[str, str] = {}
-    for step in steps:
-        try:
-            v = view(step)
-        except WireError:
-            continue  # the loop names the step that does not parse
+    if not any(v.kind == "command_status" for v in views):
+        return out
+    for v in views:
         if v.kind == "run_command" and v.body is not None:
             command_id = run_command_id(v.body, v.body_fields)
             if command_id:
@@ -244,7 +245,7 @@ def _run_command(
     text = rc.full if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
     assert text is not None
     twice = STDOUT if rc.combined_output and rc.stdout is not None and rc.stdout == rc.full else None
-    shell = _Shell(EXIT_CODE, twice, "stdout repeats combined_output.full")
+    shell = _Shell(EXIT_CODE, rc.exit_code, twice, "stdout repeats combined_output.full")
     return _outcome(i, step, v, shell, text, rc.command_line or "", lookup, client)
 
 
@@ -263,16 +264,17 @@ def _command_status(
         return step, []
     twice = CS_STDOUT if cs.combined is not None and cs.stdout is not None and cs.stdout == cs.combined else None
     line = command_lines.get(cs.command_id) if cs.command_id else None
-    shell = _Shell(CS_EXIT_CODE, twice, "stdout repeats combined: one copy of the output")
+    shell = _Shell(CS_EXIT_CODE, cs.exit_code, twice, "stdout repeats combined")
     return _outcome(i, step, v, shell, text, line, lookup, client)
 
 
 @dataclass(frozen=True, slots=True)
 class _Shell:
-    """Where a shell body keeps its outcome: its exit_code field, and its copy of the output
-    that repeats the combined one (None: no such copy)."""
+    """Where a shell body keeps its outcome: its exit_code field (and the value sent there), and
+    its copy of the output that repeats the combined one (None: no such copy)."""
 
     exit_field: int
+    exit_code: int | None  # the body's exit code as the gateway sent it
     twice: int | None
     twice_why: str
 
@@ -308,9 +310,8 @@ def _outcome(
     # when a record or view asks for it.
     twice = shell.twice is not None
     middle: bytes | StepEdit = StepEdit(step, drop - {shell.twice}, varint) if twice else fixed  # type: ignore[operator]
-    was_code = _exit_code_of(body, v.body_fields, shell.exit_field)
     if _exit_code_edited(body, v.body_fields, claim.code, shell.exit_field):
-        was = "absent" if was_code is None else str(was_code)
+        was = "absent" if shell.exit_code is None else str(shell.exit_code)
         now = "absent" if claim.code is None else str(claim.code)
         changes.append(Change(i, "exit_code", f"exit_code {was} -> {now}: {claim.why}", step, middle))
     else:
@@ -318,11 +319,6 @@ def _outcome(
     if twice:
         changes.append(Change(i, "stdout_deduplicated", f"{shell.twice_why}: one copy of the output", middle, fixed))
     return fixed, changes
-
-
-def _exit_code_of(body: bytes, body_fields: Sequence[Field], number: int) -> int | None:
-    found = [f for f in body_fields if f.number == number]
-    return int32(varint_value(body, found[-1])) if found else None
 
 
 def _exit_code_edited(body: bytes, body_fields: Sequence[Field], code: int | None, number: int = EXIT_CODE) -> bool:
