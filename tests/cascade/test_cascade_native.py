@@ -19,8 +19,9 @@ from cascadekit import (
     grpc,
     request,
 )
+from native_bridge.cascade.calls import SEND, call_of
 from native_bridge.cascade.framing import unframe
-from native_bridge.cascade.native import correct_request, is_send_user_cascade_message, redact_body
+from native_bridge.cascade.native import correct_request, redact_body
 from native_bridge.cascade.request import parse_request
 from native_bridge.cascade.steps import run_command, view
 from native_bridge.cascade.wire import fields, len_field
@@ -261,6 +262,6 @@ def test_an_evidence_hook_that_raises_does_not_stop_traffic() -> None:
 
 
 def test_method_selection() -> None:
-    assert is_send_user_cascade_message("/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage")
-    assert not is_send_user_cascade_message("/exa.language_server_pb.LanguageServerService/GetCascadeTrajectorySteps")
-    assert not is_send_user_cascade_message("/x.Svc/NotSendUserCascadeMessage")
+    assert call_of("/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage") is SEND
+    assert call_of("/exa.language_server_pb.LanguageServerService/GetCascadeTrajectorySteps") is None
+    assert call_of("/x.Svc/NotSendUserCascadeMessage") is None

@@ -98,11 +98,6 @@ class NativeResult:
         ]
 
 
-def is_send_user_cascade_message(path: str) -> bool:  # (calls.call_of names every call covered)
-    """Whether a request path is the unary SendUserCascadeMessage rpc (any package and service)."""
-    return path.split("?", 1)[0].rstrip("/").endswith("/" + METHOD)
-
-
 def correct_request(
     body: bytes,
     content_type: str,
