@@ -8,17 +8,22 @@ the plan (accounting, delta, stepped positions, protobuf steps) and the summary.
 
 from __future__ import annotations
 
+import gc
 import json
+import pickle
 import random
 import re
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from native_bridge.core.memo import Memo
-from native_bridge.core.pipeline import Config, rewrite
+from native_bridge.core import memo as memo_module
+from native_bridge.core.memo import LIGHT_ITEMS, Gone, LazyItems, Memo
+from native_bridge.core.pipeline import Config, Rewrite, rewrite
+from native_bridge.shell.offload import observed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import bench
@@ -27,12 +32,32 @@ DIALECTS = list(bench.DIALECT_PATHS)
 ID = re.compile(r'"((?:toolu_01|call_)[0-9a-f]{24})"')  # the generated sessions' call ids
 
 
-def same(raw: bytes, dialect: str, memo: Memo, config: Config | None = None) -> None:
+@pytest.fixture(params=[False, True], ids=["full", "light"])
+def light(request: pytest.FixtureRequest) -> bool:
+    """Every case runs with a full memo and with a light one (observe mode without records)."""
+    return request.param
+
+
+def same(raw: bytes, dialect: str, memo: Memo, config: Config | None = None, hint: str | None = None) -> None:
     path = bench.DIALECT_PATHS[dialect]
-    alone = rewrite(raw, config or Config(), path, memo=None)
-    remembered = rewrite(raw, config or Config(), path, memo=memo)
-    assert bench.outcome_digest(remembered) == bench.outcome_digest(alone), (remembered.status, remembered.reason)
+    if memo.light:  # observe mode: no body is written, so the verdict and observations must agree
+        alone = rewrite(raw, config or Config(), path, None, hint, emit=False)
+        remembered = rewrite(raw, config or Config(), path, memo, hint, emit=False)
+        assert verdict(remembered) == verdict(alone)
+        # What this call decided is handed over: all of it on a full read, the new part on a resume.
+        assert set(observed(remembered, TOOLS)) <= set(observed(alone, TOOLS))
+    else:
+        alone = rewrite(raw, config or Config(), path, memo=None)
+        remembered = rewrite(raw, config or Config(), path, memo=memo)
+        assert bench.outcome_digest(remembered) == bench.outcome_digest(alone), (remembered.status, remembered.reason)
     assert memo.errors == 0
+
+
+TOOLS = Config().tool_kinds
+
+
+def verdict(result: Rewrite) -> tuple[Any, ...]:
+    return result.status, result.reason, result.dialect, result.summary(), result.notes
 
 
 def items_key(dialect: str) -> str:
@@ -41,8 +66,8 @@ def items_key(dialect: str) -> str:
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("parallel", [1, 4])
-def test_a_growing_session_is_resumed_and_agrees(dialect: str, parallel: int) -> None:
-    memo = Memo()
+def test_a_growing_session_is_resumed_and_agrees(dialect: str, parallel: int, light: bool) -> None:
+    memo = Memo(light=light)
     s = bench.Session(dialect, parallel, seed=3)
     for rounds in range(1, 41):
         same(s.body(rounds), dialect, memo)
@@ -50,8 +75,8 @@ def test_a_growing_session_is_resumed_and_agrees(dialect: str, parallel: int) ->
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_identical_resend_truncation_and_fork_agree(dialect: str) -> None:
-    memo = Memo()
+def test_identical_resend_truncation_and_fork_agree(dialect: str, light: bool) -> None:
+    memo = Memo(light=light)
     s, other = bench.Session(dialect, 1, seed=5), bench.Session(dialect, 1, seed=6)
     for raw in (s.body(30), s.body(30), s.body(12), s.body(31)):
         same(raw, dialect, memo)
@@ -64,11 +89,11 @@ def test_identical_resend_truncation_and_fork_agree(dialect: str) -> None:
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_edits_of_the_tail_agree(dialect: str) -> None:
+def test_edits_of_the_tail_agree(dialect: str, light: bool) -> None:
     """Clients edit their last messages between turns (Claude Code moves cache_control);
     mutations of the last items make ids cross the cut, vanish, repeat, or come early."""
     rng = random.Random(11)
-    memo = Memo()
+    memo = Memo(light=light)
     s = bench.Session(dialect, 4, seed=9)
     for rounds in range(2, 25):
         doc = s.doc(rounds)
@@ -79,9 +104,9 @@ def test_edits_of_the_tail_agree(dialect: str) -> None:
         same(orjson.dumps(_reuse_an_old_id(doc, dialect, rng)), dialect, memo)
 
 
-def test_a_body_in_other_bytes_is_remembered_in_orjsons() -> None:
+def test_a_body_in_other_bytes_is_remembered_in_orjsons(light: bool) -> None:
     """Pretty-printed or otherwise escaped bodies are resumed through orjson's encoding of them."""
-    memo = Memo()
+    memo = Memo(light=light)
     s = bench.Session("chat", 1, seed=2)
     same(json.dumps(s.doc(10), indent=1).encode(), "chat", memo)
     assert len(memo) == 1 and memo.hits == 0
@@ -91,8 +116,8 @@ def test_a_body_in_other_bytes_is_remembered_in_orjsons() -> None:
     assert memo.hits == 3
 
 
-def test_another_config_does_not_share_the_memo() -> None:
-    memo = Memo()
+def test_another_config_does_not_share_the_memo(light: bool) -> None:
+    memo = Memo(light=light)
     s = bench.Session("anthropic", 1, seed=4)
     same(s.body(10), "anthropic", memo)
     narrow = Config(kinds=frozenset({"run_command"}))
@@ -101,19 +126,19 @@ def test_another_config_does_not_share_the_memo() -> None:
     same(s.body(13), "anthropic", memo)
 
 
-def test_the_memo_is_bounded() -> None:
-    memo = Memo(max_entries=3, max_bytes=10**9)
+def test_the_memo_is_bounded(light: bool) -> None:
+    memo = Memo(max_entries=3, max_bytes=10**9, light=light)
     for seed in range(6):
         same(bench.Session("chat", 1, seed=seed).body(5), "chat", memo)
     assert len(memo) == 3
-    small = Memo(max_entries=10, max_bytes=50_000)
+    small = Memo(max_entries=10, max_bytes=50_000, light=light)
     for seed in range(6):
         same(bench.Session("chat", 1, seed=seed).body(5), "chat", small)
     assert small._bytes <= 50_000
 
 
-def test_bundled_sessions_agree_when_replayed_turn_by_turn() -> None:
-    memo = Memo()
+def test_bundled_sessions_agree_when_replayed_turn_by_turn(light: bool) -> None:
+    memo = Memo(light=light)
     for path in sorted(bench.SESSIONS):
         raw = path.read_bytes()
         dialect = bench.session_dialect(path)
@@ -148,3 +173,111 @@ def _reuse_an_old_id(doc: dict[str, Any], dialect: str, rng: random.Random) -> d
         if found:
             new[items_key(dialect)][-1] = orjson.loads(last.replace(found[0], rng.choice(ids)))
     return new
+
+
+# ---- the light memo (observe mode without records) ---------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_light_memo_resumes_from_the_bytes_when_the_client_is_named(dialect: str) -> None:
+    """With the client named before parsing (its User-Agent), a resume parses only the new part."""
+    memo = Memo(light=True)
+    s = bench.Session(dialect, 2, seed=13)
+    for rounds in range(1, 31):
+        same(s.body(rounds), dialect, memo, hint=bench.CLIENT_HINTS[dialect])
+    assert memo.hits >= 25
+
+
+def _held(memo_light: bool, bodies: list[bytes]) -> tuple[int, int]:
+    """Bytes a memo holds after the bodies (the bodies themselves not counted), and its hits."""
+    rewrite(bodies[0], Config(), bench.DIALECT_PATHS["chat"], Memo(), emit=False)  # imports, caches
+    gc.collect()
+    tracemalloc.start()
+    try:
+        memo = Memo(light=memo_light)
+        for raw in bodies:
+            rewrite(raw, Config(), bench.DIALECT_PATHS["chat"], memo, bench.CLIENT_HINTS["chat"], emit=False)
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0], memo.hits
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_light_memo_holds_little_beyond_the_body() -> None:
+    """A light entry keeps the last body (made before tracing: not counted) and a few hundred
+    bytes per tool call; a full one holds the parsed history again, about twice the body."""
+    conv = bench.AgentConversation(600_000, 21, 6)
+    bodies = [conv.body(t) for t in range(6)]
+    light, hits = _held(True, bodies)
+    full, _ = _held(False, bodies)
+    assert hits == 5
+    assert light < 0.15 * len(bodies[-1]) and full > len(bodies[-1])
+
+
+def test_a_light_entry_reads_again_only_its_last_items() -> None:
+    s = bench.Session("chat", 1, seed=17)
+    raw = s.body(12)
+    memo = Memo(light=True)
+    rewrite(raw, Config(), bench.DIALECT_PATHS["chat"], memo, bench.CLIENT_HINTS["chat"], emit=False)
+    entry = memo.only()
+    assert entry is not None and isinstance(entry.items, LazyItems)
+    items = orjson.loads(raw)["messages"]
+    n = len(items)
+    assert n > LIGHT_ITEMS // 4
+    window = range(max(0, n - LIGHT_ITEMS), n)
+    assert [entry.items[i] for i in window] == items[window.start :]
+    assert entry.items[-1] == items[-1] and list(entry.items[window.start :]) == items[window.start :]
+    if window.start:
+        with pytest.raises(Gone):
+            entry.items[window.start - 1]
+        with pytest.raises(Gone):
+            list(entry.items)
+    assert all(c.arguments is None for c in entry.calls) and all(r.text is None for r in entry.results)
+    gone = {memo_module._GONE}
+    assert set(entry.docs) == set(entry.accounting) == set(entry.out) == gone  # the tallies hold them
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_resume_that_needs_an_item_a_light_entry_dropped_reads_in_full(
+    dialect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a window of one item, resumes that look further back end and the full read agrees."""
+    monkeypatch.setattr(memo_module, "LIGHT_ITEMS", 1)
+    memo = Memo(light=True)
+    s = bench.Session(dialect, 4, seed=19)
+    for rounds in (*range(2, 16), 9, 16, 17):
+        same(s.body(rounds), dialect, memo, hint=bench.CLIENT_HINTS[dialect])
+    assert memo.errors == 0
+
+
+def test_a_light_entry_crosses_from_a_worker_without_its_body() -> None:
+    s = bench.Session("anthropic", 2, seed=23, out=(1000, 5000))
+    hint, path = bench.CLIENT_HINTS["anthropic"], bench.DIALECT_PATHS["anthropic"]
+
+    def made(raw: bytes) -> Any:
+        worker = Memo(light=True)
+        rewrite(raw, Config(), path, worker, hint, emit=False)
+        return worker.only()
+
+    first, longer = s.body(40), s.body(80)
+    data, data_longer = pickle.dumps(made(first), protocol=5), pickle.dumps(made(longer), protocol=5)
+    # No body, no parsed history: the marks' last written items (bounded), a few bytes per call.
+    assert len(data) < len(first) / 5 and len(data_longer) < 1.3 * len(data) < len(longer) / 8
+    here = Memo(light=True)
+    here.adopt(pickle.loads(data), first)
+    other = bench.Session("anthropic", 2, seed=24, out=(1000, 5000))
+    assert here.continues(s.body(41)) and not here.continues(other.body(41))
+    same(s.body(41), "anthropic", here, hint=hint)
+    assert here.hits == 1
+
+
+def test_a_full_memo_never_resumes_from_a_light_entry() -> None:
+    """A light entry cannot write a body or record steps: a full memo does not take it."""
+    s = bench.Session("chat", 1, seed=29)
+    light = Memo(light=True)
+    rewrite(s.body(8), Config(), bench.DIALECT_PATHS["chat"], light, bench.CLIENT_HINTS["chat"], emit=False)
+    full = Memo()
+    full.adopt(light.only(), s.body(8))  # type: ignore[arg-type]
+    assert not full.continues(s.body(9))
+    same(s.body(9), "chat", full)
+    assert full.hits == 0

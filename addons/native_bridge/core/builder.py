@@ -66,6 +66,42 @@ class _Decision:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """What a plan's summary counts, over its first ``steps`` steps and ``placed`` placements.
+
+    A resumed conversation (memo.py) carries the tally of everything before its cut, so its
+    summary costs only the new part, and the old steps need not be kept (a light memo)."""
+
+    steps: int = 0
+    placed: int = 0
+    failed: tuple[int, ...] = ()  # the exit codes other than 0 the steps state, in step order
+    kept_by_code: tuple[tuple[str, int], ...] = ()  # sorted
+    unobserved: int = 0  # calls kept as never observed
+
+    def add(self, docs: list[dict[str, Any]], placements: list[Placement]) -> Tally:
+        """This tally and the steps ``docs`` and ``placements`` after it."""
+        failed = [c for c in map(exit_code, docs) if c not in (None, 0)]
+        kept = Counter(dict(self.kept_by_code))
+        unobserved = self.unobserved
+        for p in placements:
+            if p.step is None:
+                kept[p.code] += 1
+                unobserved += p.item == "call" and p.code == "unobserved"
+        return Tally(
+            self.steps + len(docs),
+            self.placed + len(placements),
+            self.failed + tuple(failed) if failed else self.failed,
+            tuple(sorted(kept.items())) if len(placements) > 0 else self.kept_by_code,
+            unobserved,
+        )
+
+
+def exit_code(doc: dict[str, Any]) -> int | None:
+    """The exit code a step states (run_command only)."""
+    return doc.get("runCommand", {}).get("exitCode")
+
+
 @dataclass(slots=True)
 class Plan:
     docs: list[dict[str, Any]]  # each step in proto3 JSON (what goes on the wire); treat as read-only
@@ -76,6 +112,13 @@ class Plan:
     # What each step was built from: the protobuf messages are made only when asked for.
     sources: list[tuple[Kind, dict[str, Any], dict[str, Any]]] = field(default_factory=list, repr=False)
     _steps: list[cortex_pb2.CortexTrajectoryStep] | None = field(default=None, repr=False, compare=False)
+    # The tally of docs[:tally.steps] and accounting[:tally.placed] (a resumed plan's), if any.
+    tally: Tally | None = field(default=None, repr=False, compare=False)
+
+    def counted(self) -> Tally:
+        """The tally of the whole plan: only what the carried tally does not hold is counted."""
+        base = self.tally or Tally()
+        return base.add(self.docs[base.steps :], self.accounting[base.placed :])
 
     @property
     def steps(self) -> list[cortex_pb2.CortexTrajectoryStep]:
@@ -208,6 +251,7 @@ class Part:
     stepped: list[int]  # sorted positions of the calls and results now in steps
     # The decisions behind it (assemble's own, never a joined part's): observe.py reuses them.
     decisions: list[_Decision] | None = field(default=None, repr=False, compare=False)
+    tally: Tally | None = field(default=None, repr=False, compare=False)  # a joined part's: before its cut
 
 
 def assemble(

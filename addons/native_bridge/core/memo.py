@@ -29,6 +29,16 @@ generated sessions with edited, truncated and forked histories.
 
 Entries and marks are never changed once made: a rewrite builds a new entry and swaps
 it in, so a result may share (read-only) objects with earlier results.
+
+A *light* memo (observe mode without records: no body is written, no step recorded) keeps
+of a conversation little more than its last body, which the byte compare needs anyway: the
+items are read again from those bytes when a resume needs one near the cut
+(:class:`LazyItems`; one further back ends the resume, :class:`Gone`), the steps and
+placements only as the marks' tallies, the last calls and results without their arguments
+and texts, the written items not at all (a writer only looks at the last one, which the
+mark keeps). The same decisions
+follow (nothing a resume decides reads an old item's content), so a light memo gives the
+same verdict and observations, at about the body's size in memory instead of three times.
 """
 
 from __future__ import annotations
@@ -36,13 +46,13 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
 import orjson
 
-from .builder import Part, Placement, assemble
+from .builder import Part, Placement, Tally, assemble, delta_start
 from .dialects import Cursor, DialectError, Output
 from .history import History, ToolCall, ToolResult
 from .settle import Span, cut_ok, settle
@@ -50,7 +60,129 @@ from .settle import Span, cut_ok, settle
 MAX_ENTRIES = 64  # conversations remembered
 MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost about twice as much again
 MAX_MARKS = 16  # cuts kept per conversation: the last items, where a client edits (cache_control)
+LIGHT_ITEMS = 4 * MAX_MARKS  # the last items a light entry can read again from its body
 _NONE = object()
+
+
+class Gone(LookupError):
+    """A light entry no longer holds this item: the resume ends, the full read runs."""
+
+
+class _GoneItem:
+    """What a light entry holds in place of what it dropped: any use of it raises :class:`Gone`
+    (LazyItems raises before handing it out)."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise Gone(f"a dropped value's {name}")
+
+    def __reduce__(self) -> str:
+        return "_GONE"
+
+
+_GONE = _GoneItem()
+
+
+class LazyItems(list):  # type: ignore[type-arg]
+    """A history's items whose old ones are read again from the body's bytes when used.
+
+    A list (the dialects check for one) of real items and empty slots: a slot within the
+    last ``LIGHT_ITEMS`` is parsed from ``raw[start:end]`` (the body is canonical, so those
+    bytes are the item); an older one raises :class:`Gone`. Every way to read an element
+    goes through ``__getitem__``, so no slot is ever taken for an item."""
+
+    __slots__ = ("raw", "spans")
+
+    def __init__(self, slots: Any = (), raw: bytes = b"", spans: dict[int, tuple[int, int]] | None = None) -> None:
+        super().__init__(slots)
+        self.raw = raw
+        self.spans = spans or {}
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise Gone("a stepped slice of a light entry's items")
+            spans = {k - start: v for k, v in self.spans.items() if start <= k < stop}
+            return LazyItems(list.__getitem__(self, i), self.raw, spans)
+        v = list.__getitem__(self, i)
+        if v is not _GONE:
+            return v
+        span = self.spans.get(i % len(self))
+        if span is None:
+            raise Gone(f"item {i} is not held")
+        return orjson.loads(memoryview(self.raw)[span[0] : span[1]])
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+    def __reversed__(self) -> Any:
+        return (self[i] for i in range(len(self) - 1, -1, -1))
+
+    def __contains__(self, x: object) -> bool:
+        return any(x == v for v in self)
+
+    def index(self, *args: Any) -> int:  # type: ignore[override]
+        raise Gone("index() on a light entry's items")
+
+    def count(self, x: Any) -> int:
+        return sum(1 for v in self if v == x)
+
+    def __add__(self, other: Any) -> LazyItems:  # type: ignore[override]
+        return LazyItems([*list.__iter__(self), *other], self.raw, self.spans)
+
+    def __reduce__(self) -> Any:  # crosses from the worker without its body (adopt() gives it back)
+        return (LazyItems, (list(list.__iter__(self)), b"", self.spans))
+
+
+def _light_items(items: Any, raw: bytes, stop: int) -> LazyItems:
+    """``items`` (of the canonical body ``raw``, whose array ends at ``stop``) holding none:
+    the last ``LIGHT_ITEMS`` readable again from ``raw``."""
+    n = len(items)
+    known = items.spans if isinstance(items, LazyItems) else {}
+    spans, end = {}, stop
+    for i in range(n - 1, max(n - LIGHT_ITEMS, 0) - 1, -1):
+        span = known.get(i)
+        if span is None:  # a real item: the bytes it was read from are orjson's encoding of it
+            v = list.__getitem__(items, i)
+            if v is _GONE:  # resumed from an earlier cut: the window reaches no further back
+                break
+            span = (end - len(orjson.dumps(v)), end)
+        spans[i] = span
+        end = span[0] - 1  # the "," before it
+    return LazyItems([_GONE] * n, raw, spans)
+
+
+def _slim_call(c: Any) -> Any:
+    return c if c is _GONE or c.arguments is None else ToolCall(c.pos, c.turn, c.id, c.name, None)
+
+
+def _slim_result(r: Any) -> Any:
+    if r is _GONE or r.text is None:
+        return r
+    return ToolResult(r.pos, r.turn, r.call_id, None, r.is_error, r.exit_code, r.placeholder)
+
+
+def _recent(xs: list[Any], slim: Any) -> list[Any]:
+    """The last ``LIGHT_ITEMS`` of ``xs`` made light, the older ones dropped (a resume looks at
+    the last round only: delta_start; one that looks further raises, and the full read runs)."""
+    k = max(0, len(xs) - LIGHT_ITEMS)
+    return [_GONE] * k + [slim(x) for x in xs[k:]]
+
+
+def _light(entry: Entry) -> Entry:
+    """The entry as a light memo keeps it."""
+    return replace(
+        entry,
+        items=_light_items(entry.items, entry.raw, entry.stop),
+        calls=_recent(entry.calls, _slim_call),
+        results=_recent(entry.results, _slim_result),
+        step_calls=_recent(entry.step_calls, _slim_call),
+        docs=[_GONE] * len(entry.docs),  # the marks' tallies count them
+        sources=[_GONE] * len(entry.sources),
+        accounting=[_GONE] * len(entry.accounting),  # likewise
+        out=[_GONE] * len(entry.out),  # a writer reads only the last, which each mark keeps
+        light=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +200,7 @@ class Mark:
     pending: Any  # ... the last of them as it was at the cut (a later message may merge into it)
     dropped: bool
     gap: tuple[int, ...] = ()
+    tally: Tally = field(default_factory=Tally)  # the summary's counts of the steps and placements before it
 
 
 @dataclass(slots=True)
@@ -76,6 +209,7 @@ class Entry:
     config: Any
     raw: bytes
     head: int  # raw[:head] is everything up to and including the items array's "["
+    stop: int  # raw[stop] is the items array's "]"
     marks: tuple[Mark, ...]  # ascending
     items: list[Any]
     calls: list[ToolCall]
@@ -88,6 +222,20 @@ class Entry:
     stepped: list[int]  # sorted positions
     out: list[Any]
     first_pos: dict[str, int]  # each id: the position of the first call or result carrying it
+    light: bool = False  # made by a light memo: serves only a light memo (see the module's docstring)
+
+    def __reduce__(self) -> Any:
+        # From the worker: without its body (adopt() gives it back) and with its dialect by name.
+        fields = {f: getattr(self, f) for f in self.__slots__}  # type: ignore[attr-defined]
+        fields["raw"], fields["dialect"] = b"", self.dialect.NAME
+        return (_rebuilt, (fields,))
+
+
+def _rebuilt(fields: dict[str, Any]) -> Entry:
+    from .dialects import anthropic, chat, gemini, responses
+
+    by_name = {d.NAME: d for d in (chat, anthropic, responses, gemini)}
+    return Entry(**{**fields, "dialect": by_name[fields["dialect"]]})
 
 
 @dataclass(slots=True)
@@ -102,14 +250,19 @@ class Resumed:
     replaces: Entry | None
     fresh: History | None = None  # the calls and results after the cut: the only ones decided now
     decisions: list[Any] | None = None  # their decisions, before settle pinned any (observe.py)
+    delta: int = 0  # delta_start (made here: it looks back at the calls before the cut)
 
 
 class Memo:
-    """The remembered conversations, most recently used last; safe to share across threads."""
+    """The remembered conversations, most recently used last; safe to share across threads.
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
+    ``light``: keep each conversation light (the module's docstring); only for rewrites made
+    with ``emit=False`` whose steps no one records."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES, light: bool = False) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.light = light
         self._entries: OrderedDict[int, Entry] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -122,7 +275,7 @@ class Memo:
 
     def copy(self) -> Memo:
         """Another memo holding the same entries (they never change): to measure a resume twice."""
-        other = Memo(self.max_entries, self.max_bytes)  # counters start at 0
+        other = Memo(self.max_entries, self.max_bytes, self.light)  # counters start at 0
         with self._lock:
             other._entries = OrderedDict(self._entries)
             other._bytes = self._bytes
@@ -141,12 +294,36 @@ class Memo:
         for entry in entries:
             if entry.dialect is not dialect or (entry.config is not config and entry.config != config):
                 continue
+            if entry.light and not self.light:
+                continue
             mark = _longest_kept(entry, raw, best[1].end if best else 0)
             if mark is not None:
                 best = entry, mark
         return best
 
+    def continues(self, raw: bytes) -> bool:
+        """Whether ``raw`` may go on from a remembered conversation: a byte compare, no parsing
+        (the caller then reads it in place; a resume may still end in a full read)."""
+        with self._lock:
+            entries = list(reversed(self._entries.values()))
+        return any(_longest_kept(e, raw) is not None for e in entries if self.light or not e.light)
+
+    def adopt(self, entry: Entry, raw: bytes) -> None:
+        """Keep an entry a worker made for ``raw`` (it crossed without the body: ``raw`` is it)."""
+        entry.raw = raw
+        if isinstance(entry.items, LazyItems):
+            entry.items.raw = raw
+        self.put(entry)
+
+    def only(self) -> Entry | None:
+        """The one entry of a memo made for one body (a worker's, to hand back)."""
+        with self._lock:
+            return next(iter(self._entries.values()), None) if len(self._entries) == 1 else None
+
     def put(self, entry: Entry, replaces: Entry | None = None) -> None:
+        """Remember ``entry`` (in place of ``replaces``); a light memo keeps it light."""
+        if self.light and not entry.light:
+            entry = _light(entry)
         with self._lock:
             if replaces is not None and self._entries.pop(id(replaces), None) is not None:
                 self._bytes -= len(replaces.raw)
@@ -241,6 +418,10 @@ def _marks(
     tail_ids: list[tuple[int, str]],
     dialect: ModuleType,
     spans: list[Span],
+    docs: list[Any],
+    accounting: list[Placement],
+    tally: Tally,
+    step_base: int = 0,
 ) -> list[Mark]:
     """Marks at the safe cuts among ``reads``; ``end`` is the raw offset just past the last item.
 
@@ -251,7 +432,7 @@ def _marks(
         last_pos[x] = max(pos, last_pos.get(x, pos))
     # A cut is unsafe when an id is carried on both sides of it.
     id_spans = [(first_pos[x], last) for x, last in last_pos.items()]
-    step_pos = [c.pos for c in step_calls]
+    step_pos = [c.pos for c in step_calls[step_base:]]  # those before step_base are before every cut here
     offsets = {len(items): end}
     for i in range(len(items) - 1, reads[0][0] - 1, -1):  # each item's length, from the end
         offsets[i] = offsets[i + 1] - len(orjson.dumps(items[i])) - 1
@@ -262,10 +443,10 @@ def _marks(
         if not cut_ok(dialect, items, index, cursor.pos, spans):
             continue
         out_len, pending, dropped, gap = writes[index]
-        n_steps = bisect_left(step_pos, cursor.pos)
-        marks.append(
-            Mark(index, offsets[index], cursor, last_turn, n_calls, n_results, n_steps, out_len, pending, dropped, gap)
-        )
+        n_steps = step_base + bisect_left(step_pos, cursor.pos)
+        tally = tally.add(docs[tally.steps : n_steps], accounting[tally.placed : cursor.pos])  # reads ascend
+        mark = Mark(index, offsets[index], cursor, last_turn, n_calls, n_results, n_steps, out_len, pending, dropped)
+        marks.append(replace(mark, gap=gap, tally=tally))
     return marks
 
 
@@ -305,12 +486,24 @@ def remember(
             first_pos[x] = pos
     split = reads[0][1].pos
     tail_ids = _ids([c for c in history.calls if c.pos >= split], [r for r in history.results if r.pos >= split])
+    stop = len(raw) - len(tail)
     marks = _marks(
-        items, len(raw) - len(tail), reads, writes, part.step_calls, first_pos, tail_ids, dialect, list(spans)
+        items,
+        stop,
+        reads,
+        writes,
+        part.step_calls,
+        first_pos,
+        tail_ids,
+        dialect,
+        list(spans),
+        part.docs,
+        part.placements,
+        Tally(),
     )
     if not marks:
         return None
-    return _entry(dialect, config, raw, len(head), marks, items, history, part, out, first_pos)
+    return _entry(dialect, config, raw, len(head), stop, marks, items, history, part, out, first_pos)
 
 
 def _entry(
@@ -318,6 +511,7 @@ def _entry(
     config: Any,
     raw: bytes,
     head: int,
+    stop: int,
     marks: list[Mark],
     items: list[Any],
     history: History,
@@ -330,6 +524,7 @@ def _entry(
         config=config,
         raw=raw,
         head=head,
+        stop=stop,
         marks=tuple(marks),
         items=items,
         calls=history.calls,
@@ -426,15 +621,20 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
         step_calls,
         entry.accounting[: cur.pos] + part.placements,
         stepped,
+        tally=mark.tally,
     )
     end = mark.end + len(orjson.dumps(new)) - 1 if new else mark.end  # just past the last item
     marks = [m for m in entry.marks if m.index <= b]
-    fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids, dialect, spans)
+    tallied = (joined.docs, joined.placements, mark.tally, mark.n_steps)
+    fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids, dialect, spans, *tallied)
     marks = _thin(marks + [m for m in fresh if m.index > b])
-    successor = _entry(dialect, config, raw, entry.head, marks, items, whole, joined, out.items, first_pos)
+    successor = _entry(dialect, config, raw, entry.head, end, marks, items, whole, joined, out.items, first_pos)
+    if entry.light:
+        successor = _light(successor)
     memo.hits += 1
     # Going on from near the end of the entry's body, this is the same conversation: it takes
     # the entry's place. From early on (another conversation with the same system prompt, an
     # old fork), both are kept.
     replaces = entry if 2 * b >= len(entry.items) else None
-    return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions)
+    delta = delta_start(whole, step_calls)
+    return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions, delta)

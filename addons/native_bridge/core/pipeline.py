@@ -5,7 +5,6 @@ This is the core's public entry point; it knows nothing of mitmproxy.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import ModuleType
@@ -58,17 +57,15 @@ class Rewrite:
     def summary(self) -> dict[str, Any]:
         if self.plan is None:
             return {"steps": 0}
-        exit_codes = [s.get("runCommand", {}).get("exitCode") for s in self.steps]
-        failed = [c for c in exit_codes if c not in (None, 0)]
-        kept = self.plan.kept
+        t = self.plan.counted()
         return {
-            "steps": len(self.steps),
+            "steps": t.steps,
             "delta_start": self.plan.delta_start,
-            "failed": len(failed),
-            "failed_exit_codes": failed,
-            "kept": len(kept),
-            "kept_by_code": dict(sorted(Counter(p.code for p in kept).items())),
-            "unobserved": sum(1 for p in kept if p.item == "call" and p.code == "unobserved"),
+            "failed": len(t.failed),
+            "failed_exit_codes": list(t.failed),
+            "kept": sum(n for _, n in t.kept_by_code),
+            "kept_by_code": dict(t.kept_by_code),
+            "unobserved": t.unobserved,
         }
 
 
@@ -177,7 +174,7 @@ def _rewrite(
     if memo is not None and dialect is not None and early is not None:
         resumed = _resume(memo, raw, dialect, config)
         if resumed is not None:
-            result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit)
+            result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit, resumed.delta)
             _fresh(result, resumed.fresh, resumed.decisions, config)
             memo.put(resumed.entry, resumed.replaces)
             return result
@@ -197,7 +194,7 @@ def _rewrite(
             resumed = _resume(memo, canon, dialect, config)  # type: ignore[arg-type]
             if resumed is not None:
                 del body, items  # the memo holds the items before the cut: free these first
-                result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit)
+                result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit, resumed.delta)
                 _fresh(result, resumed.fresh, resumed.decisions, config)
                 memo.put(resumed.entry, resumed.replaces)  # type: ignore[union-attr]
                 return result
@@ -237,6 +234,9 @@ def _resume(memo: _memo.Memo, raw: bytes, dialect: ModuleType, config: Config) -
     """The memo's head start, or None; a fault in it costs only speed (the full rewrite runs)."""
     try:
         return _memo.resume(memo, raw, dialect, config, STEPS_KEY)
+    except _memo.Gone:  # a light entry no longer holds an item the resume would read
+        memo.misses += 1
+        return None
     except Exception:
         memo.errors += 1  # tests assert there are none
         return None
@@ -268,10 +268,14 @@ def _finish(
     part: Part,
     out: list[Any] | None,
     emit: bool = True,
+    delta: int | None = None,
 ) -> Rewrite:
-    """The rewrite's result from its plan; ``out`` is the written history (None: write it now)."""
-    delta = delta_start(history, part.step_calls)
+    """The rewrite's result from its plan; ``out`` is the written history (None: write it now);
+    ``delta``: delta_start, when a resume made it."""
+    if delta is None:
+        delta = delta_start(history, part.step_calls)
     plan = Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
+    plan.tally = part.tally
     notes = []
     if dialect is responses and body.get("previous_response_id"):
         # The server holds the earlier items; this input is only what is new.
