@@ -126,12 +126,17 @@ def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload
     nb, ctx = _addon(mode)
     ref, ref_ctx = _addon(mode)
     try:
-        for raw in raws:
+        for turn, raw in enumerate(raws):
             f, g = _flow(raw), _flow(raw)
             pending = nb.request(f)
-            assert pending is not None, "a large body must be awaited, not bridged on the loop"
-            assert META not in f.metadata  # nothing happened yet: the loop was free
-            asyncio.run(pending)
+            if turn and mode == "observe":
+                # The worker handed its reading back (a light memo entry): the next turns of the
+                # conversation are read here, their new part only.
+                assert pending is None and nb.memo.light and nb.memo.hits == turn
+            else:
+                assert pending is not None, "a large body must be awaited, not bridged on the loop"
+                assert META not in f.metadata  # nothing happened yet: the loop was free
+                asyncio.run(pending)
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
                 assert ref.request(g) is None  # inline
@@ -227,6 +232,7 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
         assert nb.request(ref) is None  # inline, no loop: the reference verdict
     nb.state.store.close()
     nb.state.store = type(nb.state.store)()  # forget what the reference observed
+    nb.memo.clear()  # and its reading: this body must be read in full
 
     async def run():
         f = _flow(raw)  # live and unanswered: on its way upstream
@@ -252,3 +258,40 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
     finally:
         nb.done()
         ctx.__exit__(None, None, None)
+
+
+def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_offload):
+    """After the worker's first reading, a large conversation's next turn goes upstream as it
+    came and its new part is read on the loop right after (no worker, nothing to wait for)."""
+    s = bench.Session("chat", 1, 4)
+    first, second = s.body(5), s.body(6)
+    nb, ctx = _addon("observe")
+    ref, ref_ctx = _addon("observe")
+
+    async def run():
+        f = _flow(first)
+        assert nb.request(f) is None and len(nb.readings()) == 1  # a first sight: the worker reads it
+        f.response = tflow.tresp()
+        await nb.responseheaders(f)
+        g = _flow(second)
+        assert nb.request(g) is None and not nb.readings()
+        assert META not in g.metadata  # read once the request has gone
+        await asyncio.sleep(0)
+        return f, g
+
+    try:
+        f, g = asyncio.run(run())
+        assert nb.memo.hits == 1 and nb.offloader is not None
+        for flow, raw in ((f, first), (g, second)):
+            again = _flow(raw)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
+                assert ref.request(again) is None
+            assert flow.metadata[META] == again.metadata[META] and flow.comment == again.comment
+            assert flow.request.raw_content == raw
+        assert g.metadata[META]["status"] == "observed" and g.metadata[META]["steps"] > 0
+    finally:
+        nb.done()
+        ref.done()
+        ctx.__exit__(None, None, None)
+        ref_ctx.__exit__(None, None, None)

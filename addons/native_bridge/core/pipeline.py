@@ -151,6 +151,21 @@ def rewrite(
     ``emit=False``: the caller will not send a new body (observe mode): everything is decided and
     the memo filled as usual, but the body is not written; the status is then "observed"."""
     result = _rewrite(raw, config, path, memo, client_hint, emit)
+    assert result is not None
+    return _checked(raw, result)
+
+
+def resume(
+    raw: bytes, config: Config, path: str | None, memo: _memo.Memo, client_hint: str | None, *, emit: bool = True
+) -> Rewrite | None:
+    """:func:`rewrite` when ``raw`` goes on from the memo's bytes and a resume reads only its new
+    part (or it holds no tool history); None otherwise, without parsing the body (the caller
+    reads it in full elsewhere: in a worker, off the event loop)."""
+    result = _rewrite(raw, config, path, memo, client_hint, emit, resume_only=True)
+    return None if result is None else _checked(raw, result)
+
+
+def _checked(raw: bytes, result: Rewrite) -> Rewrite:
     # orjson reads an integer beyond 64 bits as a float and writes it back as one ("1e+30"):
     # the rewrite would change a field it does not own, so the body goes as it came.
     if result.body is not None and b"e+" in result.body and result.body.count(b"e+") > raw.count(b"e+"):
@@ -159,8 +174,14 @@ def rewrite(
 
 
 def _rewrite(
-    raw: bytes, config: Config, path: str | None, memo: _memo.Memo | None, hint: str | None, emit: bool = True
-) -> Rewrite:
+    raw: bytes,
+    config: Config,
+    path: str | None,
+    memo: _memo.Memo | None,
+    hint: str | None,
+    emit: bool = True,
+    resume_only: bool = False,
+) -> Rewrite | None:
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
     markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS + gemini.MARKERS)
@@ -178,6 +199,8 @@ def _rewrite(
             _fresh(result, resumed.fresh, resumed.decisions, config)
             memo.put(resumed.entry, resumed.replaces)
             return result
+    if resume_only:
+        return None
     try:
         body = _parse(raw)
         dialect = dialect or dialect_for_body(body)

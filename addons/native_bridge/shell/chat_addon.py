@@ -14,7 +14,7 @@ from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from . import META, websocket
 from .h2c import H2CListener, is_planner
 from .later import Original, after_forward, back_up, deferrable, original, running_loop
-from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed
+from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed, resume
 from .records import Limits, Recorder, parse_age, parse_size, prepare_directory
 from .state import BridgeState
 from .verdict import announce, comment, failed, record_job
@@ -110,7 +110,9 @@ class NativeBridge:
         self.config = Config()
         self.filter: flowfilter.TFilter | None = None
         self.recorder: Recorder | None = None
-        self.memo = Memo()  # the conversations this addon has rewritten: a resumed one costs only its new part
+        # The conversations this addon has read: a resumed one costs only its new part. Light
+        # (configure) in observe mode without records: then it holds about one body per conversation.
+        self.memo = Memo()
         self.offloader: Offloader | None = None  # large bodies: bridged in a worker process (offload.py)
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
         self._readings: dict[str, asyncio.Future[None]] = {}  # flow id → a large body read in the worker
@@ -204,6 +206,9 @@ class NativeBridge:
                 self.recorder = None
             if opts.bridge_records:
                 self.recorder = Recorder(directory, isolate=True, limits=self.record_limits)
+        light = opts.bridge_mode == "observe" and self.recorder is None
+        if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
+            self.memo = Memo(light=light)
         if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:
             logger.warning("bridge: stream_large_bodies is set; streamed request bodies cannot be rewritten")
 
@@ -307,16 +312,26 @@ class NativeBridge:
                 # not wait for the reading; this process's planner hop waits for it (a shared state
                 # file is written first: another proxy may serve the gateway's planner call).
                 reads_later = not job.emit and not self.state.store.shared and deferrable(flow)
-                if len(raw) >= OFFLOAD_BYTES:
+                if len(raw) >= OFFLOAD_BYTES and self.memo.light and self.memo.continues(raw):
+                    # A conversation this process holds: its new part is read here, the rest never
+                    # (rewriting, the new body is written whole: that stays in the worker).
+                    if reads_later:
+                        after_forward(lambda: self._resume(flow, raw, job))
+                        return None
+                    out = resume(job, self.memo)
+                    if out is None:  # it needs a full read after all
+                        return self._offloaded(flow, raw, job)
+                elif len(raw) >= OFFLOAD_BYTES:
                     loop = running_loop()
                     if reads_later and loop is not None:  # read in the worker while the request goes on
                         self._readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
                         return None
                     return self._offloaded(flow, raw, job)
-                if reads_later:
+                elif reads_later:
                     after_forward(lambda: self._apply(flow, raw, self._bridge(flow, job)))
                     return None
-                out = bridge(job, self.memo, rewrite)
+                else:
+                    out = bridge(job, self.memo, rewrite)
         except Exception as e:  # fail open: the original request goes upstream untouched
             out = failed(logger, f"flow {flow.id}", e, "request")
         self._apply(flow, raw, out, later=deferrable(flow))
@@ -327,6 +342,22 @@ class NativeBridge:
             return bridge(job, self.memo, rewrite)
         except Exception as e:  # fail open, as in run()
             return failed(logger, f"flow {flow.id}", e, "request")
+
+    def _resume(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
+        """After forwarding: the new part of a large body read here, or (when it needs a full
+        read after all) the whole body read in the worker."""
+        try:
+            out = resume(job, self.memo)
+        except Exception as e:  # fail open, as in run()
+            out = failed(logger, f"flow {flow.id}", e, "request")
+        if out is not None:
+            self._apply(flow, raw, out)
+            return
+        loop = running_loop()
+        if loop is None:  # a test calling the hook directly
+            self._apply(flow, raw, self._bridge(flow, job))
+            return
+        self._readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
 
     async def _read_off_loop(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
         """Read a large body in the worker after the request went on (observe mode): the reply
@@ -339,6 +370,9 @@ class NativeBridge:
     async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job, forwarded: bool = False) -> None:
         try:
             out = await self.worker().bridge(job)
+            if out.entry is not None and self.memo.light:  # the worker's reading of this conversation
+                self.memo.adopt(out.entry, raw)
+                out.entry = None
         except Exception as e:  # fail open, as inline
             out = failed(logger, f"flow {flow.id}", e, "request")
         self._apply(flow, raw, out, later=not forwarded and deferrable(flow))

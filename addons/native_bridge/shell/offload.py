@@ -10,8 +10,12 @@ it from an async hook while the loop serves everyone else.
 
 :func:`bridge` is the whole job, pure: bytes, config and the caller's memo in, an
 :class:`Outcome` out, with the observations for the planner hop already reduced to
-digests. The worker keeps its own memo, so a conversation that stays large is resumed
-there turn after turn.
+digests. In observe mode without records the worker keeps nothing: it hands back the
+light memo entry it made (memo.py: a few bytes per call, no body, no parsed history) and the
+proxy's own memo takes it with the body it already holds, so the next turn of that
+conversation is read in place, its new part only (:func:`resume`), however large the
+history. Rewriting or recording, the worker keeps full entries in its own memo and resumes
+a large conversation there.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.memo import Memo
+from ..core import pipeline
+from ..core.memo import Entry, Memo
 from ..core.observe import observations
 from ..core.pipeline import Config, Rewrite, rewrite
 from .renderer import Renderer, by_reference
@@ -32,10 +37,10 @@ from .store import Observation, call_key, match_key
 # Bodies at least this large (decoded) are bridged in the worker process. Below it even a
 # first sight stays well under 20 ms on the loop (about 5 ms for 200 KB on a slow core).
 OFFLOAD_BYTES = 512 * 1024
-# The worker remembers conversations up to this size (memo.py): a resumed turn then costs only its
-# new part. A larger history would stay in memory at about 3.5x its size (body and parsed items);
-# it is bridged afresh every turn instead, off the loop, and its memory is freed after each.
-WORKER_MEMO_MAX_BODY = 8 * 1024 * 1024
+# Rewriting or recording, the worker remembers conversations up to this size (memo.py): a resumed
+# turn then costs only its new part. A full entry holds about 3.5x its body (body and parsed
+# items); a larger history is bridged afresh every turn instead, and its memory freed after each.
+WORKER_MEMO_MAX_BODY = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,11 @@ class Job:
     record: bool  # records are on: keep what a record needs
 
     __reduce__ = by_reference  # the body crosses to the worker without a copy
+
+    @property
+    def light(self) -> bool:
+        """Neither a body written nor steps recorded: a light memo serves it (memo.py)."""
+        return not self.emit and not self.record
 
     def run(self, memo: Memo | None) -> Outcome:
         """The worker's part (see :func:`work`)."""
@@ -68,6 +78,7 @@ class Outcome:
     steps: list[dict[str, Any]] = field(default_factory=list)
     accounting: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    entry: Entry | None = None  # the light memo entry a worker made (Memo.adopt gives it its body)
 
     __reduce__ = by_reference  # the new body crosses back without a copy
 
@@ -100,6 +111,13 @@ def bridge(job: Job, memo: Memo | None, rewrite: Callable[..., Rewrite] = rewrit
     return outcome(result, job.config.tool_kinds, job.record)
 
 
+def resume(job: Job, memo: Memo) -> Outcome | None:
+    """:func:`bridge` when the body goes on from ``memo`` and only its new part needs reading
+    (pipeline.resume); None: it needs a full read (the worker's)."""
+    result = pipeline.resume(job.raw, job.config, job.path, memo, job.hint, emit=job.emit)
+    return None if result is None else outcome(result, job.config.tool_kinds, job.record)
+
+
 # ---- the worker process ----------------------------------------------------------------------
 
 _WORKER_MEMO: Memo | None = None  # the worker process's own (or the fallback's, in the calling thread)
@@ -110,6 +128,13 @@ def work(job: Any) -> Any:
     (a :class:`Job`'s Outcome; a Responses-over-WebSocket frame's, websocket.FrameJob's, what
     websocket.frame_work gives). The job names its work, so this module imports no hop's code."""
     global _WORKER_MEMO
+    if getattr(job, "light", False):  # the proxy keeps the conversation: hand its entry back
+        memo = Memo(light=True)
+        result = job.run(memo)
+        result.entry = memo.only()
+        del memo
+        _trim()
+        return result
     if _WORKER_MEMO is None:
         _WORKER_MEMO = Memo()
     kept = len(job.raw) <= WORKER_MEMO_MAX_BODY
