@@ -266,6 +266,7 @@ class Memo:
         self._entries: OrderedDict[int, Entry] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._found: tuple[bytes, Entry, Mark] | None = None  # continues()'s, for the find() after it
         self.hits = 0
         self.misses = 0
         self.errors = 0  # resumes that raised (the full rewrite ran instead)
@@ -289,6 +290,11 @@ class Memo:
     def find(self, raw: bytes, dialect: ModuleType, config: Any) -> tuple[Entry, Mark] | None:
         """The entry this body continues furthest, and its latest mark the body keeps."""
         with self._lock:
+            found, self._found = self._found, None
+            if found is not None and found[0] is raw and id(found[1]) in self._entries:
+                entry = found[1]  # continues() compared these bytes a moment ago: not twice
+                if entry.dialect is dialect and (entry.config is config or entry.config == config):
+                    return entry, found[2]
             entries = list(reversed(self._entries.values()))
         best: tuple[Entry, Mark] | None = None
         for entry in entries:
@@ -306,7 +312,16 @@ class Memo:
         (the caller then reads it in place; a resume may still end in a full read)."""
         with self._lock:
             entries = list(reversed(self._entries.values()))
-        return any(_longest_kept(e, raw) is not None for e in entries if self.light or not e.light)
+        best: tuple[bytes, Entry, Mark] | None = None
+        for entry in entries:
+            if entry.light and not self.light:
+                continue
+            mark = _longest_kept(entry, raw, best[2].end if best else 0)
+            if mark is not None:
+                best = raw, entry, mark
+        with self._lock:
+            self._found = best
+        return best is not None
 
     def adopt(self, entry: Entry, raw: bytes) -> None:
         """Keep an entry a worker made for ``raw`` (it crossed without the body: ``raw`` is it)."""
