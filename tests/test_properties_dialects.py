@@ -43,6 +43,8 @@ from native_bridge.core.builder import build, build_pending
 from native_bridge.core.dialects import anthropic, chat, gemini, responses
 from native_bridge.core.encoder import step_json
 from native_bridge.core.memo import Memo
+from native_bridge.core.pipeline import Config
+from native_bridge.shell.offload import observed
 
 DIALECTS: dict[str, tuple[ModuleType, str]] = {
     "chat": (chat, "/v1/chat/completions"),
@@ -961,3 +963,24 @@ def test_a_conversation_rewrites_as_if_alone(dialect: str, a: Case, c: Case, cut
     memo = Memo()
     alone = rewrite(b, path=path, memo=memo, client_hint=CLIENT_UA[c.client])
     assert (after_a.status, after_a.body, after_a.steps) == (alone.status, alone.body, alone.steps)
+
+
+@each_dialect
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(a=MEMO_A, c=MEMO_C, cut=2)
+@given(a=cases(), c=cases(), cut=st.integers(1, 12))
+def test_a_conversation_reads_as_if_alone_through_a_light_memo(dialect: str, a: Case, c: Case, cut: int) -> None:
+    """Observe mode (a light memo: no parsed history kept): the verdict on a body that continues,
+    or forks from, one read before is the verdict it gets alone, and what it hands over is part
+    of what a full read hands over."""
+    _, path = DIALECTS[dialect]
+    first = orjson.dumps(RENDER[dialect](a)[0])
+    b = orjson.dumps(RENDER[dialect](Case(a.turns[:cut] + c.turns[1:]))[0])
+    memo = Memo(light=True)
+    rewrite(first, path=path, memo=memo, client_hint=CLIENT_UA[a.client], emit=False)
+    after_a = rewrite(b, path=path, memo=memo, client_hint=CLIENT_UA[c.client], emit=False)
+    alone = rewrite(b, path=path, memo=None, client_hint=CLIENT_UA[c.client], emit=False)
+    assert (after_a.status, after_a.reason, after_a.summary()) == (alone.status, alone.reason, alone.summary())
+    tools = Config().tool_kinds
+    assert set(observed(after_a, tools)) <= set(observed(alone, tools))
+    assert memo.errors == 0
