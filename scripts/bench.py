@@ -903,11 +903,11 @@ addons = [Null()]
 
 
 def _logged_mitmdump() -> type:
-    """demo.Mitmdump with its output in a file, not a pipe: a pipe needs a reader thread in this
+    """support.mitmdump.Mitmdump with its output in a file, not a pipe: a pipe needs a reader thread in this
     process, whose wake-ups on every log line (the bridge logs one per flow) would cost the
     measuring client GIL hand-offs that plain mitmdump, which logs nothing, never causes."""
-    from demo import _LISTENING, Mitmdump
-    from demo import ROOT as DEMO_ROOT
+    from support.mitmdump import LISTENING, Mitmdump
+    from support.mitmdump import ROOT as DEMO_ROOT
 
     class Logged(Mitmdump):
         def start(self, timeout: float = 20.0) -> Logged:
@@ -920,7 +920,7 @@ def _logged_mitmdump() -> type:
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self._proc.poll() is None:
                 text = log.read_text(errors="replace")
-                m = next((m for ln in text.splitlines() if (m := _LISTENING.search(ln))), None)
+                m = next((m for ln in text.splitlines() if (m := LISTENING.search(ln))), None)
                 if m:
                     self.port = int(m.group(1))
                     return self
@@ -941,7 +941,7 @@ def _logged_mitmdump() -> type:
 def _proxy(upstream: str, addon: str | None, records: Path | None, confdir: Path, options: Sequence[str] = ()) -> Any:
     """A real mitmdump in reverse mode: plain, with the bridge (records on or off), or with
     the null addon (a script path)."""
-    from demo import mitmdump_path
+    from support.mitmdump import mitmdump_path
 
     proxy = _logged_mitmdump()(upstream, records or confdir, confdir)
     args = [mitmdump_path(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", "0"]
@@ -1724,7 +1724,7 @@ def planner_hop(quick: bool, log: Callable[[str], None]) -> list[PlannerRow]:
     import socket
 
     import grpc
-    from demo import mitmdump_path
+    from support.mitmdump import mitmdump_path
 
     n_steps = 50  # about 200 KB
     reps, per = (2, 8) if quick else (5, 20)
@@ -2104,6 +2104,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import cli
+    from support import cli
 
     cli.run(main)

@@ -270,10 +270,14 @@ def cmd_capture(args: argparse.Namespace) -> int:
     cmd = [sys.executable, str(ROOT / "tests" / "interop" / "capture.py")]
     for c in args.client or []:
         cmd += ["--client", c]
-    rc = subprocess.run(cmd, cwd=ROOT, env=_suite_env(args.latest)).returncode
+    # The capture scripts import the harness beside them, and it imports scripts/support (as pytest's
+    # pythonpath gives it to the suite).
+    env = _suite_env(args.latest)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "scripts"), env.get("PYTHONPATH")) if p)
+    rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
     if not args.client:  # the Python clients: tests/corpus/{openai-agents,openhands,mini-swe-agent}.json
         py = [sys.executable, str(ROOT / "tests" / "interop" / "pyclients.py")]
-        rc = subprocess.run(py, cwd=ROOT, env=_suite_env(args.latest)).returncode or rc
+        rc = subprocess.run(py, cwd=ROOT, env=env).returncode or rc
     return rc
 
 

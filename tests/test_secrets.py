@@ -338,20 +338,25 @@ SCRIPTS = {
     "bench.py": "generated histories only; prints timings",
     "doc_tables.py": "prints tables from the code (rules, tool names); no request data",
     "gen_proto.py": "regenerates protobuf code from proto/",
-    "known_gateway.py": "a library (the known defective translation); writes nothing",
-    "reference_planner.py": "a test fixture; GET /_received returns the requests it got, to its own client on "
+    "support/known_gateway.py": "a library (the known defective translation); writes nothing",
+    "reference_planner.py": "runs support/reference_planner.py (below); prints its address",
+    "support/reference_planner.py": "a test fixture; GET /_received returns the requests it got, to its own client on "
     "loopback only (the planner side: what the proxy forwarded, credentials included)",
     "replay_check.py": "reads records (redacted) and -w flow files (not redacted): tested with planted secrets",
     "summary.py": "reads records (redacted) and -w flow files (not redacted): tested with planted secrets",
-    "fake_language_server.py": "a test fixture (the planner side): its capture_log/rpc_log hold the requests as the "
-    "language server received them, credentials included, like any language server's own logs; loopback only",
+    "fake_language_server.py": "runs support/fake_language_server.py (below) as a program",
+    "support/fake_language_server.py": "a test fixture (the planner side): its capture_log/rpc_log hold the requests "
+    "as the language server received them, credentials included, like any language server's own logs; loopback only",
     "interop.py": "installs agent clients and runs pytest; prints install logs and test output, no request data",
     "real_gateway.py": "prints the steps (commands, outputs, reasons) the gateway sent and the language server got, "
     "never Metadata; its --state folder holds the stand-in language server's captures (the planner side, as above)",
     "rebuild_record.py": "prints a record's rewritten body, rebuilt from the record (redacted)",
     "record_size.py": "bundled synthetic sessions only; prints sizes",
-    "lifetime.py": "a library (processes end with their parent); prints nothing",
-    "cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
+    "support/__init__.py": "the package's description; runs nothing",
+    "support/lifetime.py": "a library (processes end with their parent); prints nothing",
+    "support/cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
+    "support/mitmdump.py": "starts a real mitmdump with the bridge and keeps its output in memory (for the report and "
+    "the tests); reads records (redacted); prints nothing",
     "sessions/make_chat_session.py": "writes the bundled synthetic session",
     "sessions/make_anthropic_session.py": "writes the bundled synthetic session",
     "sessions/make_responses_session.py": "writes the bundled synthetic session",

@@ -27,7 +27,7 @@ import pytest
 import zstandard
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
 from native_bridge.shell import records
-from reference_planner import PAUSE_HEADER
+from support.reference_planner import PAUSE_HEADER
 
 from .conftest import CHAT, SESSION, TAG, Bridge, Exchange
 

@@ -23,10 +23,10 @@ from typing import Any
 import brotli
 import orjson
 import pytest
-import reference_planner
 import zstandard
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
 from native_bridge.shell import records
+from support import reference_planner
 
 from .conftest import CHAT, SESSION, Bridge, Exchange
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from reference_planner import ReferencePlanner
+from support.reference_planner import ReferencePlanner
 
 pytestmark = pytest.mark.e2e
 

@@ -23,12 +23,12 @@ import httpx
 import orjson
 import procs
 import pytest
-from demo import Mitmdump
 from mitmproxy import addons, http, io
 from mitmproxy.addons import script, serverplayback
 from native_bridge.core.conversation import conversation_key
 from native_bridge.core.pipeline import rewrite
-from reference_planner import ReferencePlanner
+from support.mitmdump import Mitmdump
+from support.reference_planner import ReferencePlanner
 
 from .conftest import CHAT, ROOT, SESSION, TAG, mitmdump_batch
 

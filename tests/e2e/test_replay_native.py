@@ -33,11 +33,11 @@ import grpc
 import httpx
 import orjson
 import pytest
-from demo import Mitmdump
 from mitmproxy import http, io
 from native_bridge.cascade.request import parse_request
 from native_bridge.shell.planner_addon import HANDLED_HEADER
-from reference_planner import ReferencePlanner
+from support.mitmdump import Mitmdump
+from support.reference_planner import ReferencePlanner
 
 from .conftest import ROOT, mitmdump_batch
 from .grpckit import SEND, LanguageServer, call, free_ports

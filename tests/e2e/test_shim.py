@@ -280,7 +280,7 @@ def test_the_stand_in_answers_each_transport_and_captures_the_body_as_received(c
     import gzip
     import json
 
-    from fake_language_server import FakeLanguageServer
+    from support.fake_language_server import FakeLanguageServer
 
     if body is None:  # Connect unary: the bare message, compressed per content-encoding
         body = gzip.compress(message_of(fixture("grpc-turn1.bin")), mtime=0)

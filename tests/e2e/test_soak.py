@@ -32,11 +32,11 @@ import fuzz
 import httpx
 import orjson
 import pytest
-import reference_planner
 import zstandard
 from native_bridge.core.pipeline import Config, rewrite
 from native_bridge.shell import records
-from reference_planner import ReferencePlanner
+from support import reference_planner
+from support.reference_planner import ReferencePlanner
 
 from .test_faults import Proxy, records_by_tag, temp_files, wait_for
 
