@@ -84,8 +84,8 @@ def _hint(dialect: str) -> str | None:
     return CLIENT_HINTS[dialect] if USE_HINTS else None
 
 
-SESSION = SCRIPTS / "sessions" / "chat_session.json"
-SESSIONS = sorted((SCRIPTS / "sessions").glob("*_session.json"))  # the bundled sessions, one per dialect
+SESSION = ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json"
+SESSIONS = sorted(SESSION.parent.glob("*_session.json"))  # the bundled sessions, one per dialect
 
 
 def session_dialect(path: Path) -> str:

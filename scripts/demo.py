@@ -11,7 +11,7 @@ Exit status 0: the planner accepted the rewritten request and its steps validate
 The same mitmdump also opens a planner listener (``bridge_planner``, prior-knowledge
 HTTP/2) in front of a stand-in language server (support/fake_language_server.py, in
 process), and a client framing like the gateway sends the real gateway's two
-SendUserCascadeMessage bodies through it (scripts/sessions/gateway-grpc-*.bin: turn 1,
+SendUserCascadeMessage bodies through it (tests/fixtures/sessions/gateway-grpc-*.bin: turn 1,
 then the resumed cascade's turn 2), each after the agent's chat request that produced it
 (gateway-chat-*.json, through the chat listener: the chat hop's observation). Part (d)
 shows the four defects of the gateway's steps before and after: exit code 0 for a failed
@@ -42,12 +42,13 @@ import orjson
 
 SCRIPTS = Path(__file__).resolve().parent
 ROOT = SCRIPTS.parent
-SESSION = SCRIPTS / "sessions" / "chat_session.json"
+FIXTURES = ROOT / "tests" / "fixtures" / "sessions"  # the bundled sessions and the gateway's captures
+SESSION = FIXTURES / "chat_session.json"
 # The real gateway's (dwgx/WindsurfAPI 3.9.27) SendUserCascadeMessage bodies and the agent's chat
 # requests that produced them; Metadata.api_key is a planted fake key.
 GATEWAY_TURNS = (
-    (SCRIPTS / "sessions" / "gateway-chat-turn1.json", SCRIPTS / "sessions" / "gateway-grpc-turn1.bin"),
-    (SCRIPTS / "sessions" / "gateway-chat-turn2.json", SCRIPTS / "sessions" / "gateway-grpc-turn2-resumed.bin"),
+    (FIXTURES / "gateway-chat-turn1.json", FIXTURES / "gateway-grpc-turn1.bin"),
+    (FIXTURES / "gateway-chat-turn2.json", FIXTURES / "gateway-grpc-turn2-resumed.bin"),
 )
 SEND = "/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage"
 CLAUDE_CODE_UA = "claude-cli/2.1.332 (external, cli)"  # the agent behind the gateway: its own frames count

@@ -26,9 +26,9 @@ import bench  # noqa: E402  (the benchmark's history generator)
 import replay_check  # noqa: E402
 
 SESSIONS = {
-    "chat": ("/v1/chat/completions", ROOT / "scripts" / "sessions" / "chat_session.json"),
-    "anthropic": ("/v1/messages", ROOT / "scripts" / "sessions" / "anthropic_session.json"),
-    "responses": ("/v1/responses", ROOT / "scripts" / "sessions" / "responses_session.json"),
+    "chat": ("/v1/chat/completions", ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json"),
+    "anthropic": ("/v1/messages", ROOT / "tests" / "fixtures" / "sessions" / "anthropic_session.json"),
+    "responses": ("/v1/responses", ROOT / "tests" / "fixtures" / "sessions" / "responses_session.json"),
 }
 
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(SCRIPTS))
 import replay_check  # noqa: E402
 import summary  # noqa: E402
 
-SESSION = (SCRIPTS / "sessions" / "chat_session.json").read_bytes()
+SESSION = (ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json").read_bytes()
 
 
 @pytest.mark.parametrize(

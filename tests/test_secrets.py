@@ -47,7 +47,7 @@ SECRET_HEADERS = {
 QUERY = f"?key={MARK}-key-0007&api_key={MARK}-apikey-0008&model=m"
 
 
-# The requests are Qwen Code's (its user agent as captured with 0.24.4, tests/corpus/qwen-code.json):
+# The requests are Qwen Code's (its user agent as captured with 0.24.4, tests/fixtures/corpus/qwen-code.json):
 # its run_shell_command frame states the exit code, which the record must keep through redaction.
 QWEN_UA = "QwenCode/0.24.4 (linux; x64)"
 

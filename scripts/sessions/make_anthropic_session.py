@@ -35,7 +35,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("anthropic_session.json")
+OUT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "sessions" / "anthropic_session.json"
 ROOT = "/home/dev/src/burndown"
 CSV = f"{ROOT}/data/sprint14.csv"
 PNG_PATH = f"{ROOT}/out/sprint14.png"

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("chat_session.json")
+OUT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "sessions" / "chat_session.json"
 ROOT = "/home/dev/src/tally"
 LOG = "/home/dev/timelogs/week47.log"
 

@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("responses_session.json")
+OUT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "sessions" / "responses_session.json"
 ROOT = "/home/dev/src/ledger"
 SESSION_ID = "0199b2f4-7c3e-7d21-9a55-3f0c6e2b8d41"
 

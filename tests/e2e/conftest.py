@@ -25,7 +25,7 @@ from support.reference_planner import Received, ReferencePlanner
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SESSION = ROOT / "scripts" / "sessions" / "chat_session.json"
+SESSION = ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json"
 TAG = "x-e2e-tag"
 CHAT = "/v1/chat/completions"
 

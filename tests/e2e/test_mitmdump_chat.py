@@ -146,7 +146,8 @@ def main(bridge: Bridge, session_raw: bytes) -> tuple[Exchange, dict[str, Any]]:
 
 def test_session_is_what_it_claims(session_doc: dict[str, Any], session_raw: bytes) -> None:
     # The checked-in file is exactly what its generator makes.
-    spec = importlib.util.spec_from_file_location("make_chat_session", SESSION.with_name("make_chat_session.py"))
+    script = SESSION.parents[3] / "scripts" / "sessions" / "make_chat_session.py"
+    spec = importlib.util.spec_from_file_location("make_chat_session", script)
     assert spec and spec.loader
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)

@@ -215,7 +215,7 @@ def step_type(name: str) -> str:
 
 
 def load_generator(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, SESSIONS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, SESSION.parents[3] / "scripts" / "sessions" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -64,7 +64,7 @@ FAILED = chat(
 )
 PLAIN = chat({"role": "user", "content": "hello"})
 CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
-QWEN_UA = "QwenCode/0.24.4 (linux; x64)"  # as captured with 0.24.4 (tests/corpus/qwen-code.json)
+QWEN_UA = "QwenCode/0.24.4 (linux; x64)"  # as captured with 0.24.4 (tests/fixtures/corpus/qwen-code.json)
 USER_AGENT = {"session": CLAUDE_UA, "session-sse": CLAUDE_UA, "failed": QWEN_UA}
 
 

@@ -1,4 +1,4 @@
-"""Capture the JavaScript clients' real tool results into tests/corpus/<client>.json.
+"""Capture the JavaScript clients' real tool results into tests/fixtures/corpus/<client>.json.
 
     .venv/bin/python scripts/interop.py capture [--client claude-code]
     PYTHONPATH=scripts .venv/bin/python tests/interop/capture.py [--client claude-code] [--out DIR]
@@ -24,7 +24,7 @@ from jsclients import DRIVERS
 
 HERE = Path(__file__).resolve().parent
 
-CORPUS = HERE.parent / "corpus"
+CORPUS = HERE.parent / "fixtures" / "corpus"
 OFF = ("--set", "bridge=false")
 
 
