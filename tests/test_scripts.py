@@ -6,8 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import make_sessions
 import orjson
 import pytest
+import replay_check
+import summary
 from mitmproxy import hooks, io
 from mitmproxy.test import taddons, tflow
 from native_bridge.shell import records
@@ -15,10 +18,6 @@ from native_bridge.shell.chat_addon import NativeBridge
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-
-import replay_check  # noqa: E402
-import summary  # noqa: E402
 
 SESSION = (ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json").read_bytes()
 
@@ -92,6 +91,12 @@ def test_summary_counts_each_flow_once_from_records_and_their_capture(tmp_path, 
     assert "3 requests, 3 rewritten" in out
     assert replay_check.main([str(recs), str(capture), "-q"]) == 0
     assert "3 checked" in capsys.readouterr().out
+
+
+def test_the_bundled_sessions_are_what_their_scripts_write(capsys) -> None:
+    """tests/fixtures/sessions/*_session.json, regenerated, are byte for byte the bundled files."""
+    assert make_sessions.main(["--check"]) == 0, capsys.readouterr().out
+    assert capsys.readouterr().out.count("as its script writes it") == 3
 
 
 # The planner-hop scripts, still being written by another change: to move to cli.run when it lands.

@@ -357,9 +357,15 @@ SCRIPTS = {
     "support/cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
     "support/mitmdump.py": "starts a real mitmdump with the bridge and keeps its output in memory (for the report and "
     "the tests); reads records (redacted); prints nothing",
-    "sessions/make_chat_session.py": "writes the bundled synthetic session",
-    "sessions/make_anthropic_session.py": "writes the bundled synthetic session",
-    "sessions/make_responses_session.py": "writes the bundled synthetic session",
+    "make_sessions.py": "writes the bundled synthetic sessions (support/histories/bundled) and prints their paths",
+    "support/histories/__init__.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/agent.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/cascade.py": "generated planner-hop bodies (the gateway capture's planted fake key at most, "
+    "from ../shared when present); writes nothing",
+    "support/histories/bundled/__init__.py": "the bundled synthetic sessions' helpers; writes nothing",
+    "support/histories/bundled/chat_session.py": "the bundled synthetic session; writes nothing",
+    "support/histories/bundled/anthropic_session.py": "the bundled synthetic session; writes nothing",
+    "support/histories/bundled/responses_session.py": "the bundled synthetic session; writes nothing",
 }
 
 

@@ -1,6 +1,7 @@
-"""Generate anthropic_session.json: a Claude Code request body for POST /v1/messages.
+"""The bundled Anthropic session (tests/fixtures/sessions/anthropic_session.json): a Claude Code
+request body for POST /v1/messages.
 
-    .venv/bin/python scripts/sessions/make_anthropic_session.py
+    .venv/bin/python scripts/make_sessions.py anthropic   # writes it
 
 The session fixes an off-by-one-day bug in a small Python project ("burndown":
 an issue closed just after midnight on Saturday, team time, counts as done on
@@ -29,13 +30,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import struct
 import zlib
-from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "sessions" / "anthropic_session.json"
+from . import FIXTURES, digest, edited, encode, numbered
+
+OUT = FIXTURES / "anthropic_session.json"
 ROOT = "/home/dev/src/burndown"
 CSV = f"{ROOT}/data/sprint14.csv"
 PNG_PATH = f"{ROOT}/out/sprint14.png"
@@ -286,11 +287,6 @@ TOOLS_SPEC: list[tuple[str, str, dict[str, Any], list[str]]] = [
 ]  # fmt: skip
 
 
-def digest(seed: str, n: int) -> str:
-    raw = b"".join(hashlib.sha256(f"{seed}/{i}".encode()).digest() for i in range(n // 40 + 1))
-    return base64.b64encode(raw).decode()[:n]
-
-
 def tool_id(n: int) -> str:
     """A stable, realistic-looking Anthropic tool-use id."""
     return "toolu_01" + "".join(c for c in digest(f"burndown-{n}", 44) if c.isalnum())[:22]
@@ -307,21 +303,8 @@ def png(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b"")
 
 
-def numbered(text: str, start: int = 1) -> str:
-    """A file as Claude Code's Read tool shows it: right-aligned numbers and an arrow."""
-    lines = text.splitlines()
-    return "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(lines, start))
-
-
 def p(rel: str) -> str:
     return f"{ROOT}/{rel}"
-
-
-def edited(path: str, snippet: str, start: int) -> str:
-    return (
-        f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n"
-        + numbered(snippet, start)
-    )
 
 
 # A result: (content, is_error); content None means the client sent no result for the call.
@@ -712,10 +695,4 @@ def build() -> dict[str, Any]:
 
 
 def render() -> bytes:
-    return (json.dumps(build(), indent=1, ensure_ascii=False) + "\n").encode()
-
-
-if __name__ == "__main__":
-    data = render()
-    OUT.write_bytes(data)
-    print(f"wrote {OUT} ({len(data)} bytes)")
+    return encode(build())
