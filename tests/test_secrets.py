@@ -333,7 +333,15 @@ def test_diff_command_output_is_redacted(bridge) -> None:
 # until it is listed here with the reason its output cannot carry a secret (or a test proves it).
 SCRIPTS = {
     "demo.py": "sends a session (any --session file) and prints commands and reasons: tested with planted secrets",
-    "fuzz.py": "generated bodies only; prints case numbers, mutation names and problems",
+    "fuzz/__main__.py": "the fuzzer's command line (fuzz/runner.py)",
+    "fuzz/runner.py": "generated bodies only; prints case numbers, mutation names and problems; --save writes the "
+    "failing generated bodies (their planted secrets are fakes)",
+    "fuzz/__init__.py": "the fuzzer's description; runs nothing",
+    "fuzz/cases.py": "generated bodies with planted fake secrets; writes nothing",
+    "fuzz/mutations.py": "damages generated bodies; writes nothing",
+    "fuzz/encoding.py": "writes generated bodies to bytes in memory; writes nothing",
+    "fuzz/oracle.py": "checks the core's answers in memory; writes nothing",
+    "fuzz/addon.py": "the addon under taddons, records rendered in memory and checked for the planted secrets",
     "mutation_check.py": "runs the test suite on a copy; prints test names and verdicts",
     "bench.py": "generated histories only; prints timings",
     "doc_tables.py": "prints tables from the code (rules, tool names); no request data",
@@ -360,6 +368,7 @@ SCRIPTS = {
     "make_sessions.py": "writes the bundled synthetic sessions (support/histories/bundled) and prints their paths",
     "support/histories/__init__.py": "generated histories (synthetic, no secrets); writes nothing",
     "support/histories/agent.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/seeds.py": "generated histories (synthetic, no secrets); writes nothing",
     "support/histories/cascade.py": "generated planner-hop bodies (the gateway capture's planted fake key at most, "
     "from ../shared when present); writes nothing",
     "support/histories/bundled/__init__.py": "the bundled synthetic sessions' helpers; writes nothing",
