@@ -368,6 +368,9 @@ SCRIPTS = {
     "make_sessions.py": "writes the bundled synthetic sessions (support/histories/bundled) and prints their paths",
     "support/histories/__init__.py": "generated histories (synthetic, no secrets); writes nothing",
     "support/histories/agent.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/chat.py": "builders of history items; writes nothing",
+    "support/histories/anthropic.py": "builders of history items; writes nothing",
+    "support/histories/responses.py": "builders of history items; writes nothing",
     "support/histories/seeds.py": "generated histories (synthetic, no secrets); writes nothing",
     "support/histories/cascade.py": "generated planner-hop bodies (the gateway capture's planted fake key at most, "
     "from ../shared when present); writes nothing",

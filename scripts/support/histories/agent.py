@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from . import claude_read
+from . import anthropic, chat, claude_read, responses
 
 PROJ = "/home/dev/src/ledger"
 _WORDS = (  # noqa: SIM905 (a sentence reads better than 48 quoted words)
@@ -162,11 +162,9 @@ class Session:
     def _start(self) -> None:
         task = "The ledger report double-counts postings that span two periods. Find out why and fix it, with tests."
         if self.dialect == "chat":
-            self.items += [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
-        elif self.dialect == "anthropic":
-            self.items.append({"role": "user", "content": [{"type": "text", "text": task}]})
+            self.items += [chat.system(SYSTEM), chat.user(task)]
         else:
-            self.items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": task}]})
+            self._user(task)
 
     def grow(self, rounds: int) -> Session:
         while len(self.ends) < rounds:
@@ -187,46 +185,30 @@ class Session:
 
     def _user(self, text: str) -> None:
         if self.dialect == "chat":
-            self.items.append({"role": "user", "content": text})
+            self.items.append(chat.user(text))
         elif self.dialect == "anthropic":
-            self.items.append({"role": "user", "content": [{"type": "text", "text": text}]})
+            self.items.append({"role": "user", "content": [anthropic.text(text)]})
         else:
-            self.items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+            self.items.append(responses.message("user", text))
 
     def _chat(self, calls: list[Call], ids: list[str], note: str | None) -> None:
-        tcs = [
-            {"id": i, "type": "function", "function": {"name": _CLAUDE[c.tool], "arguments": json.dumps(c.args)}}
-            for c, i in zip(calls, ids, strict=True)
-        ]
-        self.items.append({"role": "assistant", "content": note, "tool_calls": tcs})
+        tcs = [chat.sent_call(i, _CLAUDE[c.tool], json.dumps(c.args)) for c, i in zip(calls, ids, strict=True)]
+        self.items.append(chat.assistant(*tcs, content=note))
         for c, i in zip(calls, ids, strict=True):
-            text = f"Exit code {c.code}\n{c.output}" if c.failed else c.output
-            self.items.append({"role": "tool", "tool_call_id": i, "content": text})
+            self.items.append(chat.sent_result(i, f"Exit code {c.code}\n{c.output}" if c.failed else c.output))
 
     def _anthropic(self, calls: list[Call], ids: list[str], note: str | None) -> None:
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": note}] if note else []
-        blocks += [
-            {"type": "tool_use", "id": i, "name": _CLAUDE[c.tool], "input": c.args}
-            for c, i in zip(calls, ids, strict=True)
-        ]
+        blocks = [anthropic.text(note)] if note else []
+        blocks += [anthropic.tool_use(i, _CLAUDE[c.tool], c.args) for c, i in zip(calls, ids, strict=True)]
         self.items.append({"role": "assistant", "content": blocks})
         results: list[dict[str, Any]] = []
         for c, i in zip(calls, ids, strict=True):
             if c.failed:  # Claude Code: is_error, "Exit code N" first
-                results.append(
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": i,
-                        "content": f"Exit code {c.code}\n{c.output}",
-                        "is_error": True,
-                    }
-                )
+                results.append(anthropic.tool_result(i, f"Exit code {c.code}\n{c.output}", is_error=True))
             elif c.tool == "read":
-                results.append(
-                    {"type": "tool_result", "tool_use_id": i, "content": [{"type": "text", "text": c.output}]}
-                )
+                results.append(anthropic.tool_result(i, [anthropic.text(c.output)]))
             else:
-                results.append({"type": "tool_result", "tool_use_id": i, "content": c.output})
+                results.append(anthropic.tool_result(i, c.output))
         self.items.append({"role": "user", "content": results})
 
     def _responses(self, calls: list[Call], ids: list[str], note: str | None) -> None:
@@ -234,50 +216,37 @@ class Session:
         enc = hashlib.sha256(f"{self.seed}-{self.n}".encode()).hexdigest() * 12
         self.items.append({"type": "reasoning", "summary": [], "content": None, "encrypted_content": enc})
         if note:
-            self.items.append(
-                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": note}]}
-            )
+            self.items.append(responses.message("assistant", note))
         outs = []
         for c, i in zip(calls, ids, strict=True):
             if c.tool == "bash":
                 args = {"command": ["bash", "-lc", c.args["command"]], "workdir": PROJ}
-                item = {"type": "function_call", "name": "shell", "arguments": json.dumps(args), "call_id": i}
+                item = responses.function_call("shell", json.dumps(args), i)
                 meta = {"exit_code": c.code, "duration_seconds": 0.4}
                 output = json.dumps({"output": c.output, "metadata": meta})
             elif c.tool == "read":
                 args = {"file_path": c.args["file_path"], "offset": 1, "limit": 400}
-                item = {"type": "function_call", "name": "read_file", "arguments": json.dumps(args), "call_id": i}
+                item = responses.function_call("read_file", json.dumps(args), i)
                 output = c.output
             elif c.tool == "grep":
                 args = {"pattern": c.args["pattern"], "path": PROJ}
-                item = {"type": "function_call", "name": "grep_files", "arguments": json.dumps(args), "call_id": i}
+                item = responses.function_call("grep_files", json.dumps(args), i)
                 output = c.output
             elif c.tool in ("edit", "write"):  # apply_patch has no lossless step: stays a message
                 old, new = c.args.get("old_string", ""), c.args.get("new_string", c.args.get("content", ""))
                 patch = f"*** Begin Patch\n*** Update File: {c.args['file_path']}\n@@\n-{old}\n+{new}\n*** End Patch"
-                item = {"type": "custom_tool_call", "name": "apply_patch", "input": patch, "call_id": i}
-                outs.append(
-                    {
-                        "type": "custom_tool_call_output",
-                        "call_id": i,
-                        "output": "Success. Updated the following files:\nM " + c.args["file_path"],
-                    }
-                )
-                self.items.append(item)
+                done = "Success. Updated the following files:\nM " + c.args["file_path"]
+                outs.append(responses.output(i, done, "custom_tool_call_output"))
+                self.items.append(responses.custom_tool_call("apply_patch", patch, i))
                 continue
             else:  # glob, fetch, todo: Codex runs them as shell_command
                 cmd = {"glob": f"rg --files -g '*.py' {PROJ}", "fetch": f"curl -s {c.args.get('url', '')}"}.get(
                     c.tool, "cat TODO.md"
                 )
-                item = {
-                    "type": "function_call",
-                    "name": "shell_command",
-                    "arguments": json.dumps({"command": cmd, "workdir": PROJ}),
-                    "call_id": i,
-                }
+                item = responses.function_call("shell_command", json.dumps({"command": cmd, "workdir": PROJ}), i)
                 output = f"Exit code: 0\nWall time: 0.2 seconds\nOutput:\n{c.output}"
             self.items.append(item)
-            outs.append({"type": "function_call_output", "call_id": i, "output": output})
+            outs.append(responses.output(i, output))
         self.items += outs
 
     def doc(self, rounds: int) -> dict[str, Any]:
@@ -328,10 +297,10 @@ _TOOLS_SPEC_R = [
 def no_history_doc(size: int) -> dict[str, Any]:
     """A chat request with no tool history (a first turn, a title request): only text."""
     w = World(3)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    messages = [chat.system(SYSTEM)]
     while sum(len(m["content"]) for m in messages) < size:
-        messages.append({"role": "user", "content": "Explain this code \u2192 " + "\n".join(w.text(1500))})
-        messages.append({"role": "assistant", "content": "It sums the postings per period: " + "\n".join(w.text(1500))})
+        messages.append(chat.user("Explain this code \u2192 " + "\n".join(w.text(1500))))
+        messages.append(chat.assistant(content="It sums the postings per period: " + "\n".join(w.text(1500))))
     return {"model": "claude-sonnet-4-5", "messages": messages, "stream": True}
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from . import anthropic, chat, responses
+
 # The clients a seed comes from, and the User-Agent each sends (None: a client nobody can identify).
 CLIENT_UA: dict[str | None, str | None] = {
     "claude-code": "claude-cli/2.1.332 (external, cli)",
@@ -187,26 +189,17 @@ def _content(rng: random.Random, text: str, part: str) -> Any:
 def seed_chat(rng: random.Random, tok: Tokens, client: str | None = None) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     if rng.random() < 0.5:
-        messages.append({"role": "system", "content": "You are a coding agent."})
+        messages.append(chat.system())
     for what, x in _rounds(rng, tok, client):
         if what == "user":
-            messages.append({"role": "user", "content": x})
+            messages.append(chat.user(x))
         elif what == "text":
-            messages.append({"role": "assistant", "content": x})
+            messages.append(chat.assistant(content=x))
         elif what == "calls":
-            tcs = []
-            for cid, name, args in x:
-                tc: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                if cid is not None:
-                    tc["id"] = cid
-                tcs.append(tc)
-            messages.append({"role": "assistant", "content": rng.choice([None, "", "Running."]), "tool_calls": tcs})
+            tcs = [chat.call(cid, name, json.dumps(args)) for cid, name, args in x]
+            messages.append(chat.assistant(*tcs, content=rng.choice([None, "", "Running."])))
         else:
-            for cid, text, _e, _c in x:
-                m: dict[str, Any] = {"role": "tool", "content": _content(rng, text, "text")}
-                if cid is not None:
-                    m["tool_call_id"] = cid
-                messages.append(m)
+            messages += [chat.tool(cid, _content(rng, text, "text")) for cid, text, _e, _c in x]
     return {"model": "gpt-test", "stream": rng.random() < 0.5, "messages": messages}
 
 
@@ -221,11 +214,11 @@ def seed_anthropic(rng: random.Random, tok: Tokens, client: str | None = None) -
 
     for what, x in _rounds(rng, tok, client):
         if what == "user":
-            add("user", [{"type": "text", "text": x}])
+            add("user", [anthropic.text(x)])
         elif what == "text":
-            add("assistant", [{"type": "text", "text": x}])
+            add("assistant", [anthropic.text(x)])
         elif what == "calls":
-            blocks: list[Any] = [{"type": "text", "text": "Running."}] if rng.random() < 0.3 else []
+            blocks: list[Any] = [anthropic.text("Running.")] if rng.random() < 0.3 else []
             for cid, name, args in x:
                 b: dict[str, Any] = {"type": "tool_use", "name": name, "input": args}
                 if cid is not None:
@@ -242,7 +235,7 @@ def seed_anthropic(rng: random.Random, tok: Tokens, client: str | None = None) -
                     b["is_error"] = is_error
                 blocks.append(b)
             if rng.random() < 0.2:
-                blocks.append({"type": "text", "text": "<system-reminder>keep going</system-reminder>"})
+                blocks.append(anthropic.text("<system-reminder>keep going</system-reminder>"))
             add("user", blocks)
     # String content for plain turns, as clients often send it.
     for m in messages:
@@ -258,24 +251,24 @@ def seed_responses(rng: random.Random, tok: Tokens, client: str | None = None) -
     items: list[dict[str, Any]] = []
     for what, x in _rounds(rng, tok, client):
         if what == "user":
-            items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": x}]})
+            items.append(responses.message("user", x))
         elif what == "text":
             if rng.random() < 0.5:
                 items.append({"type": "reasoning", "summary": [], "encrypted_content": tok("EE")})
-            items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": x}]})
+            items.append(responses.message("assistant", x))
         elif what == "calls":
             for cid, name, args in x:
                 form = rng.choice(["function", "function", "custom", "local_shell", "shell"])
                 it: dict[str, Any]
                 if form == "custom" or name == "apply_patch":
-                    it = {"type": "custom_tool_call", "name": name, "input": json.dumps(args)}
+                    it = responses.custom_tool_call(name, json.dumps(args))
                 elif form == "local_shell":
                     cmd = ["bash", "-lc", json.dumps(args)]
                     it = {"type": "local_shell_call", "action": {"type": "exec", "command": cmd}, "status": "completed"}
                 elif form == "shell":
                     it = {"type": "shell_call", "action": {"commands": [json.dumps(args)]}, "status": "completed"}
                 else:
-                    it = {"type": "function_call", "name": name, "arguments": json.dumps(args)}
+                    it = responses.function_call(name, json.dumps(args))
                 if cid is not None:
                     it["call_id"] = cid
                 items.append(it)

@@ -34,6 +34,7 @@ import struct
 import zlib
 from typing import Any
 
+from .. import anthropic
 from . import FIXTURES, digest, edited, encode, numbered
 
 OUT = FIXTURES / "anthropic_session.json"
@@ -318,7 +319,7 @@ class Session:
         self.thoughts = 0
 
     def user(self, *blocks: str | dict[str, Any]) -> None:
-        content = [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]
+        content = [anthropic.text(b) if isinstance(b, str) else b for b in blocks]
         if self.messages and self.messages[-1]["role"] == "user":
             self.messages[-1]["content"].extend(content)  # Claude Code sends one user turn per round
         else:
@@ -329,7 +330,7 @@ class Session:
         return {"type": "thinking", "thinking": text, "signature": "Eq" + digest(f"sig-{self.thoughts}", 170) + "=="}
 
     def assistant(self, text: str) -> None:
-        self.messages.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+        self.messages.append({"role": "assistant", "content": [anthropic.text(text)]})
 
     def tools(
         self,
@@ -343,18 +344,19 @@ class Session:
         if think:
             content.append(self.thinking(think))
         if text:
-            content.append({"type": "text", "text": text})
+            content.append(anthropic.text(text))
         ids = []
         for name, args, _ in calls:
             self.n += 1
             ids.append(tool_id(self.n))
-            content.append({"type": "tool_use", "id": ids[-1], "name": name, "input": args})
+            content.append(anthropic.tool_use(ids[-1], name, args))
         self.messages.append({"role": "assistant", "content": content})
         results = []
         for call_id, (_, _, result) in zip(ids, calls, strict=True):
             if result is None:
                 continue
             body, is_error = result
+            # tool_use_id first, as this session was written (anthropic.tool_result puts type first)
             block: dict[str, Any] = {"tool_use_id": call_id, "type": "tool_result", "content": body}
             if is_error:
                 block["is_error"] = True

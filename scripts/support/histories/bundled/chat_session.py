@@ -19,6 +19,7 @@ import hashlib
 import json
 from typing import Any
 
+from .. import chat
 from . import FIXTURES, edited, encode, numbered
 
 OUT = FIXTURES / "chat_session.json"
@@ -239,14 +240,14 @@ def tool_id(n: int) -> str:
 
 class Session:
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+        self.messages: list[dict[str, Any]] = [chat.system(SYSTEM)]
         self.n = 0
 
     def user(self, text: str) -> None:
-        self.messages.append({"role": "user", "content": text})
+        self.messages.append(chat.user(text))
 
     def assistant(self, text: str) -> None:
-        self.messages.append({"role": "assistant", "content": text})
+        self.messages.append(chat.assistant(content=text))
 
     def tools(self, text: str | None, *calls: tuple[str, dict[str, Any], str | None]) -> list[str]:
         """One assistant tool round; a call whose result is None gets no tool message."""
@@ -255,16 +256,15 @@ class Session:
         for name, args, _ in calls:
             self.n += 1
             ids.append(tool_id(self.n))
-            fn = {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}
-            tool_calls.append({"id": ids[-1], "type": "function", "function": fn})
-        self.messages.append({"role": "assistant", "content": text, "tool_calls": tool_calls})
+            tool_calls.append(chat.sent_call(ids[-1], name, json.dumps(args, ensure_ascii=False)))
+        self.messages.append(chat.assistant(*tool_calls, content=text))
         for call_id, (_, _, result) in zip(ids, calls, strict=True):
             if result is not None:
                 self.result(call_id, result)
         return ids
 
     def result(self, call_id: str, text: str) -> None:
-        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+        self.messages.append(chat.sent_result(call_id, text))
 
 
 def p(rel: str) -> str:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..responses import function_call, message
+from ..responses import output as call_output
 from . import FIXTURES, digest, encode
 
 OUT = FIXTURES / "responses_session.json"
@@ -175,11 +177,6 @@ TOOLS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def message(role: str, text: str) -> dict[str, Any]:
-    kind = "output_text" if role == "assistant" else "input_text"
-    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
-
-
 def shell_json(output: str, exit_code: int, seconds: float) -> str:
     """Codex `shell` / `local_shell` output (format_exec_output_for_model_structured), serde_json's compact form."""
     return json.dumps(
@@ -249,10 +246,10 @@ class Session:
                 }
                 out_type = "custom_tool_call_output"
             else:
-                item = {"type": "function_call", "name": kind[9:], "arguments": json.dumps(args), "call_id": cid}
+                item = function_call(kind[9:], json.dumps(args), cid)
                 out_type = "function_call_output"
             self.add(item)
-            outputs.append({"type": out_type, "call_id": cid, "output": output})
+            outputs.append(call_output(cid, output, out_type))
         self.add(*outputs)
         return ids  # fmt: skip
 
