@@ -82,7 +82,7 @@ def run(*args: str, confdir: Path, timeout: float = 60) -> subprocess.CompletedP
 
 
 def proxy(mode: str, records: Path, confdir: Path, options: Sequence[str] = ()) -> Mitmdump:
-    """A listening mitmdump with the bridge, in any mode (demo.Mitmdump's reverse mode replaced)."""
+    """A listening mitmdump with the bridge, in any mode (support.mitmdump.Mitmdump's reverse mode replaced)."""
     p = Mitmdump("http://unused", records, confdir, options)
     assert p.args[1:3] == ["--mode", "reverse:http://unused"]
     p.args[1:3] = ["--mode", mode]

@@ -76,7 +76,7 @@ class Listeners:
     chat_port: int
 
     def options(self) -> list[str]:
-        # The chat listener comes first (demo.Mitmdump's reverse mode is replaced by it).
+        # The chat listener comes first (support.mitmdump.Mitmdump's reverse mode is replaced by it).
         return ["--mode", self.planner, "--set", f"bridge_planner={self.planner}", "--set", "bridge_mode=observe"]
 
 
