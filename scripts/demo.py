@@ -9,16 +9,17 @@ known gateway would have translated the same history, and where the records went
 Exit status 0: the planner accepted the rewritten request and its steps validated.
 
 The same mitmdump also opens a planner listener (``bridge_planner``, prior-knowledge
-HTTP/2) in front of a stand-in language server (scripts/fake_language_server.py, in
+HTTP/2) in front of a stand-in language server (support/fake_language_server.py, in
 process), and a client framing like the gateway sends the real gateway's two
-SendUserCascadeMessage bodies through it (scripts/sessions/gateway-grpc-*.bin: turn 1,
+SendUserCascadeMessage bodies through it (tests/fixtures/sessions/gateway-grpc-*.bin: turn 1,
 then the resumed cascade's turn 2), each after the agent's chat request that produced it
 (gateway-chat-*.json, through the chat listener: the chat hop's observation). Part (d)
 shows the four defects of the gateway's steps before and after: exit code 0 for a failed
 command, stdout written twice, a DONE step for a call that never got a result, and the
 whole history sent again on a resumed cascade.
 
-:class:`Mitmdump` and :func:`find_records` are reused by tests/e2e.
+The stand-ins it runs (the reference planner, the stand-in language server, the known
+gateway's translation, the mitmdump runner) live in scripts/support/, shared with the tests.
 """
 
 from __future__ import annotations
@@ -27,12 +28,9 @@ import argparse
 import base64
 import os
 import re
-import shutil
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -44,158 +42,35 @@ import orjson
 
 SCRIPTS = Path(__file__).resolve().parent
 ROOT = SCRIPTS.parent
-SESSION = SCRIPTS / "sessions" / "chat_session.json"
+FIXTURES = ROOT / "tests" / "fixtures" / "sessions"  # the bundled sessions and the gateway's captures
+SESSION = FIXTURES / "chat_session.json"
 # The real gateway's (dwgx/WindsurfAPI 3.9.27) SendUserCascadeMessage bodies and the agent's chat
 # requests that produced them; Metadata.api_key is a planted fake key.
 GATEWAY_TURNS = (
-    (SCRIPTS / "sessions" / "gateway-chat-turn1.json", SCRIPTS / "sessions" / "gateway-grpc-turn1.bin"),
-    (SCRIPTS / "sessions" / "gateway-chat-turn2.json", SCRIPTS / "sessions" / "gateway-grpc-turn2-resumed.bin"),
+    (FIXTURES / "gateway-chat-turn1.json", FIXTURES / "gateway-grpc-turn1.bin"),
+    (FIXTURES / "gateway-chat-turn2.json", FIXTURES / "gateway-grpc-turn2-resumed.bin"),
 )
 SEND = "/exa.language_server_pb.LanguageServerService/SendUserCascadeMessage"
 CLAUDE_CODE_UA = "claude-cli/2.1.332 (external, cli)"  # the agent behind the gateway: its own frames count
 # The reference fix's probe, exactly as it states it: a failed Bash over Chat Completions, no client named.
 PROBE_COMMAND = "ls /nope"
 PROBE_RESULT = "Exit code: 2\nOutput:\nls: cannot access /nope"
-sys.path.insert(0, str(SCRIPTS))
 
-import fake_language_server  # noqa: E402
-import known_gateway  # noqa: E402
 from native_bridge._proto import cortex_pb2 as pb  # noqa: E402
 from native_bridge.cascade.framing import unframe  # noqa: E402
 from native_bridge.cascade.request import parse_request  # noqa: E402
 from native_bridge.cascade.steps import STDOUT, run_command, view  # noqa: E402
 from native_bridge.cascade.wire import fields  # noqa: E402
 from native_bridge.shell import redact  # noqa: E402
-from reference_planner import STEPS_KEY, Received, ReferencePlanner, validate_steps  # noqa: E402
+from support import fake_language_server, known_gateway  # noqa: E402
+from support.mitmdump import Mitmdump, find_records, wait_records  # noqa: E402
+from support.reference_planner import STEPS_KEY, Received, ReferencePlanner, validate_steps  # noqa: E402
 
 DELTA_KEY = "additional_steps_delta_start"
 _ls_log = fake_language_server.log
 # The stand-in language server logs every call to stderr; the demo's report says what it received.
 fake_language_server.log = lambda message: None if message.startswith("POST ") else _ls_log(message)
 RUN_HEADER = "x-bridge-run"
-# mitmdump's startup line, e.g. "reverse proxy to http://127.0.0.1:9 listening at 127.0.0.1:50195."
-_LISTENING = re.compile(r"listening at \S+:(\d+)\.?\s*$")
-
-
-def mitmdump_path() -> str:
-    """The mitmdump next to this interpreter, else the checkout's venv, else PATH."""
-    for candidate in (Path(sys.executable).with_name("mitmdump"), ROOT / ".venv" / "bin" / "mitmdump"):
-        if candidate.exists():
-            return str(candidate)
-    found = shutil.which("mitmdump")
-    if found is None:
-        raise FileNotFoundError("mitmdump not found (run scripts/dev setup)")
-    return found
-
-
-class Mitmdump:
-    """A real mitmdump process running the bridge as a reverse proxy in front of ``upstream``."""
-
-    def __init__(self, upstream: str, records: Path, confdir: Path, options: Sequence[str] = ()) -> None:
-        self.args = [
-            mitmdump_path(),
-            "--mode",
-            f"reverse:{upstream}",
-            "--listen-host",
-            "127.0.0.1",
-            "--listen-port",
-            "0",
-            "-s",
-            str(ROOT / "addons" / "bridge.py"),
-            "--set",
-            f"bridge_records={records}",
-            # The reference planner reads additional_steps, as a gateway that supports the field does.
-            # (mitmproxy drops every deferred --set of a script option given twice: one only.)
-            *(() if any(str(o).startswith("bridge_mode=") for o in options) else ("--set", "bridge_mode=rewrite")),
-            # A private confdir: no user config.yaml leaks in, nothing written to ~/.mitmproxy.
-            "--set",
-            f"confdir={confdir}",
-            *options,
-        ]
-        self.lines: list[str] = []
-        self.port: int | None = None
-        self._proc: subprocess.Popen[str] | None = None
-        self._ready = threading.Event()
-        self._reader: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-    def start(self, timeout: float = 20.0) -> Mitmdump:
-        self._proc = subprocess.Popen(
-            self.args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            cwd=ROOT,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"),  # its log lines must reach us as they happen
-        )
-        self._reader = threading.Thread(target=self._read, name="mitmdump-output", daemon=True)
-        self._reader.start()
-        if not self._ready.wait(timeout) or self.port is None:
-            code = self.stop()
-            raise RuntimeError(f"mitmdump did not start listening in {timeout}s (exit {code}):\n{self.output}")
-        return self
-
-    def _read(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        for line in self._proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            if self.port is None and (m := _LISTENING.search(line)):
-                self.port = int(m.group(1))
-                self._ready.set()
-        self._ready.set()  # it exited: stop waiting
-
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def stop(self, timeout: float = 10.0) -> int | None:
-        """Terminate (SIGTERM lets the addon flush its records), kill if it hangs."""
-        if self._proc is None:
-            return None
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        if self._reader is not None:
-            self._reader.join(timeout)
-        return self._proc.returncode
-
-    def __enter__(self) -> Mitmdump:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def find_records(directory: Path, header: str, value: str) -> list[tuple[Path, dict[str, Any]]]:
-    """The finished records (dot-files are writes in progress) of requests tagged ``header: value``."""
-    found = []
-    for path in sorted(directory.glob("[!.]*.json")):
-        rec = orjson.loads(path.read_bytes())
-        if [header, value] in [[k.lower(), v] for k, v in rec.get("request_headers", [])]:
-            found.append((path, rec))
-    return found
-
-
-def wait_records(directory: Path, header: str, value: str, timeout: float = 10.0) -> list[tuple[Path, dict[str, Any]]]:
-    """Records are written off the request path: poll until one shows up."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = find_records(directory, header, value) if directory.is_dir() else []
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.02)
 
 
 # ---- the report ----------------------------------------------------------------
@@ -732,6 +607,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import cli
+    from support import cli
 
     cli.run(main)

@@ -155,7 +155,7 @@ _WHY = {
 
 
 def measured_table() -> str:
-    """Per client and version: what the bridge stated for every real result in tests/corpus/ (the
+    """Per client and version: what the bridge stated for every real result in tests/fixtures/corpus/ (the
     same replay tests/test_corpus.py asserts)."""
     sys.path.insert(0, str(ROOT / "tests"))
     import test_corpus as corpus
@@ -238,6 +238,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    import cli
+    from support import cli
 
     cli.run(main)

@@ -32,6 +32,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    import cli
+    from support import cli
 
     cli.run(main)

@@ -5,7 +5,7 @@
     .venv/bin/python scripts/interop.py install --latest   # the newest releases on npm
     .venv/bin/python scripts/interop.py versions           # pinned vs newest on npm
     .venv/bin/python scripts/interop.py run [--latest] [-- pytest args]
-    .venv/bin/python scripts/interop.py capture [--latest] [--client NAME]   # rewrite tests/corpus/
+    .venv/bin/python scripts/interop.py capture [--latest] [--client NAME]   # rewrite tests/fixtures/corpus/
 
 Clients are installed from npm only, each into its own prefix
 ``.interop/<client>/<version>/`` (nothing there belongs in git). A client whose
@@ -270,10 +270,14 @@ def cmd_capture(args: argparse.Namespace) -> int:
     cmd = [sys.executable, str(ROOT / "tests" / "interop" / "capture.py")]
     for c in args.client or []:
         cmd += ["--client", c]
-    rc = subprocess.run(cmd, cwd=ROOT, env=_suite_env(args.latest)).returncode
-    if not args.client:  # the Python clients: tests/corpus/{openai-agents,openhands,mini-swe-agent}.json
+    # The capture scripts import the harness beside them, and it imports scripts/support (as pytest's
+    # pythonpath gives it to the suite).
+    env = _suite_env(args.latest)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "scripts"), env.get("PYTHONPATH")) if p)
+    rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    if not args.client:  # the Python clients: tests/fixtures/corpus/{openai-agents,openhands,mini-swe-agent}.json
         py = [sys.executable, str(ROOT / "tests" / "interop" / "pyclients.py")]
-        rc = subprocess.run(py, cwd=ROOT, env=_suite_env(args.latest)).returncode or rc
+        rc = subprocess.run(py, cwd=ROOT, env=env).returncode or rc
     return rc
 
 
@@ -288,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="install, then run the interop suite")
     r.add_argument("--latest", action="store_true")
     r.add_argument("pytest_args", nargs="*")
-    c = sub.add_parser("capture", help="re-capture tests/corpus/ from the installed clients")
+    c = sub.add_parser("capture", help="re-capture tests/fixtures/corpus/ from the installed clients")
     c.add_argument("--latest", action="store_true")
     c.add_argument("--client", action="append", choices=list(CLIENTS))
     args = p.parse_args(argv)

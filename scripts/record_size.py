@@ -2,7 +2,7 @@
 """How much disk records take: the bundled sessions replayed turn by turn, as agents send them.
 
 An agent resends the whole history on every request, so a conversation of N tool rounds
-is N requests whose bodies grow. For each bundled session (scripts/sessions/*.json) this
+is N requests whose bodies grow. For each bundled session (tests/fixtures/sessions/*.json) this
 cuts the history after every round of results, rewrites each prefix with the core, renders
 the record the addon would write (default options) and adds up the sizes. Old-format figures
 (before + after + steps in full, pretty-printed: version 1) are shown for comparison.
@@ -27,7 +27,7 @@ except ImportError:  # a checkout whose package is not installed
     from native_bridge.core.pipeline import rewrite
 from native_bridge.shell import records
 
-SESSIONS = Path(__file__).resolve().parent / "sessions"
+SESSIONS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "sessions"
 DIALECTS = {
     "chat_session.json": ("/v1/chat/completions", "messages"),
     "anthropic_session.json": ("/v1/messages", "messages"),
@@ -108,6 +108,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import cli
+    from support import cli
 
     cli.run(main)

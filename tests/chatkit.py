@@ -1,4 +1,7 @@
-"""Tiny builders of Chat Completions bodies, shared by the core tests."""
+"""The core tests' Chat Completions bodies: the builders every history generator shares
+(support/histories/chat.py), and what the tests make of a body (its history, its plan) and
+check in a rewritten one.
+"""
 
 from __future__ import annotations
 
@@ -8,49 +11,21 @@ import orjson
 from native_bridge.core.builder import Plan, build
 from native_bridge.core.dialects import chat
 from native_bridge.core.history import History
+from support.histories.chat import assistant, bash, body, call, raw, system, tool, user
 
-
-def call(id: str | None, name: str, args: Any = None, **kwargs: Any) -> dict[str, Any]:
-    """One assistant tool call; ``args`` is a dict (JSON-encoded here) or a raw string."""
-    if args is None:
-        args = kwargs
-    arguments = args if isinstance(args, str) else orjson.dumps(args).decode()
-    tc: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
-    if id is not None:
-        tc["id"] = id
-    return tc
-
-
-def assistant(*calls: dict[str, Any], content: Any = None, **extra: Any) -> dict[str, Any]:
-    m: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        m["tool_calls"] = list(calls)
-    m.update(extra)
-    return m
-
-
-def tool(id: str | None, content: Any, **extra: Any) -> dict[str, Any]:
-    m: dict[str, Any] = {"role": "tool", "content": content}
-    if id is not None:
-        m["tool_call_id"] = id
-    m.update(extra)
-    return m
-
-
-def user(text: str = "go on") -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def system(text: str = "You are a coding agent.") -> dict[str, Any]:
-    return {"role": "system", "content": text}
-
-
-def body(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-test", "messages": list(messages), **extra}
-
-
-def raw(doc: Any) -> bytes:
-    return orjson.dumps(doc)
+__all__ = [
+    "assert_valid_rewrite",
+    "assistant",
+    "bash",
+    "body",
+    "call",
+    "history",
+    "plan",
+    "raw",
+    "system",
+    "tool",
+    "user",
+]
 
 
 def history(*messages: dict[str, Any], client: str | None = None) -> History:
@@ -62,10 +37,6 @@ def history(*messages: dict[str, Any], client: str | None = None) -> History:
 
 def plan(*messages: dict[str, Any], client: str | None = None, **kwargs: Any) -> Plan:
     return build(history(*messages, client=client), **kwargs)
-
-
-def bash(id: str, command: str, **extra: Any) -> dict[str, Any]:
-    return call(id, "Bash", {"command": command, **extra})
 
 
 def _key(m: Any) -> bytes:

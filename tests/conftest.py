@@ -10,16 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import procs  # tests/ is on the path: pytest puts a conftest's folder there (rootdir, no __init__.py)
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import procs
 
 SESSION_MARKER = os.environ.setdefault(procs.MARKER_VAR, uuid.uuid4().hex)  # before any test starts anything
 

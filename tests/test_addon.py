@@ -46,7 +46,7 @@ def calls(*tool_calls: dict) -> dict:
 # One successful command: a step, nothing kept.
 OK_BODY = chat(calls(call("c1", "Bash", command="ls")), result("c1", "a.txt\nb.txt"))
 
-# Qwen Code over Chat Completions, as captured with 0.24.4 (tests/corpus/qwen-code.json): its user
+# Qwen Code over Chat Completions, as captured with 0.24.4 (tests/fixtures/corpus/qwen-code.json): its user
 # agent identifies it, and its run_shell_command frame states every command's exit code.
 QWEN_UA = "QwenCode/0.24.4 (linux; x64)"
 CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"

@@ -10,13 +10,9 @@ exact: every fast path must give what its reference path gives.
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import bench
+import pytest
 from native_bridge.core import exitstatus
 
 

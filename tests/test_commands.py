@@ -21,12 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 BRIDGE_SCRIPT = ROOT / "addons" / "bridge.py"
 # Claude Code's tools over Chat Completions (a gateway in front of it: no is_error, so no exit
 # codes), and Claude Code over its own Messages API (its failures flagged, with their codes).
-SESSION = (ROOT / "scripts" / "sessions" / "chat_session.json").read_bytes()
-ANTHROPIC_SESSION = (ROOT / "scripts" / "sessions" / "anthropic_session.json").read_bytes()
+SESSION = (ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json").read_bytes()
+ANTHROPIC_SESSION = (ROOT / "tests" / "fixtures" / "sessions" / "anthropic_session.json").read_bytes()
 CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"
 CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
-QWEN_UA = "QwenCode/0.24.4 (linux; x64)"  # as captured with 0.24.4 (tests/corpus/qwen-code.json)
+QWEN_UA = "QwenCode/0.24.4 (linux; x64)"  # as captured with 0.24.4 (tests/fixtures/corpus/qwen-code.json)
 COMMANDS = ("bridge.diff", "bridge.export", "bridge.stats")
 SECRET = "sk-live-secret-0123456789"
 

@@ -1,4 +1,4 @@
-"""Every real tool result in tests/corpus/ (captured from real clients by tests/interop/),
+"""Every real tool result in tests/fixtures/corpus/ (captured from real clients by tests/interop/),
 replayed through the core, fast and offline: a minimal request in the entry's dialect with
 the call and the result exactly as the client sent it, the client's tool set and its
 User-Agent, must give the entry's ground truth.
@@ -25,7 +25,7 @@ import orjson
 import pytest
 from native_bridge import rewrite
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "corpus"
 
 # (client, tool) → the step a successful read or edit becomes: the client states the success.
 SUCCESS_STEP: dict[tuple[str, str], str] = {

@@ -1,7 +1,7 @@
-"""Hostile bodies through the core and the addon: a short run of scripts/fuzz.py, property tests over
+"""Hostile bodies through the core and the addon: a short run of scripts/fuzz, property tests over
 all three dialects, and one test per class of hostile input the issue names.
 
-The full run is ``scripts/fuzz.py --cases 100000``; here a few hundred cases keep CI fast. Bugs the
+The full run is ``scripts/fuzz --cases 100000``; here a few hundred cases keep CI fast. Bugs the
 fuzzer found in the core have a regression test each once fixed, and a strict xfail with a minimal
 reproduction while open (none is open now).
 """
@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import random
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,31 +20,37 @@ from typing import Any
 
 import orjson
 import pytest
+from fuzz import runner
+from fuzz.addon import _Jobs
+from fuzz.cases import make_case
+from fuzz.encoding import _dumps, _dumps_any_depth
+from fuzz.mutations import _m_ids, _nodes
+from fuzz.oracle import _check_rewritten, check_rewrite, known
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge import rewrite
+from native_bridge.core.pipeline import Config
 from native_bridge.shell import META
 from native_bridge.shell.chat_addon import NativeBridge
 from native_bridge.shell.records import Limits, Recorder, RecordJob, to_record
+from support.histories import DIALECT_PATHS
+from support.histories.seeds import CLIENT_UA, SEEDS, Tokens, make_seed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz
-
-CHAT, MESSAGES, RESPONSES = fuzz.PATHS["chat"], fuzz.PATHS["anthropic"], fuzz.PATHS["responses"]
+CHAT, MESSAGES, RESPONSES = DIALECT_PATHS["chat"], DIALECT_PATHS["anthropic"], DIALECT_PATHS["responses"]
 SEED = int(os.environ.get("FUZZ_SEED", "20240601"))
 
 
 def no_new_problems(problems: list[str]) -> list[str]:
-    return [p for p in problems if fuzz.known(p) is None]
+    return [p for p in problems if known(p) is None]
 
 
 # ---- the fuzzer itself, briefly ----------------------------------------------------------------
 
 
 def test_short_fuzz_run_finds_nothing_new() -> None:
-    rep = fuzz.run(cases=600, seed=SEED, workers=1, addon_every=3)
+    rep = runner.run(cases=600, seed=SEED, workers=1, addon_every=3)
     assert rep.cases == 600 and rep.addon_cases == 200
     assert rep.statuses["rewritten"] > 50, rep.statuses  # the seeds are real histories, mostly rewritable
     assert rep.statuses["skipped"] > 20 and rep.statuses["unchanged"] > 20
@@ -60,8 +65,8 @@ def test_unmutated_seeds_are_rewritten_and_hold_every_rule(dialect: str) -> None
     non_shell: Counter[str | None] = Counter()  # steps of other kinds
     for i in range(90):
         rng = random.Random(f"{SEED}:{dialect}:{i}")
-        seed = fuzz.make_seed(dialect, rng)  # one client's history, sent with its user agent
-        problems, r = fuzz.check_rewrite(orjson.dumps(seed.doc), fuzz.PATHS[dialect], fuzz.Config(), seed.user_agent)
+        seed = make_seed(dialect, rng)  # one client's history, sent with its user agent
+        problems, r = check_rewrite(orjson.dumps(seed.doc), DIALECT_PATHS[dialect], Config(), seed.user_agent)
         assert problems == [], (i, seed.client, problems)
         rewritten[seed.client] += r.status == "rewritten"
         for step in r.steps:
@@ -71,7 +76,7 @@ def test_unmutated_seeds_are_rewritten_and_hold_every_rule(dialect: str) -> None
                 non_shell[seed.client] += 1
     # The seeds are real histories, a good share rewritable for every client (an unidentified
     # client's shell pairs too, with no code from its words).
-    assert rewritten.total() >= 30 and all(rewritten[c] >= 5 for c in fuzz.CLIENT_UA), rewritten
+    assert rewritten.total() >= 30 and all(rewritten[c] >= 5 for c in CLIENT_UA), rewritten
     # Codex's frames state exit codes; Claude Code's words make non-shell steps; an unidentified
     # client's words never do.
     assert codes["codex"] > 0 and non_shell["claude-code"] > 0 and non_shell[None] == 0, (codes, non_shell)
@@ -99,15 +104,15 @@ def test_the_oracle_notices_a_lost_item_and_a_stray_step() -> None:
     r = rewrite(raw, path=CHAT)
     assert r.status == "rewritten"
     doc_in, doc_out = orjson.loads(raw), orjson.loads(r.body)
-    assert fuzz._check_rewritten(r, raw, doc_in, doc_out, CHAT, fuzz.Config()) == []
+    assert _check_rewritten(r, raw, doc_in, doc_out, CHAT, Config()) == []
     lost = json.loads(r.body)
     del lost["messages"][-1]  # the unmapped tool's result dropped
     r.body = orjson.dumps(lost)
-    assert any("left the history" in p for p in fuzz._check_rewritten(r, raw, doc_in, lost, CHAT, fuzz.Config()))
+    assert any("left the history" in p for p in _check_rewritten(r, raw, doc_in, lost, CHAT, Config()))
     forced = json.loads(orjson.dumps(doc_out))
     forced["additional_steps"][0]["runCommand"]["stdout"] = "RR1"
     r.steps = forced["additional_steps"]
-    assert any("stdout" in p for p in fuzz._check_rewritten(r, raw, doc_in, forced, CHAT, fuzz.Config()))
+    assert any("stdout" in p for p in _check_rewritten(r, raw, doc_in, forced, CHAT, Config()))
 
 
 # ---- property tests: hostile values anywhere in a valid history, all dialects ------------------
@@ -159,24 +164,24 @@ PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 def test_any_value_under_any_key_keeps_every_rule(
     dialect: str, seed: int, value: Any, key: str, where: int, path_of: str
 ) -> None:
-    sd = fuzz.make_seed(dialect, random.Random(seed))
+    sd = make_seed(dialect, random.Random(seed))
     doc = sd.doc
-    dicts = [c[k] for c, k in fuzz._nodes(doc, 2000) if isinstance(c[k], dict)] + [doc]
+    dicts = [c[k] for c, k in _nodes(doc, 2000) if isinstance(c[k], dict)] + [doc]
     dicts[where % len(dicts)][key] = value
-    path = None if path_of == "none" else fuzz.PATHS[dialect if path_of == "own" else path_of]
-    problems, _ = fuzz.check_rewrite(orjson.dumps(doc), path, fuzz.Config(), sd.user_agent)
+    path = None if path_of == "none" else DIALECT_PATHS[dialect if path_of == "own" else path_of]
+    problems, _ = check_rewrite(orjson.dumps(doc), path, Config(), sd.user_agent)
     assert no_new_problems(problems) == []
 
 
 @PROPERTY
 @given(dialect=st.sampled_from(["chat", "anthropic", "responses"]), seed=st.integers(0, 2**32), data=st.data())
 def test_byte_damage_never_escapes(dialect: str, seed: int, data: st.DataObject) -> None:
-    sd = fuzz.make_seed(dialect, random.Random(seed))
+    sd = make_seed(dialect, random.Random(seed))
     raw = orjson.dumps(sd.doc)
     cut = data.draw(st.integers(0, len(raw)))
     junk = data.draw(st.binary(max_size=8))
     damaged = raw[:cut] + junk + raw[cut + data.draw(st.integers(0, 8)) :]
-    problems, r = fuzz.check_rewrite(damaged, fuzz.PATHS[dialect], fuzz.Config(), sd.user_agent)
+    problems, r = check_rewrite(damaged, DIALECT_PATHS[dialect], Config(), sd.user_agent)
     assert no_new_problems(problems) == []
     if r is not None and r.status == "skipped":
         assert r.body is None and r.reason
@@ -234,7 +239,7 @@ PAIRS = {CHAT: bash_pair_chat, MESSAGES: bash_pair_anthropic, RESPONSES: bash_pa
 def test_enormous_number_of_tool_calls(path: str) -> None:
     raw = orjson.dumps(PAIRS[path](5000))
     t = time.perf_counter()
-    problems, r = fuzz.check_rewrite(raw, path, fuzz.Config())
+    problems, r = check_rewrite(raw, path, Config())
     assert time.perf_counter() - t < 20
     assert problems == []
     assert r.status == "rewritten" and len(r.steps) == 5000
@@ -245,7 +250,7 @@ def test_huge_tool_output_keeps_its_exit_code_and_one_copy() -> None:
     frame = "Command: echo 0\nDirectory: (root)\nOutput: {}\nError: (none)\nExit Code: 3\nSignal: (none)\n"
     output = frame.format("x" * (8 << 20)) + "Process Group PGID: (none)"
     raw = orjson.dumps(bash_pair_chat(1, output, "run_shell_command"))
-    problems, r = fuzz.check_rewrite(raw, CHAT, fuzz.Config(), "QwenCode/0.24.4 (linux; x64)")
+    problems, r = check_rewrite(raw, CHAT, Config(), "QwenCode/0.24.4 (linux; x64)")
     assert problems == []
     (step,) = r.steps
     assert step["runCommand"]["exitCode"] == 3
@@ -257,13 +262,13 @@ def test_huge_tool_output_from_an_unidentified_client_states_its_last_line() -> 
     """For a client we cannot name a last line "Exit code: 3" is the generic frame at its place
     (issue 17), read at the end of 8 MB without splitting the whole; the same line inside is not."""
     raw = orjson.dumps(bash_pair_chat(1, "x" * (8 << 20) + "\nExit code: 3"))
-    problems, r = fuzz.check_rewrite(raw, CHAT, fuzz.Config())
+    problems, r = check_rewrite(raw, CHAT, Config())
     assert problems == []
     (step,) = r.steps
     assert step["runCommand"]["exitCode"] == 3
     assert "stdout" not in step["runCommand"]
     raw = orjson.dumps(bash_pair_chat(1, "x" * (4 << 20) + "\nExit code: 3\n" + "y" * (4 << 20)))
-    problems, r = fuzz.check_rewrite(raw, CHAT, fuzz.Config())
+    problems, r = check_rewrite(raw, CHAT, Config())
     assert problems == [] and "exitCode" not in r.steps[0]["runCommand"]
 
 
@@ -300,7 +305,7 @@ def test_huge_tool_output_from_an_unidentified_client_states_its_last_line() -> 
 )
 @pytest.mark.parametrize("path", [CHAT, MESSAGES, RESPONSES, None])
 def test_wrong_types_and_broken_bytes_are_reported_not_raised(body: bytes, path: str | None) -> None:
-    problems, r = fuzz.check_rewrite(body, path, fuzz.Config())
+    problems, r = check_rewrite(body, path, Config())
     assert problems == []
     assert r.status in ("unchanged", "skipped") and r.body is None and r.reason
 
@@ -311,7 +316,7 @@ def test_wrong_types_and_broken_bytes_are_reported_not_raised(body: bytes, path:
 def test_deep_nesting_within_orjsons_limits_gets_a_clean_answer(depth: int, status: str) -> None:
     """The body is one level deeper than ``metadata``: 254 levels are written, past 1024 nothing is read."""
     raw = orjson.dumps(bash_pair_chat(1))[:-1] + b',"metadata":' + b"[" * depth + b"]" * depth + b"}"
-    problems, r = fuzz.check_rewrite(raw, CHAT, fuzz.Config())
+    problems, r = check_rewrite(raw, CHAT, Config())
     assert problems == []
     assert r.status == status
 
@@ -372,7 +377,7 @@ AMBIGUOUS = {
 
 @pytest.mark.parametrize("path", list(AMBIGUOUS))
 def test_duplicated_ids_and_results_before_calls_make_no_step(path: str) -> None:
-    problems, r = fuzz.check_rewrite(orjson.dumps(AMBIGUOUS[path]), path, fuzz.Config())
+    problems, r = check_rewrite(orjson.dumps(AMBIGUOUS[path]), path, Config())
     assert problems == []
     assert r.status == "rewritten" and len(r.steps) == 1  # only c2
     kept = {p.id: p.code for p in r.plan.kept}
@@ -382,7 +387,7 @@ def test_duplicated_ids_and_results_before_calls_make_no_step(path: str) -> None
 @pytest.mark.parametrize("path", [CHAT, MESSAGES, RESPONSES])
 def test_body_of_another_dialect_on_a_path(path: str) -> None:
     for other, make in PAIRS.items():
-        problems, r = fuzz.check_rewrite(orjson.dumps(make(2)), path, fuzz.Config())
+        problems, r = check_rewrite(orjson.dumps(make(2)), path, Config())
         assert problems == []
         if other != path:
             assert r.status != "rewritten", (path, other, r.status, r.reason)
@@ -397,7 +402,7 @@ def addon():
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_mode="rewrite")
-        jobs = fuzz._Jobs()
+        jobs = _Jobs()
         nb.recorder = jobs
         yield nb, jobs
         nb.recorder = None
@@ -519,7 +524,7 @@ def test_responses_exit_code_beyond_int32_is_not_stated(code: int) -> None:
             ]
         }
     )
-    problems, r = fuzz.check_rewrite(raw, RESPONSES, fuzz.Config())
+    problems, r = check_rewrite(raw, RESPONSES, Config())
     assert problems == []
     assert all(s.get("runCommand", {}).get("exitCode") in (None, 1) for s in r.steps)
 
@@ -538,7 +543,7 @@ def test_responses_item_whose_type_is_not_a_string(type_: Any) -> None:
     """Was a bug (found by the fuzzer): `t in CALLS` on a list or object type raised TypeError out of rewrite()."""
     doc = bash_pair_responses(1)
     doc["input"].insert(1, {"type": type_, "call_id": "c0"})
-    problems, r = fuzz.check_rewrite(orjson.dumps(doc), RESPONSES, fuzz.Config())
+    problems, r = check_rewrite(orjson.dumps(doc), RESPONSES, Config())
     assert problems == []
     assert r.status in ("rewritten", "skipped")
 
@@ -552,12 +557,12 @@ def test_writers_read_a_block_or_item_type_that_is_not_a_string(type_: Any) -> N
     doc = bash_pair_anthropic(1)
     doc["messages"][1]["content"].insert(0, {"type": type_, "text": "x"})
     doc["messages"][2]["content"].append({"type": "text", "text": "go on"})  # the request still ends on the user
-    problems, r = fuzz.check_rewrite(orjson.dumps(doc), MESSAGES, fuzz.Config())
+    problems, r = check_rewrite(orjson.dumps(doc), MESSAGES, Config())
     assert problems == [] and r.status == "rewritten" and len(r.steps) == 1
     doc = bash_pair_responses(1)
     doc["input"][1:1] = [{"type": "reasoning", "summary": []}]
     doc["input"].insert(3, {"type": type_, "call_id": "c0"})
-    problems, r = fuzz.check_rewrite(orjson.dumps(doc), RESPONSES, fuzz.Config())
+    problems, r = check_rewrite(orjson.dumps(doc), RESPONSES, Config())
     assert problems == []
     assert r.status in ("rewritten", "skipped")
 
@@ -569,9 +574,9 @@ def test_seed_20261130_case_44618_is_a_case_not_a_crash() -> None:
     """Was: `fuzz.py --cases 100000 --seed 20261130` died with "TypeError: Recursion limit reached" in its
     own generator: the "ids" mutation set an id to another id's value, a container holding the first one,
     so the document contained itself. Values are copied now; the case is an ordinary one."""
-    case = fuzz.make_case(20261130, 44618)
+    case = make_case(20261130, 44618)
     orjson.loads(case.raw)
-    rep = fuzz.run(1, seed=20261130, workers=1, addon_every=1, start=44618)
+    rep = runner.run(1, seed=20261130, workers=1, addon_every=1, start=44618)
     assert rep.cases == 1 and rep.failures == []
 
 
@@ -579,7 +584,7 @@ def test_the_ids_mutation_never_makes_a_document_contain_itself() -> None:
     """The bug itself, whatever the generator's seeds look like: an id set to a container that holds it."""
     for i in range(300):
         doc = {"messages": [{"id": {"messages": [{"id": "x", "n": i}]}, "tool_use_id": "y"}]}
-        fuzz._m_ids(doc, random.Random(i))
+        _m_ids(doc, random.Random(i))
         orjson.dumps(doc)  # "Recursion limit reached" on a cycle
 
 
@@ -587,34 +592,34 @@ def test_a_document_that_contains_itself_is_refused_not_looped_on() -> None:
     doc: dict = {"messages": []}
     doc["messages"].append(doc)
     with pytest.raises(ValueError, match="contains itself"):
-        fuzz._dumps_any_depth(doc)
+        _dumps_any_depth(doc)
 
 
 @pytest.mark.parametrize("index", range(40))
 def test_the_any_depth_encoder_writes_what_orjson_writes(index: int) -> None:
     rng = random.Random(index)
-    dialect = rng.choice(list(fuzz.SEEDS))
-    doc = fuzz.SEEDS[dialect](rng, fuzz._Tokens())
-    assert fuzz._dumps_any_depth(doc) == fuzz._dumps(doc)
+    dialect = rng.choice(list(SEEDS))
+    doc = SEEDS[dialect](rng, Tokens())
+    assert _dumps_any_depth(doc) == _dumps(doc)
     deep: list = []
     node = deep
     for _ in range(600):
         node.append([])
         node = node[0]
     want = b'{"x":' + b"[" * 601 + b"]" * 601 + b',"y":' + orjson.dumps("é\u2028") + b"}"
-    assert fuzz._dumps_any_depth({"x": deep, "y": "é\u2028"}) == want
+    assert _dumps_any_depth({"x": deep, "y": "é\u2028"}) == want
 
 
 def test_a_case_the_generator_cannot_build_is_reported_not_fatal(monkeypatch) -> None:
-    real = fuzz.make_case
+    real = make_case
 
     def flaky(seed: int, index: int):
         if index == 3:
             raise RuntimeError("generator bug")
         return real(seed, index)
 
-    monkeypatch.setattr(fuzz, "make_case", flaky)
-    rep = fuzz.run(6, seed=1, workers=1, addon_every=0)
+    monkeypatch.setattr(runner, "make_case", flaky)
+    rep = runner.run(6, seed=1, workers=1, addon_every=0)
     assert rep.cases == 6
     [failure] = rep.failures
     assert failure.index == 3 and failure.problems == ["fuzzer: the case generator raised RuntimeError: generator bug"]

@@ -1,15 +1,23 @@
 """A module's imports run one way (issue 18): no import cycle among the package's modules,
 counting imports inside functions and under TYPE_CHECKING (the package's __init__ aside:
-importing a name from one's own package is no cycle through its modules)."""
+importing a name from one's own package is no cycle through its modules). And the tests import
+by name: pytest's ``pythonpath`` (pyproject.toml) gives them addons/ and scripts/, so no file
+under tests/ edits the import path or loads a script from its file."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import native_bridge
 
 PACKAGE = Path(native_bridge.__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent
+# Written so that this file does not match itself: an edit of the import path (insert, append,
+# extend, assignment), or a module loaded from a file path.
+PATH_EDIT = re.compile(r"\bsys\.path\s*(?:\.\s*(?:insert|append|extend)\b|\[[^\]]*\]\s*=(?!=)|\+=|=(?!=))")
+FILE_LOAD = re.compile(r"\bspec_from_file_loc(?:ation)\b|\bSourceFile(?:Loader)\b|\brun_pa(?:th)\(")
 
 
 def _modules() -> dict[str, Path]:
@@ -98,3 +106,31 @@ def test_the_graph_sees_imports_inside_functions_and_type_checking() -> None:
 
 def test_no_import_cycle_in_the_package() -> None:
     assert cycles(graph()) == []
+
+
+def _offending_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if PATH_EDIT.search(line) or FILE_LOAD.search(line)]
+
+
+def test_the_path_checker_sees_every_form() -> None:
+    edits = (".insert(0, str(ROOT / 'scripts'))", ".append(here)", ".extend(dirs)", "[:0] = [x]", " = [x]", " += [x]")
+    for bad in (
+        *("    sys." + "path" + edit for edit in edits),
+        "spec = importlib.util.spec_from_" + "file_location('m', path)",
+        "importlib.machinery.SourceFile" + "Loader('m', path)",
+        "runpy.run_" + "path('scripts/x.py')",
+    ):
+        assert _offending_lines(bad), bad
+    for fine in ("env = dict(PYTHONPATH=os.pathsep.join([str(TESTS), *sys.path]))", "if sys.path == before:"):
+        assert not _offending_lines(fine), fine
+
+
+def test_no_test_edits_the_import_path_or_loads_a_script_from_its_file() -> None:
+    found = {}
+    for path in sorted(TESTS.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        if lines := _offending_lines(text):
+            found[str(path.relative_to(TESTS))] = lines
+    assert not found, f"import what you test by name (pyproject.toml's pythonpath), do not edit the path: {found}"

@@ -14,8 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
 from mitmproxy import hooks
@@ -24,13 +22,12 @@ from native_bridge.shell import META
 from native_bridge.shell.chat_addon import NativeBridge
 from native_bridge.shell.offload import Job, bridge
 from native_bridge.shell.state import BridgeState
+from support.histories import DIALECT_PATHS
+from support.histories.agent import Session
 from test_planner_addon import SPEC, fixture, native_flow, planner  # noqa: F401 (fixture)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import bench
-
 UA = "claude-cli/2.1.332 (external, cli)"
-PATH = bench.DIALECT_PATHS["chat"]
+PATH = DIALECT_PATHS["chat"]
 
 
 @pytest.fixture
@@ -59,7 +56,7 @@ def chat_flow(raw: bytes, live: bool = True):
 
 
 def body_with_results() -> tuple[bytes, list]:
-    raw = bench.Session("chat", parallel=1, seed=4).body(3)
+    raw = Session("chat", parallel=1, seed=4).body(3)
     seen = bridge(Job(raw, NativeBridge().config, PATH, UA, emit=False, record=False), None).observations
     assert seen, "the body must hold results the chat hop observes"
     return raw, seen

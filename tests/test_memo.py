@@ -13,22 +13,21 @@ import json
 import pickle
 import random
 import re
-import sys
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
+import bench  # its golden digest (everything a rewrite reports), client hints and agent conversations
 import orjson
 import pytest
 from native_bridge.core import memo as memo_module
 from native_bridge.core.memo import LIGHT_ITEMS, Gone, LazyItems, Memo
 from native_bridge.core.pipeline import Config, Rewrite, rewrite
 from native_bridge.shell.offload import observed
+from support.histories import DIALECT_PATHS
+from support.histories.agent import Session, mutations
+from support.histories.bundled import SESSIONS, session_dialect
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import bench
-
-DIALECTS = list(bench.DIALECT_PATHS)
+DIALECTS = list(DIALECT_PATHS)
 ID = re.compile(r'"((?:toolu_01|call_)[0-9a-f]{24})"')  # the generated sessions' call ids
 
 
@@ -39,7 +38,7 @@ def light(request: pytest.FixtureRequest) -> bool:
 
 
 def same(raw: bytes, dialect: str, memo: Memo, config: Config | None = None, hint: str | None = None) -> None:
-    path = bench.DIALECT_PATHS[dialect]
+    path = DIALECT_PATHS[dialect]
     if memo.light:  # observe mode: no body is written, so the verdict and observations must agree
         alone = rewrite(raw, config or Config(), path, None, hint, emit=False)
         remembered = rewrite(raw, config or Config(), path, memo, hint, emit=False)
@@ -68,7 +67,7 @@ def items_key(dialect: str) -> str:
 @pytest.mark.parametrize("parallel", [1, 4])
 def test_a_growing_session_is_resumed_and_agrees(dialect: str, parallel: int, light: bool) -> None:
     memo = Memo(light=light)
-    s = bench.Session(dialect, parallel, seed=3)
+    s = Session(dialect, parallel, seed=3)
     for rounds in range(1, 41):
         same(s.body(rounds), dialect, memo)
     assert memo.hits >= 35  # the first turn and the user's interjections start over at most
@@ -77,7 +76,7 @@ def test_a_growing_session_is_resumed_and_agrees(dialect: str, parallel: int, li
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_identical_resend_truncation_and_fork_agree(dialect: str, light: bool) -> None:
     memo = Memo(light=light)
-    s, other = bench.Session(dialect, 1, seed=5), bench.Session(dialect, 1, seed=6)
+    s, other = Session(dialect, 1, seed=5), Session(dialect, 1, seed=6)
     for raw in (s.body(30), s.body(30), s.body(12), s.body(31)):
         same(raw, dialect, memo)
     # A fork: the first rounds of one conversation, then rounds of another.
@@ -94,11 +93,11 @@ def test_edits_of_the_tail_agree(dialect: str, light: bool) -> None:
     mutations of the last items make ids cross the cut, vanish, repeat, or come early."""
     rng = random.Random(11)
     memo = Memo(light=light)
-    s = bench.Session(dialect, 4, seed=9)
+    s = Session(dialect, 4, seed=9)
     for rounds in range(2, 25):
         doc = s.doc(rounds)
         same(orjson.dumps(doc), dialect, memo)
-        for _, mutated in bench._mutations(doc, dialect, rng, tail=6):
+        for _, mutated in mutations(doc, dialect, rng, tail=6):
             same(orjson.dumps(mutated), dialect, memo)
         same(orjson.dumps(_cache_control(doc, dialect)), dialect, memo)
         same(orjson.dumps(_reuse_an_old_id(doc, dialect, rng)), dialect, memo)
@@ -107,7 +106,7 @@ def test_edits_of_the_tail_agree(dialect: str, light: bool) -> None:
 def test_a_body_in_other_bytes_is_remembered_in_orjsons(light: bool) -> None:
     """Pretty-printed or otherwise escaped bodies are resumed through orjson's encoding of them."""
     memo = Memo(light=light)
-    s = bench.Session("chat", 1, seed=2)
+    s = Session("chat", 1, seed=2)
     same(json.dumps(s.doc(10), indent=1).encode(), "chat", memo)
     assert len(memo) == 1 and memo.hits == 0
     same(json.dumps(s.doc(11)).encode(), "chat", memo)  # ", " and ": ", \\u escapes
@@ -118,7 +117,7 @@ def test_a_body_in_other_bytes_is_remembered_in_orjsons(light: bool) -> None:
 
 def test_another_config_does_not_share_the_memo(light: bool) -> None:
     memo = Memo(light=light)
-    s = bench.Session("anthropic", 1, seed=4)
+    s = Session("anthropic", 1, seed=4)
     same(s.body(10), "anthropic", memo)
     narrow = Config(kinds=frozenset({"run_command"}))
     same(s.body(11), "anthropic", memo, narrow)
@@ -129,19 +128,19 @@ def test_another_config_does_not_share_the_memo(light: bool) -> None:
 def test_the_memo_is_bounded(light: bool) -> None:
     memo = Memo(max_entries=3, max_bytes=10**9, light=light)
     for seed in range(6):
-        same(bench.Session("chat", 1, seed=seed).body(5), "chat", memo)
+        same(Session("chat", 1, seed=seed).body(5), "chat", memo)
     assert len(memo) == 3
     small = Memo(max_entries=10, max_bytes=50_000, light=light)
     for seed in range(6):
-        same(bench.Session("chat", 1, seed=seed).body(5), "chat", small)
+        same(Session("chat", 1, seed=seed).body(5), "chat", small)
     assert small._bytes <= 50_000
 
 
 def test_bundled_sessions_agree_when_replayed_turn_by_turn(light: bool) -> None:
     memo = Memo(light=light)
-    for path in sorted(bench.SESSIONS):
+    for path in sorted(SESSIONS):
         raw = path.read_bytes()
-        dialect = bench.session_dialect(path)
+        dialect = session_dialect(path)
         doc = orjson.loads(raw)
         key = items_key(dialect)
         items = doc[key]
@@ -182,7 +181,7 @@ def _reuse_an_old_id(doc: dict[str, Any], dialect: str, rng: random.Random) -> d
 def test_a_light_memo_resumes_from_the_bytes_when_the_client_is_named(dialect: str) -> None:
     """With the client named before parsing (its User-Agent), a resume parses only the new part."""
     memo = Memo(light=True)
-    s = bench.Session(dialect, 2, seed=13)
+    s = Session(dialect, 2, seed=13)
     for rounds in range(1, 31):
         same(s.body(rounds), dialect, memo, hint=bench.CLIENT_HINTS[dialect])
     assert memo.hits >= 25
@@ -190,13 +189,13 @@ def test_a_light_memo_resumes_from_the_bytes_when_the_client_is_named(dialect: s
 
 def _held(memo_light: bool, bodies: list[bytes]) -> tuple[int, int]:
     """Bytes a memo holds after the bodies (the bodies themselves not counted), and its hits."""
-    rewrite(bodies[0], Config(), bench.DIALECT_PATHS["chat"], Memo(), emit=False)  # imports, caches
+    rewrite(bodies[0], Config(), DIALECT_PATHS["chat"], Memo(), emit=False)  # imports, caches
     gc.collect()
     tracemalloc.start()
     try:
         memo = Memo(light=memo_light)
         for raw in bodies:
-            rewrite(raw, Config(), bench.DIALECT_PATHS["chat"], memo, bench.CLIENT_HINTS["chat"], emit=False)
+            rewrite(raw, Config(), DIALECT_PATHS["chat"], memo, bench.CLIENT_HINTS["chat"], emit=False)
         gc.collect()
         return tracemalloc.get_traced_memory()[0], memo.hits
     finally:
@@ -215,10 +214,10 @@ def test_a_light_memo_holds_little_beyond_the_body() -> None:
 
 
 def test_a_light_entry_reads_again_only_its_last_items() -> None:
-    s = bench.Session("chat", 1, seed=17)
+    s = Session("chat", 1, seed=17)
     raw = s.body(12)
     memo = Memo(light=True)
-    rewrite(raw, Config(), bench.DIALECT_PATHS["chat"], memo, bench.CLIENT_HINTS["chat"], emit=False)
+    rewrite(raw, Config(), DIALECT_PATHS["chat"], memo, bench.CLIENT_HINTS["chat"], emit=False)
     entry = memo.only()
     assert entry is not None and isinstance(entry.items, LazyItems)
     items = orjson.loads(raw)["messages"]
@@ -244,15 +243,15 @@ def test_a_resume_that_needs_an_item_a_light_entry_dropped_reads_in_full(
     """With a window of one item, resumes that look further back end and the full read agrees."""
     monkeypatch.setattr(memo_module, "LIGHT_ITEMS", 1)
     memo = Memo(light=True)
-    s = bench.Session(dialect, 4, seed=19)
+    s = Session(dialect, 4, seed=19)
     for rounds in (*range(2, 16), 9, 16, 17):
         same(s.body(rounds), dialect, memo, hint=bench.CLIENT_HINTS[dialect])
     assert memo.errors == 0
 
 
 def test_a_light_entry_crosses_from_a_worker_without_its_body() -> None:
-    s = bench.Session("anthropic", 2, seed=23, out=(1000, 5000))
-    hint, path = bench.CLIENT_HINTS["anthropic"], bench.DIALECT_PATHS["anthropic"]
+    s = Session("anthropic", 2, seed=23, out=(1000, 5000))
+    hint, path = bench.CLIENT_HINTS["anthropic"], DIALECT_PATHS["anthropic"]
 
     def made(raw: bytes) -> Any:
         worker = Memo(light=True)
@@ -265,7 +264,7 @@ def test_a_light_entry_crosses_from_a_worker_without_its_body() -> None:
     assert len(data) < len(first) / 5 and len(data_longer) < 1.3 * len(data) < len(longer) / 8
     here = Memo(light=True)
     here.adopt(pickle.loads(data), first)
-    other = bench.Session("anthropic", 2, seed=24, out=(1000, 5000))
+    other = Session("anthropic", 2, seed=24, out=(1000, 5000))
     assert here.continues(s.body(41)) and not here.continues(other.body(41))
     same(s.body(41), "anthropic", here, hint=hint)
     assert here.hits == 1
@@ -273,9 +272,9 @@ def test_a_light_entry_crosses_from_a_worker_without_its_body() -> None:
 
 def test_a_full_memo_never_resumes_from_a_light_entry() -> None:
     """A light entry cannot write a body or record steps: a full memo does not take it."""
-    s = bench.Session("chat", 1, seed=29)
+    s = Session("chat", 1, seed=29)
     light = Memo(light=True)
-    rewrite(s.body(8), Config(), bench.DIALECT_PATHS["chat"], light, bench.CLIENT_HINTS["chat"], emit=False)
+    rewrite(s.body(8), Config(), DIALECT_PATHS["chat"], light, bench.CLIENT_HINTS["chat"], emit=False)
     full = Memo()
     full.adopt(light.only(), s.body(8))  # type: ignore[arg-type]
     assert not full.continues(s.body(9))

@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
 from mitmproxy import hooks
@@ -23,18 +21,18 @@ from native_bridge.shell import META, offload
 from native_bridge.shell import chat_addon as addon_module
 from native_bridge.shell.chat_addon import NativeBridge
 from native_bridge.shell.offload import Job, Offloader, bridge, observed
+from support.histories import DIALECT_PATHS
+from support.histories.agent import Session
+from support.histories.cascade import SEND_PATH, CascadeBodies
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import bench
-
-PATHS = bench.DIALECT_PATHS
+PATHS = DIALECT_PATHS
 UA = "claude-cli/2.1.332 (external, cli)"
 
 
 @pytest.mark.parametrize("dialect", list(PATHS))
 @pytest.mark.parametrize("hint", [UA, None])
 def test_observe_mode_decides_what_rewrite_mode_does_without_writing(dialect, hint):
-    s = bench.Session(dialect, parallel=4, seed=3)
+    s = Session(dialect, parallel=4, seed=3)
     memo_a, memo_b = Memo(), Memo()
     for rounds in range(1, 9):
         raw = s.body(rounds)
@@ -50,7 +48,7 @@ def test_observe_mode_decides_what_rewrite_mode_does_without_writing(dialect, hi
 def test_observations_of_the_fresh_pairs_add_up_to_the_whole_history(dialect, hint):
     """An agent loop through one memo: each turn hands over only what it decided, and all the
     turns together hand over exactly what deciding each whole history again would."""
-    s = bench.Session(dialect, parallel=1, seed=5)
+    s = Session(dialect, parallel=1, seed=5)
     memo, config = Memo(), Config()
     handed: set = set()
     for rounds in range(1, 16):
@@ -72,7 +70,7 @@ def _without_fresh(result):
 
 
 def test_decisions_made_for_fewer_kinds_are_not_reused():
-    s = bench.Session("chat", parallel=4, seed=3)
+    s = Session("chat", parallel=4, seed=3)
     result = rewrite(s.body(6), Config(kinds=frozenset({"view_file"})), PATHS["chat"], Memo(), UA)
     assert result.fresh is not None and result.decisions is None
     full = rewrite(s.body(6), Config(), PATHS["chat"], None, UA)
@@ -80,7 +78,7 @@ def test_decisions_made_for_fewer_kinds_are_not_reused():
 
 
 def test_the_worker_gives_what_the_inline_path_gives():
-    s = bench.Session("anthropic", parallel=4, seed=9)
+    s = Session("anthropic", parallel=4, seed=9)
     off, memo = Offloader(), Memo()  # the worker keeps a memo: so does the inline path here
     try:
         for emit in (True, False):
@@ -120,7 +118,7 @@ def _flow(raw: bytes):
 
 @pytest.mark.parametrize("mode", ["rewrite", "observe"])
 def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload, mode):
-    s = bench.Session("chat", parallel=1, seed=4)
+    s = Session("chat", parallel=1, seed=4)
     raws = [s.body(r) for r in (3, 4, 5)]
     assert all(len(r) >= 2000 for r in raws)
     nb, ctx = _addon(mode)
@@ -163,7 +161,7 @@ def test_a_failing_worker_fails_open(small_offload, monkeypatch):
             raise RuntimeError("worker exploded")
 
         monkeypatch.setattr(Offloader, "bridge", broken)
-        raw = bench.Session("chat", 1, 4).body(3)
+        raw = Session("chat", 1, 4).body(3)
         f = _flow(raw)
         asyncio.run(nb.request(f))
         assert f.request.raw_content == raw and not f.modified()
@@ -187,7 +185,7 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
     from native_bridge.shell.state import BridgeState
 
     spec = "reverse:http://127.0.0.1:42101@42100"
-    src = bench.CascadeBodies(3)
+    src = CascadeBodies(3)
     message = src.message("cascade-1", 8)
     body = b"\0" + len(message).to_bytes(4, "big") + message
 
@@ -202,7 +200,7 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
             tctx.configure(pb, mode=["regular", spec], bridge_planner=[spec])
             f = tflow.tflow()
             f.client_conn.proxy_mode = mode_specs.ProxyMode.parse(spec)
-            f.request.method, f.request.path = "POST", bench.SEND_PATH
+            f.request.method, f.request.path = "POST", SEND_PATH
             f.request.headers.clear()
             f.request.headers["content-type"] = "application/grpc"
             f.request.raw_content = body
@@ -224,7 +222,7 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
     """Observe mode with the state in memory: a large body goes upstream as it came while the
     worker reads it; the reply (or the error) waits for the reading, so mitmweb and a -w
     capture, which write the flow at its reply, see the verdict."""
-    raw = bench.Session("chat", 1, 4).body(5)
+    raw = Session("chat", 1, 4).body(5)
     nb, ctx = _addon("observe")
     ref = _flow(raw)
     with pytest.MonkeyPatch.context() as mp:
@@ -263,7 +261,7 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
 def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_offload):
     """After the worker's first reading, a large conversation's next turn goes upstream as it
     came and its new part is read on the loop right after (no worker, nothing to wait for)."""
-    s = bench.Session("chat", 1, 4)
+    s = Session("chat", 1, 4)
     first, second = s.body(5), s.body(6)
     nb, ctx = _addon("observe")
     ref, ref_ctx = _addon("observe")

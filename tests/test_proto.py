@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
 
+import gen_proto
 import pytest
 from google.protobuf import descriptor_pb2, text_format
 from native_bridge._proto import cortex_pb2
@@ -60,13 +60,8 @@ def without_json_names(fd: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2
 
 @pytest.fixture(scope="module")
 def fresh_gencode(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec = importlib.util.spec_from_file_location("_gen_proto_under_test", ROOT / "scripts" / "gen_proto.py")
-    assert spec is not None
-    assert spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
     out = tmp_path_factory.mktemp("gencode")
-    gen.generate(out)
+    gen_proto.generate(out)
     return out / "cortex_pb2.py"
 
 

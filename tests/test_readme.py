@@ -4,10 +4,10 @@ tables), every command works as typed and every relative link resolves."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
+import doc_tables
 from native_bridge.core.exitstatus import RULES
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
 
@@ -26,16 +26,7 @@ PAGES = (
 DOCS = {"README.md": README} | {page: (ROOT / page).read_text() for page in PAGES}
 
 
-def _doc_tables():
-    spec = importlib.util.spec_from_file_location("doc_tables", ROOT / "scripts" / "doc_tables.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_generated_tables_match_the_code() -> None:
-    doc_tables = _doc_tables()
     assert sorted(n for names in doc_tables.PAGES.values() for n in names) == sorted(doc_tables.TABLES)
     for page, names in doc_tables.PAGES.items():
         assert page in PAGES

@@ -14,21 +14,20 @@ from pathlib import Path
 
 import orjson
 import pytest
+import replay_check
 from mitmproxy import exceptions, hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge.shell import explain, records
 from native_bridge.shell.chat_addon import NativeBridge
 from native_bridge.shell.records import Limits, Recorder, RecordJob, parse_age, parse_size
+from support.histories.agent import session_for_size
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import bench  # noqa: E402  (the benchmark's history generator)
-import replay_check  # noqa: E402
 
 SESSIONS = {
-    "chat": ("/v1/chat/completions", ROOT / "scripts" / "sessions" / "chat_session.json"),
-    "anthropic": ("/v1/messages", ROOT / "scripts" / "sessions" / "anthropic_session.json"),
-    "responses": ("/v1/responses", ROOT / "scripts" / "sessions" / "responses_session.json"),
+    "chat": ("/v1/chat/completions", ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json"),
+    "anthropic": ("/v1/messages", ROOT / "tests" / "fixtures" / "sessions" / "anthropic_session.json"),
+    "responses": ("/v1/responses", ROOT / "tests" / "fixtures" / "sessions" / "responses_session.json"),
 }
 
 
@@ -158,7 +157,7 @@ def test_a_record_over_max_record_keeps_its_verdict_without_bodies(bridge, tmp_p
 @pytest.fixture(scope="module")
 def big_chat() -> bytes:
     """A generated agent session of about 1 MB in Chat Completions (edits, reads, commands, greps)."""
-    session, rounds = bench.session_for_size("chat", 1_000_000, 1)
+    session, rounds = session_for_size("chat", 1_000_000, 1)
     return session.body(rounds)
 
 

@@ -57,8 +57,7 @@ def _parent(render_target: str) -> subprocess.Popen[str]:
     module, _, name = render_target.partition(":")
     code = textwrap.dedent(
         f"""
-        import sys, threading, time
-        sys.path.insert(0, {str(TESTS)!r})
+        import threading, time
         from {module} import {name} as render
         from native_bridge.shell import records
         from native_bridge.shell.renderer import Renderer
@@ -196,16 +195,15 @@ def test_large_bodies_cross_by_reference_not_inside_the_pickle() -> None:
 def test_a_large_job_through_the_worker() -> None:
     from native_bridge.core.pipeline import Config
     from native_bridge.shell import offload
+    from support.histories import DIALECT_PATHS
+    from support.histories.agent import Session
 
-    sys.path.insert(0, str(TESTS.parent / "scripts"))
-    import bench
-
-    raw = bench.Session("chat", 1, 4).body(60)
+    raw = Session("chat", 1, 4).body(60)
     assert len(raw) >= 128 * 1024
     r = Renderer(offload.work)
     try:
         for emit in (True, False):
-            job = offload.Job(raw, Config(), bench.DIALECT_PATHS["chat"], None, emit=emit, record=True)
+            job = offload.Job(raw, Config(), DIALECT_PATHS["chat"], None, emit=emit, record=True)
             got = r.render(job)
             assert got == offload.work(job) and (got.body is not None) == emit
         assert r.pid is not None

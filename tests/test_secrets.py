@@ -47,7 +47,7 @@ SECRET_HEADERS = {
 QUERY = f"?key={MARK}-key-0007&api_key={MARK}-apikey-0008&model=m"
 
 
-# The requests are Qwen Code's (its user agent as captured with 0.24.4, tests/corpus/qwen-code.json):
+# The requests are Qwen Code's (its user agent as captured with 0.24.4, tests/fixtures/corpus/qwen-code.json):
 # its run_shell_command frame states the exit code, which the record must keep through redaction.
 QWEN_UA = "QwenCode/0.24.4 (linux; x64)"
 
@@ -333,28 +333,51 @@ def test_diff_command_output_is_redacted(bridge) -> None:
 # until it is listed here with the reason its output cannot carry a secret (or a test proves it).
 SCRIPTS = {
     "demo.py": "sends a session (any --session file) and prints commands and reasons: tested with planted secrets",
-    "fuzz.py": "generated bodies only; prints case numbers, mutation names and problems",
+    "fuzz/__main__.py": "the fuzzer's command line (fuzz/runner.py)",
+    "fuzz/runner.py": "generated bodies only; prints case numbers, mutation names and problems; --save writes the "
+    "failing generated bodies (their planted secrets are fakes)",
+    "fuzz/__init__.py": "the fuzzer's description; runs nothing",
+    "fuzz/cases.py": "generated bodies with planted fake secrets; writes nothing",
+    "fuzz/mutations.py": "damages generated bodies; writes nothing",
+    "fuzz/encoding.py": "writes generated bodies to bytes in memory; writes nothing",
+    "fuzz/oracle.py": "checks the core's answers in memory; writes nothing",
+    "fuzz/addon.py": "the addon under taddons, records rendered in memory and checked for the planted secrets",
     "mutation_check.py": "runs the test suite on a copy; prints test names and verdicts",
     "bench.py": "generated histories only; prints timings",
     "doc_tables.py": "prints tables from the code (rules, tool names); no request data",
     "gen_proto.py": "regenerates protobuf code from proto/",
-    "known_gateway.py": "a library (the known defective translation); writes nothing",
-    "reference_planner.py": "a test fixture; GET /_received returns the requests it got, to its own client on "
+    "support/known_gateway.py": "a library (the known defective translation); writes nothing",
+    "reference_planner.py": "runs support/reference_planner.py (below); prints its address",
+    "support/reference_planner.py": "a test fixture; GET /_received returns the requests it got, to its own client on "
     "loopback only (the planner side: what the proxy forwarded, credentials included)",
     "replay_check.py": "reads records (redacted) and -w flow files (not redacted): tested with planted secrets",
     "summary.py": "reads records (redacted) and -w flow files (not redacted): tested with planted secrets",
-    "fake_language_server.py": "a test fixture (the planner side): its capture_log/rpc_log hold the requests as the "
-    "language server received them, credentials included, like any language server's own logs; loopback only",
+    "fake_language_server.py": "runs support/fake_language_server.py (below) as a program",
+    "support/fake_language_server.py": "a test fixture (the planner side): its capture_log/rpc_log hold the requests "
+    "as the language server received them, credentials included, like any language server's own logs; loopback only",
     "interop.py": "installs agent clients and runs pytest; prints install logs and test output, no request data",
     "real_gateway.py": "prints the steps (commands, outputs, reasons) the gateway sent and the language server got, "
     "never Metadata; its --state folder holds the stand-in language server's captures (the planner side, as above)",
     "rebuild_record.py": "prints a record's rewritten body, rebuilt from the record (redacted)",
     "record_size.py": "bundled synthetic sessions only; prints sizes",
-    "lifetime.py": "a library (processes end with their parent); prints nothing",
-    "cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
-    "sessions/make_chat_session.py": "writes the bundled synthetic session",
-    "sessions/make_anthropic_session.py": "writes the bundled synthetic session",
-    "sessions/make_responses_session.py": "writes the bundled synthetic session",
+    "support/__init__.py": "the package's description; runs nothing",
+    "support/lifetime.py": "a library (processes end with their parent); prints nothing",
+    "support/cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
+    "support/mitmdump.py": "starts a real mitmdump with the bridge and keeps its output in memory (for the report and "
+    "the tests); reads records (redacted); prints nothing",
+    "make_sessions.py": "writes the bundled synthetic sessions (support/histories/bundled) and prints their paths",
+    "support/histories/__init__.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/agent.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/chat.py": "builders of history items; writes nothing",
+    "support/histories/anthropic.py": "builders of history items; writes nothing",
+    "support/histories/responses.py": "builders of history items; writes nothing",
+    "support/histories/seeds.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/cascade.py": "generated planner-hop bodies (the gateway capture's planted fake key at most, "
+    "from ../shared when present); writes nothing",
+    "support/histories/bundled/__init__.py": "the bundled synthetic sessions' helpers; writes nothing",
+    "support/histories/bundled/chat_session.py": "the bundled synthetic session; writes nothing",
+    "support/histories/bundled/anthropic_session.py": "the bundled synthetic session; writes nothing",
+    "support/histories/bundled/responses_session.py": "the bundled synthetic session; writes nothing",
 }
 
 

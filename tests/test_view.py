@@ -22,10 +22,10 @@ from native_bridge.shell.chat_addon import NativeBridge
 ROOT = Path(__file__).resolve().parent.parent
 # Claude Code's tools over Chat Completions (a gateway in front of it), and Claude Code over
 # its own Messages API; each sent with Claude Code's user agent.
-SESSION = (ROOT / "scripts" / "sessions" / "chat_session.json").read_bytes()
-ANTHROPIC_SESSION = (ROOT / "scripts" / "sessions" / "anthropic_session.json").read_bytes()
+SESSION = (ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json").read_bytes()
+ANTHROPIC_SESSION = (ROOT / "tests" / "fixtures" / "sessions" / "anthropic_session.json").read_bytes()
 CLAUDE = {"user-agent": "claude-cli/2.1.332 (external, cli)"}
-# Qwen Code over Chat Completions (user agent as captured with 0.24.4, tests/corpus/qwen-code.json).
+# Qwen Code over Chat Completions (user agent as captured with 0.24.4, tests/fixtures/corpus/qwen-code.json).
 QWEN = {"user-agent": "QwenCode/0.24.4 (linux; x64)"}
 PROTO = ROOT / "proto" / "cortex.proto"
 CHAT = "/v1/chat/completions"

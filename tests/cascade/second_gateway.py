@@ -1,7 +1,7 @@
 """A second stand-in gateway, written from the official schema (proto/cortex.proto, which
 tests/test_proto_official.py holds to the official numbers) and from what is known of
 the second public gateway's sends (proto/README.md, "Gateways checked"), independent of the known
-gateway's code and of scripts/known_gateway.py.
+gateway's code and of scripts/support/known_gateway.py.
 
 It turns an agent's shell history (what the client ran, its output, its error flag) into
 the SendUserCascadeMessage requests such a gateway makes:

@@ -10,7 +10,6 @@ request at the planner and its own record on disk.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -21,14 +20,12 @@ from typing import Any, NoReturn
 import httpx
 import orjson
 import pytest
+from support.mitmdump import Mitmdump, find_records, mitmdump_path
+from support.reference_planner import Received, ReferencePlanner
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 
-from demo import Mitmdump, find_records, mitmdump_path  # noqa: E402
-from reference_planner import Received, ReferencePlanner  # noqa: E402
-
-SESSION = ROOT / "scripts" / "sessions" / "chat_session.json"
+SESSION = ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json"
 TAG = "x-e2e-tag"
 CHAT = "/v1/chat/completions"
 

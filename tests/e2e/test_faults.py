@@ -30,10 +30,10 @@ import httpx
 import orjson
 import procs
 import pytest
-import reference_planner
-from demo import Mitmdump
 from native_bridge.shell import records
-from reference_planner import ReferencePlanner
+from support import reference_planner
+from support.mitmdump import Mitmdump
+from support.reference_planner import ReferencePlanner
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,6 @@ the Messages API, with the flag, carries the codes (test_mitmdump_dialects.py).
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import os
 import stat
 import time
@@ -27,7 +26,8 @@ import pytest
 import zstandard
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
 from native_bridge.shell import records
-from reference_planner import PAUSE_HEADER
+from support.histories.bundled import chat_session
+from support.reference_planner import PAUSE_HEADER
 
 from .conftest import CHAT, SESSION, TAG, Bridge, Exchange
 
@@ -146,11 +146,7 @@ def main(bridge: Bridge, session_raw: bytes) -> tuple[Exchange, dict[str, Any]]:
 
 def test_session_is_what_it_claims(session_doc: dict[str, Any], session_raw: bytes) -> None:
     # The checked-in file is exactly what its generator makes.
-    spec = importlib.util.spec_from_file_location("make_chat_session", SESSION.with_name("make_chat_session.py"))
-    assert spec and spec.loader
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    assert generator.render() == session_raw
+    assert chat_session.render() == session_raw and chat_session.OUT == SESSION
     msgs = session_doc["messages"]
     rounds = [m for m in msgs if m.get("tool_calls")]
     assert len(rounds) >= 20

@@ -12,21 +12,20 @@ off the bridge's own output. Also: compressed bodies in every encoding a client 
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import itertools
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import brotli
 import orjson
 import pytest
-import reference_planner
 import zstandard
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
 from native_bridge.shell import records
+from support import reference_planner
+from support.histories.bundled import generator
 
 from .conftest import CHAT, SESSION, Bridge, Exchange
 
@@ -214,14 +213,6 @@ def step_type(name: str) -> str:
     return "CORTEX_STEP_TYPE_" + DEFAULT_TOOL_KINDS[name].upper()
 
 
-def load_generator(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, SESSIONS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # ---- validity of a rewritten history, per dialect -----------------------------------------
 
 
@@ -316,7 +307,7 @@ def mains(bridge: Bridge) -> dict[str, tuple[Exchange, dict[str, Any], bytes]]:
 
 @pytest.mark.parametrize("name", ["anthropic", "responses"])
 def test_session_is_what_its_generator_makes(name: str) -> None:
-    assert load_generator(f"make_{name}_session").render() == raw_of(name)
+    assert generator(name).render() == raw_of(name)
     assert len(raw_of(name)) < 80_000
 
 
@@ -753,7 +744,7 @@ def test_token_counting_is_not_selected(bridge: Bridge) -> None:
 
 def test_the_files_are_where_the_generators_write_them() -> None:
     for name in ("anthropic", "responses"):
-        assert Path(load_generator(f"make_{name}_session").OUT) == FILES[name]
+        assert FILES[name] == generator(name).OUT
 
 
 # ---- Gemini API (Gemini CLI) ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Every client exit-status format (exitstatus.RULES, core/EXIT_STATUS.md, "Exit status formats")
 through a real mitmdump, from the client that writes it, in the dialect that client
 speaks, and identified the way that client identifies itself: its User-Agent where one
-was captured from the real client (tests/corpus), otherwise the tool set it declares
+was captured from the real client (tests/fixtures/corpus), otherwise the tool set it declares
 (clients.py). Claude Code rules as Anthropic tool_result blocks (is_error where Claude
 Code sets it), Codex rules as Responses function_call outputs, Gemini CLI rules as
 Gemini API function responses, the others as Chat Completions tool messages. What the
@@ -30,7 +30,7 @@ CASES = [(rule, example) for rule in RULES for example in rule.examples]
 OWN = [(rule, example) for rule, example in CASES if ANY not in rule.clients]  # a named client's frames
 GEMINI = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
 
-# The user agents captured from the real clients (tests/corpus/*.json request_headers_subset).
+# The user agents captured from the real clients (tests/fixtures/corpus/*.json request_headers_subset).
 USER_AGENT = {
     "claude-code": "claude-cli/2.1.332 (external, sdk-cli)",
     "codex": "codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)",

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 import pytest
-from reference_planner import ReferencePlanner
+from support.reference_planner import ReferencePlanner
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from .conftest import ROOT, SESSION, TAG

@@ -1,7 +1,7 @@
 """Every call that carries tool history, through a real mitmdump (issue 19 items 4 and 5).
 
 grpcio client -> mitmdump -s addons/bridge.py (the planner listener) -> the stand-in language
-server (scripts/fake_language_server.py, which keeps every body as it arrived). Bodies are built
+server (scripts/support/fake_language_server.py, which keeps every body as it arrived). Bodies are built
 from the official request messages: ReplayGroundTruthTrajectory (metadata 1, replay_steps 2,
 cascade_id 3, cascade_config 4) and HandleCascadeUserInteraction (cascade_id 1, interaction 2).
 """

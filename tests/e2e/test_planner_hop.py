@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from fake_language_server import FakeLanguageServer
 from native_bridge.cascade.framing import unframe
 from native_bridge.cascade.request import parse_request
 from native_bridge.cascade.steps import EXIT_CODE, STDOUT, run_command, to_json, view
 from native_bridge.cascade.wire import fields
-from reference_planner import ReferencePlanner
+from support.fake_language_server import FakeLanguageServer
+from support.reference_planner import ReferencePlanner
 
 from .conftest import Mitmdump
 from .grpckit import SEND, LanguageServer, call, fixture, free_ports, node_post, wait_for

@@ -21,14 +21,14 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from reference_planner import ReferencePlanner
+from support.reference_planner import ReferencePlanner
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 LISTENING = re.compile(r"listening at \S+:(\d+)")
-SESSION = (ROOT / "scripts" / "sessions" / "chat_session.json").read_bytes()
+SESSION = (ROOT / "tests" / "fixtures" / "sessions" / "chat_session.json").read_bytes()
 
 
 def blocks() -> list[str]:

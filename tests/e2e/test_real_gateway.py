@@ -29,6 +29,7 @@ from typing import Any
 
 import procs
 import pytest
+import real_gateway
 from native_bridge.cascade import fields, parse_request, to_json
 from native_bridge.cascade.wire import value
 from realgateway import FIXTURES, PLANTED_KEY, ROOT, captured_messages, commands, message_of, read_captures
@@ -36,8 +37,6 @@ from realgateway import FIXTURES, PLANTED_KEY, ROOT, captured_messages, commands
 pytestmark = pytest.mark.e2e
 
 SCRIPT = ROOT / "scripts" / "real_gateway.py"
-sys.path.insert(0, str(SCRIPT.parent))
-import real_gateway  # noqa: E402
 
 VOLATILE_METADATA = (9, 10)  # Metadata fields that change per request (a counter, a session id)
 TURN1 = {"grpc": "grpc-turn1.bin", "connect": "connect-turn1.bin"}

@@ -23,12 +23,12 @@ import httpx
 import orjson
 import procs
 import pytest
-from demo import Mitmdump
 from mitmproxy import addons, http, io
 from mitmproxy.addons import script, serverplayback
 from native_bridge.core.conversation import conversation_key
 from native_bridge.core.pipeline import rewrite
-from reference_planner import ReferencePlanner
+from support.mitmdump import Mitmdump
+from support.reference_planner import ReferencePlanner
 
 from .conftest import CHAT, ROOT, SESSION, TAG, mitmdump_batch
 
@@ -64,7 +64,7 @@ FAILED = chat(
 )
 PLAIN = chat({"role": "user", "content": "hello"})
 CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
-QWEN_UA = "QwenCode/0.24.4 (linux; x64)"  # as captured with 0.24.4 (tests/corpus/qwen-code.json)
+QWEN_UA = "QwenCode/0.24.4 (linux; x64)"  # as captured with 0.24.4 (tests/fixtures/corpus/qwen-code.json)
 USER_AGENT = {"session": CLAUDE_UA, "session-sse": CLAUDE_UA, "failed": QWEN_UA}
 
 
@@ -82,7 +82,7 @@ def run(*args: str, confdir: Path, timeout: float = 60) -> subprocess.CompletedP
 
 
 def proxy(mode: str, records: Path, confdir: Path, options: Sequence[str] = ()) -> Mitmdump:
-    """A listening mitmdump with the bridge, in any mode (demo.Mitmdump's reverse mode replaced)."""
+    """A listening mitmdump with the bridge, in any mode (support.mitmdump.Mitmdump's reverse mode replaced)."""
     p = Mitmdump("http://unused", records, confdir, options)
     assert p.args[1:3] == ["--mode", "reverse:http://unused"]
     p.args[1:3] = ["--mode", mode]

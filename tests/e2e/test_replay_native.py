@@ -7,7 +7,7 @@ planner standing in for the gateway's chat endpoint) and a planner listener (pri
 HTTP/2, ``bridge_planner``) -> a grpcio server standing in for the language server. Each
 capture holds, in order: the agent's turn-1 chat request, the gateway's turn-1
 SendUserCascadeMessage, turn 2's chat request, turn 2's SendUserCascadeMessage (resumed
-cascade). The bodies are the real gateway's, shipped in scripts/sessions/.
+cascade). The bodies are the real gateway's, shipped in tests/fixtures/sessions/.
 
 What mitmproxy 12.3 does with these flows (checked in its source and here):
 - a saved flow keeps ``client_conn.proxy_mode`` (Client.get_state stores its full spec), so
@@ -33,11 +33,11 @@ import grpc
 import httpx
 import orjson
 import pytest
-from demo import Mitmdump
 from mitmproxy import http, io
 from native_bridge.cascade.request import parse_request
 from native_bridge.shell.planner_addon import HANDLED_HEADER
-from reference_planner import ReferencePlanner
+from support.mitmdump import Mitmdump
+from support.reference_planner import ReferencePlanner
 
 from .conftest import ROOT, mitmdump_batch
 from .grpckit import SEND, LanguageServer, call, free_ports
@@ -46,7 +46,7 @@ from .test_planner_hop import commands, outside_field_9
 pytestmark = pytest.mark.e2e
 
 BRIDGE = str(ROOT / "addons" / "bridge.py")
-SESSIONS = ROOT / "scripts" / "sessions"
+SESSIONS = ROOT / "tests" / "fixtures" / "sessions"
 CLAUDE_CODE = "claude-cli/2.1.332 (external, cli)"
 TURNS = (
     ("gateway-chat-turn1.json", "gateway-grpc-turn1.bin"),
@@ -76,7 +76,7 @@ class Listeners:
     chat_port: int
 
     def options(self) -> list[str]:
-        # The chat listener comes first (demo.Mitmdump's reverse mode is replaced by it).
+        # The chat listener comes first (support.mitmdump.Mitmdump's reverse mode is replaced by it).
         return ["--mode", self.planner, "--set", f"bridge_planner={self.planner}", "--set", "bridge_mode=observe"]
 
 

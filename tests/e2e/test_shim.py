@@ -275,12 +275,12 @@ def _listening(port: int) -> bool:
     ids=["grpc", "connect-streaming", "connect-unary-gzip"],
 )
 def test_the_stand_in_answers_each_transport_and_captures_the_body_as_received(content_type, headers, body):
-    """scripts/fake_language_server.py in process: the reply is framed for the transport, and
+    """scripts/support/fake_language_server.py in process: the reply is framed for the transport, and
     the capture is the raw body (envelope included)."""
     import gzip
     import json
 
-    from fake_language_server import FakeLanguageServer
+    from support.fake_language_server import FakeLanguageServer
 
     if body is None:  # Connect unary: the bare message, compressed per content-encoding
         body = gzip.compress(message_of(fixture("grpc-turn1.bin")), mtime=0)

@@ -28,15 +28,17 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import fuzz
 import httpx
 import orjson
 import pytest
-import reference_planner
 import zstandard
+from fuzz.cases import make_case
 from native_bridge.core.pipeline import Config, rewrite
 from native_bridge.shell import records
-from reference_planner import ReferencePlanner
+from support import reference_planner
+from support.histories import DIALECT_PATHS
+from support.histories.seeds import make_seed
+from support.reference_planner import ReferencePlanner
 
 from .test_faults import Proxy, records_by_tag, temp_files, wait_for
 
@@ -88,18 +90,18 @@ def make_request(rng: random.Random, n: int) -> Sent:
         return Sent(tag, "other", method, path, body, body, None)
     if x < 0.28:  # malformed: the fuzzer's damaged bodies
         i = n
-        while len((case := fuzz.make_case(seed, i)).raw) > 2_000_000:
+        while len((case := make_case(seed, i)).raw) > 2_000_000:
             i += 1_000_000
         path = case.path or "/v1/chat/completions"
         return Sent(tag, "malformed", "POST", path, case.raw, case.raw, None, case.user_agent)
     dialect = rng.choice(["chat", "chat", "anthropic", "responses"])
-    sd = fuzz.make_seed(dialect, random.Random(seed))  # one client's history, sent with its user agent
+    sd = make_seed(dialect, random.Random(seed))  # one client's history, sent with its user agent
     doc, ua = sd.doc, sd.user_agent
     doc["soak"] = tag  # every body is unique: an interleaved record would show
     if x < 0.30:  # a large tool output
         doc["padding"] = "x" * rng.choice([200_000, 600_000])
     raw = orjson.dumps(doc)
-    path = fuzz.PATHS[dialect]
+    path = DIALECT_PATHS[dialect]
     if x < 0.72:
         return Sent(tag, dialect, "POST", path, raw, raw, None, ua)
     if x < 0.84:

@@ -22,8 +22,8 @@ import orjson
 import pytest
 import wsproto
 import wsproto.events as ev
-from demo import Mitmdump, mitmdump_path
 from mitmproxy import http, io
+from support.mitmdump import Mitmdump, mitmdump_path
 
 from .conftest import ROOT
 

@@ -1,6 +1,7 @@
-"""Capture the JavaScript clients' real tool results into tests/corpus/<client>.json.
+"""Capture the JavaScript clients' real tool results into tests/fixtures/corpus/<client>.json.
 
-    .venv/bin/python tests/interop/capture.py [--client claude-code] [--out DIR]
+    .venv/bin/python scripts/interop.py capture [--client claude-code]
+    PYTHONPATH=scripts .venv/bin/python tests/interop/capture.py [--client claude-code] [--out DIR]
 
 Each installed client runs every scenario of jsclients.py through mitmdump with the bridge
 switched off (``bridge=false``), so the fake model receives every request exactly as the
@@ -18,13 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import corpus_entry, installed, run_scenario, tool_schema_summary
+from jsclients import DRIVERS
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-from harness import corpus_entry, installed, run_scenario, tool_schema_summary  # noqa: E402
-from jsclients import DRIVERS  # noqa: E402
-
-CORPUS = HERE.parent / "corpus"
+CORPUS = HERE.parent / "fixtures" / "corpus"
 OFF = ("--set", "bridge=false")
 
 

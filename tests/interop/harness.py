@@ -17,22 +17,18 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fakemodel import FakeModel, Request, ToolCall
+from support.lifetime import die_with_parent
+from support.mitmdump import Mitmdump  # the same real mitmdump the e2e tests and the demo run
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-
-from fakemodel import FakeModel, Request, ToolCall  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from demo import Mitmdump  # noqa: E402  (the same real mitmdump the e2e tests and the demo run)
-from lifetime import die_with_parent  # noqa: E402
 
 MANIFEST = Path(os.environ.get("INTEROP_MANIFEST", ROOT / ".interop" / "manifest.json"))
 HELLO = "hello interop\nsecond line\n"

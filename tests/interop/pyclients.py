@@ -547,7 +547,7 @@ class RunCache:
 
 
 # ---- the corpus ----------------------------------------------------------------------------------
-CORPUS = HERE.parent / "corpus"
+CORPUS = HERE.parent / "fixtures" / "corpus"
 CLIENT_VARIANTS: dict[str, list[str]] = {}
 for _v, _c in PY_DRIVERS.items():
     CLIENT_VARIANTS.setdefault(_c.name, []).append(_v)
@@ -560,7 +560,7 @@ def run_variant(variant: str, scenario: Scenario, tmp: Path) -> Run:
 
 
 def capture(client: str, tmp_root: Path, log: Any = print) -> dict[str, Any]:
-    """Run every variant and scenario of one client; the corpus document for tests/corpus/."""
+    """Run every variant and scenario of one client; the corpus document for tests/fixtures/corpus/."""
     doc: dict[str, Any] = {
         "client": client,
         "version": None,
@@ -593,7 +593,7 @@ def capture(client: str, tmp_root: Path, log: Any = print) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="capture the Python clients' real tool results into tests/corpus/")
+    p = argparse.ArgumentParser(description="capture the Python clients' real tool results into tests/fixtures/corpus/")
     p.add_argument("--client", action="append", choices=sorted(CLIENT_VARIANTS))
     p.add_argument("--out", type=Path, default=CORPUS)
     args = p.parse_args(argv)

@@ -1,6 +1,7 @@
-"""Generate responses_session.json: a Codex CLI request body for POST /v1/responses.
+"""The bundled Responses session (tests/fixtures/sessions/responses_session.json): a Codex CLI
+request body for POST /v1/responses.
 
-    .venv/bin/python scripts/sessions/make_responses_session.py
+    .venv/bin/python scripts/make_sessions.py responses   # writes it
 
 The session fixes a rounding bug in a small Go project ("ledger": splitting 10.00
 three ways loses a cent). Deterministic: the same script gives the same bytes.
@@ -24,13 +25,14 @@ the tool items with their results exactly as Codex formats them:
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("responses_session.json")
+from ..responses import function_call, message
+from ..responses import output as call_output
+from . import FIXTURES, digest, encode
+
+OUT = FIXTURES / "responses_session.json"
 ROOT = "/home/dev/src/ledger"
 SESSION_ID = "0199b2f4-7c3e-7d21-9a55-3f0c6e2b8d41"
 
@@ -175,16 +177,6 @@ TOOLS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def digest(seed: str, n: int) -> str:
-    raw = b"".join(hashlib.sha256(f"{seed}/{i}".encode()).digest() for i in range(n // 40 + 1))
-    return base64.urlsafe_b64encode(raw).decode()[:n]
-
-
-def message(role: str, text: str) -> dict[str, Any]:
-    kind = "output_text" if role == "assistant" else "input_text"
-    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
-
-
 def shell_json(output: str, exit_code: int, seconds: float) -> str:
     """Codex `shell` / `local_shell` output (format_exec_output_for_model_structured), serde_json's compact form."""
     return json.dumps(
@@ -216,12 +208,12 @@ class Session:
         return {
             "type": "reasoning",
             "summary": [{"type": "summary_text", "text": summary}],
-            "encrypted_content": "gAAAAABo" + digest(f"reasoning-{self.n}", 240),
+            "encrypted_content": "gAAAAABo" + digest(f"reasoning-{self.n}", 240, urlsafe=True),
         }
 
     def call_id(self) -> str:
         self.n += 1
-        return "call_" + "".join(c for c in digest(f"call-{self.n}", 40) if c.isalnum())[:24]
+        return "call_" + "".join(c for c in digest(f"call-{self.n}", 40, urlsafe=True) if c.isalnum())[:24]
 
     def round(self, summary: str | tuple[str, ...] | None, *calls: tuple[str, Any, str]) -> list[str]:
         """One model response (reasoning, then its calls) and the outputs the client sent back.
@@ -254,10 +246,10 @@ class Session:
                 }
                 out_type = "custom_tool_call_output"
             else:
-                item = {"type": "function_call", "name": kind[9:], "arguments": json.dumps(args), "call_id": cid}
+                item = function_call(kind[9:], json.dumps(args), cid)
                 out_type = "function_call_output"
             self.add(item)
-            outputs.append({"type": out_type, "call_id": cid, "output": output})
+            outputs.append(call_output(cid, output, out_type))
         self.add(*outputs)
         return ids  # fmt: skip
 
@@ -414,10 +406,4 @@ def build() -> dict[str, Any]:
 
 
 def render() -> bytes:
-    return (json.dumps(build(), indent=1, ensure_ascii=False) + "\n").encode()
-
-
-if __name__ == "__main__":
-    data = render()
-    OUT.write_bytes(data)
-    print(f"wrote {OUT} ({len(data)} bytes)")
+    return encode(build())

@@ -1,4 +1,4 @@
-"""What every script here does at its entry point: exit with main()'s code, and end quietly when
+"""What every script in scripts/ does at its entry point: exit with main()'s code, and end quietly when
 the reader of its output goes away (``script | head``) instead of printing a BrokenPipeError traceback."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Generate anthropic_session.json: a Claude Code request body for POST /v1/messages.
+"""The bundled Anthropic session (tests/fixtures/sessions/anthropic_session.json): a Claude Code
+request body for POST /v1/messages.
 
-    .venv/bin/python scripts/sessions/make_anthropic_session.py
+    .venv/bin/python scripts/make_sessions.py anthropic   # writes it
 
 The session fixes an off-by-one-day bug in a small Python project ("burndown":
 an issue closed just after midnight on Saturday, team time, counts as done on
@@ -29,13 +30,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import struct
 import zlib
-from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("anthropic_session.json")
+from .. import anthropic
+from . import FIXTURES, digest, edited, encode, numbered
+
+OUT = FIXTURES / "anthropic_session.json"
 ROOT = "/home/dev/src/burndown"
 CSV = f"{ROOT}/data/sprint14.csv"
 PNG_PATH = f"{ROOT}/out/sprint14.png"
@@ -286,11 +288,6 @@ TOOLS_SPEC: list[tuple[str, str, dict[str, Any], list[str]]] = [
 ]  # fmt: skip
 
 
-def digest(seed: str, n: int) -> str:
-    raw = b"".join(hashlib.sha256(f"{seed}/{i}".encode()).digest() for i in range(n // 40 + 1))
-    return base64.b64encode(raw).decode()[:n]
-
-
 def tool_id(n: int) -> str:
     """A stable, realistic-looking Anthropic tool-use id."""
     return "toolu_01" + "".join(c for c in digest(f"burndown-{n}", 44) if c.isalnum())[:22]
@@ -307,21 +304,8 @@ def png(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b"")
 
 
-def numbered(text: str, start: int = 1) -> str:
-    """A file as Claude Code's Read tool shows it: right-aligned numbers and an arrow."""
-    lines = text.splitlines()
-    return "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(lines, start))
-
-
 def p(rel: str) -> str:
     return f"{ROOT}/{rel}"
-
-
-def edited(path: str, snippet: str, start: int) -> str:
-    return (
-        f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n"
-        + numbered(snippet, start)
-    )
 
 
 # A result: (content, is_error); content None means the client sent no result for the call.
@@ -335,7 +319,7 @@ class Session:
         self.thoughts = 0
 
     def user(self, *blocks: str | dict[str, Any]) -> None:
-        content = [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]
+        content = [anthropic.text(b) if isinstance(b, str) else b for b in blocks]
         if self.messages and self.messages[-1]["role"] == "user":
             self.messages[-1]["content"].extend(content)  # Claude Code sends one user turn per round
         else:
@@ -346,7 +330,7 @@ class Session:
         return {"type": "thinking", "thinking": text, "signature": "Eq" + digest(f"sig-{self.thoughts}", 170) + "=="}
 
     def assistant(self, text: str) -> None:
-        self.messages.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+        self.messages.append({"role": "assistant", "content": [anthropic.text(text)]})
 
     def tools(
         self,
@@ -360,18 +344,19 @@ class Session:
         if think:
             content.append(self.thinking(think))
         if text:
-            content.append({"type": "text", "text": text})
+            content.append(anthropic.text(text))
         ids = []
         for name, args, _ in calls:
             self.n += 1
             ids.append(tool_id(self.n))
-            content.append({"type": "tool_use", "id": ids[-1], "name": name, "input": args})
+            content.append(anthropic.tool_use(ids[-1], name, args))
         self.messages.append({"role": "assistant", "content": content})
         results = []
         for call_id, (_, _, result) in zip(ids, calls, strict=True):
             if result is None:
                 continue
             body, is_error = result
+            # tool_use_id first, as this session was written (anthropic.tool_result puts type first)
             block: dict[str, Any] = {"tool_use_id": call_id, "type": "tool_result", "content": body}
             if is_error:
                 block["is_error"] = True
@@ -712,10 +697,4 @@ def build() -> dict[str, Any]:
 
 
 def render() -> bytes:
-    return (json.dumps(build(), indent=1, ensure_ascii=False) + "\n").encode()
-
-
-if __name__ == "__main__":
-    data = render()
-    OUT.write_bytes(data)
-    print(f"wrote {OUT} ({len(data)} bytes)")
+    return encode(build())

@@ -1,6 +1,7 @@
-"""Generate chat_session.json: a Claude-Code-like Chat Completions request body.
+"""The bundled chat session (tests/fixtures/sessions/chat_session.json): a Claude-Code-like Chat
+Completions request body, the demo's.
 
-    .venv/bin/python scripts/sessions/make_chat_session.py
+    .venv/bin/python scripts/make_sessions.py chat   # writes it
 
 The session is a bug fix in a small Python project ("tally": ``45m`` and ``2h``
 durations crash the report). Deterministic: the same script gives the same bytes.
@@ -16,10 +17,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("chat_session.json")
+from .. import chat
+from . import FIXTURES, edited, encode, numbered
+
+OUT = FIXTURES / "chat_session.json"
 ROOT = "/home/dev/src/tally"
 LOG = "/home/dev/timelogs/week47.log"
 
@@ -229,12 +232,6 @@ TOOLS_SPEC: list[tuple[str, str, dict[str, Any], list[str]]] = [
 ]  # fmt: skip
 
 
-def numbered(text: str, start: int = 1) -> str:
-    """A file as Claude Code's Read tool shows it: right-aligned numbers and an arrow."""
-    lines = text.splitlines()
-    return "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(lines, start))
-
-
 def tool_id(n: int) -> str:
     """A stable, realistic-looking Anthropic tool-use id."""
     digest = base64.b64encode(hashlib.sha256(f"tally-session-{n}".encode()).digest()).decode()
@@ -243,14 +240,14 @@ def tool_id(n: int) -> str:
 
 class Session:
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+        self.messages: list[dict[str, Any]] = [chat.system(SYSTEM)]
         self.n = 0
 
     def user(self, text: str) -> None:
-        self.messages.append({"role": "user", "content": text})
+        self.messages.append(chat.user(text))
 
     def assistant(self, text: str) -> None:
-        self.messages.append({"role": "assistant", "content": text})
+        self.messages.append(chat.assistant(content=text))
 
     def tools(self, text: str | None, *calls: tuple[str, dict[str, Any], str | None]) -> list[str]:
         """One assistant tool round; a call whose result is None gets no tool message."""
@@ -259,27 +256,19 @@ class Session:
         for name, args, _ in calls:
             self.n += 1
             ids.append(tool_id(self.n))
-            fn = {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}
-            tool_calls.append({"id": ids[-1], "type": "function", "function": fn})
-        self.messages.append({"role": "assistant", "content": text, "tool_calls": tool_calls})
+            tool_calls.append(chat.sent_call(ids[-1], name, json.dumps(args, ensure_ascii=False)))
+        self.messages.append(chat.assistant(*tool_calls, content=text))
         for call_id, (_, _, result) in zip(ids, calls, strict=True):
             if result is not None:
                 self.result(call_id, result)
         return ids
 
     def result(self, call_id: str, text: str) -> None:
-        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+        self.messages.append(chat.sent_result(call_id, text))
 
 
 def p(rel: str) -> str:
     return f"{ROOT}/{rel}"
-
-
-def edited(path: str, snippet: str, start: int) -> str:
-    return (
-        f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n"
-        + numbered(snippet, start)
-    )
 
 
 def build() -> dict[str, Any]:
@@ -615,10 +604,4 @@ def build() -> dict[str, Any]:
 
 
 def render() -> bytes:
-    return (json.dumps(build(), indent=1, ensure_ascii=False) + "\n").encode()
-
-
-if __name__ == "__main__":
-    data = render()
-    OUT.write_bytes(data)
-    print(f"wrote {OUT} ({len(data)} bytes)")
+    return encode(build())
