@@ -10,16 +10,16 @@ import os
 import sys
 
 try:
-    import native_bridge.shell  # noqa: F401
+    import native_bridge.chat_hop  # noqa: F401
 except ImportError:  # a checkout whose package is not importable yet
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from native_bridge.shell import view
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.commands import BridgeCommands
-from native_bridge.shell.h2c import H2CListener
-from native_bridge.shell.planner_addon import PlannerBridge
-from native_bridge.shell.state import BridgeState
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.inspect import view
+from native_bridge.inspect.commands import BridgeCommands
+from native_bridge.planner_hop.addon import PlannerBridge
+from native_bridge.planner_hop.h2c import H2CListener
+from native_bridge.runtime.state import BridgeState
 
 view.register()  # the "Bridge steps" and "Bridge diff" content views
 state, h2c = BridgeState(), H2CListener()

@@ -61,7 +61,7 @@ from native_bridge.cascade.framing import unframe  # noqa: E402
 from native_bridge.cascade.request import parse_request  # noqa: E402
 from native_bridge.cascade.steps import STDOUT, run_command, view  # noqa: E402
 from native_bridge.cascade.wire import fields  # noqa: E402
-from native_bridge.shell import redact  # noqa: E402
+from native_bridge.records import redact  # noqa: E402
 from support import fake_language_server, known_gateway  # noqa: E402
 from support.mitmdump import Mitmdump, find_records, wait_records  # noqa: E402
 from support.reference_planner import STEPS_KEY, Received, ReferencePlanner, validate_steps  # noqa: E402

@@ -19,10 +19,10 @@ from pathlib import Path
 import orjson
 
 try:
-    from native_bridge.shell.records import rebuild_after
+    from native_bridge.records.writer import rebuild_after
 except ImportError:  # a checkout whose package is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "addons"))
-    from native_bridge.shell.records import rebuild_after
+    from native_bridge.records.writer import rebuild_after
 
 
 def files(sources: list[str]) -> list[Path]:

@@ -25,7 +25,7 @@ try:
 except ImportError:  # a checkout whose package is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "addons"))
     from native_bridge.core.pipeline import rewrite
-from native_bridge.shell import records
+from native_bridge.records import writer as records
 
 SESSIONS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "sessions"
 DIALECTS = {

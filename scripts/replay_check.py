@@ -31,14 +31,16 @@ from urllib.parse import urlsplit
 import orjson
 
 try:
-    from native_bridge.shell import explain, redact
+    from native_bridge.inspect import explain
+    from native_bridge.records import redact
 except ImportError:  # run from a checkout whose package is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "addons"))
-    from native_bridge.shell import explain, redact
+    from native_bridge.inspect import explain
+    from native_bridge.records import redact
 from native_bridge.core.conversation import conversation_key
 from native_bridge.core.kinds import KINDS, tool_map
 from native_bridge.core.pipeline import DIALECTS, Config, rewrite
-from native_bridge.shell import native_replay
+from native_bridge.inspect import replay as native_replay
 
 
 @dataclass(slots=True)
@@ -61,9 +63,9 @@ class Entry:
     summary: dict[str, Any] = field(default_factory=dict)
     redacted: bool = True
     client_hint: str | None = None  # the User-Agent the addon passed to the core (it names the client)
-    context: list[dict[str, Any]] | None = None  # a WebSocket frame's server-held calls (shell/websocket.py)
+    context: list[dict[str, Any]] | None = None  # a WebSocket frame's server-held calls (chat_hop/websocket.py)
 
-    native: NativeItem | None = None  # a planner-hop (native) send: re-checked by shell/native_replay.py
+    native: NativeItem | None = None  # a planner-hop (native) send: re-checked by inspect/replay.py
 
     @property
     def path(self) -> str:
@@ -124,8 +126,9 @@ def read_records(path: Path) -> Iterator[Entry]:
 def read_flows(path: Path) -> tuple[list[Entry], list[str]]:
     """Entries for the flows the bridge saw, and a line for each HTTP flow it did not."""
     from mitmproxy import http, io  # only flow files need mitmproxy
-    from native_bridge.shell import META, websocket
-    from native_bridge.shell.view import original_body
+    from native_bridge.chat_hop import websocket
+    from native_bridge.inspect.view import original_body
+    from native_bridge.runtime import META
 
     entries, unseen = [], []
     with path.open("rb") as fo:
@@ -178,7 +181,7 @@ def read_flows(path: Path) -> tuple[list[Entry], list[str]]:
 
 def _frame_entries(path: Path, f: Any) -> list[Entry]:
     """One entry per WebSocket client frame the bridge saw (Responses over WebSocket)."""
-    from native_bridge.shell import websocket
+    from native_bridge.chat_hop import websocket
 
     out = []
     req = f.request
@@ -326,7 +329,7 @@ def compare(entry: Entry, config: Config) -> list[str]:
     if entry.before is None:
         return ["the original body is not available: cannot re-run"]
     if entry.context:  # a WebSocket frame answering server-held calls: the addon's own way
-        from native_bridge.shell import websocket  # (mitmproxy: only for such frames)
+        from native_bridge.chat_hop import websocket  # (mitmproxy: only for such frames)
 
         now = websocket.bridge_body(entry.before, entry.context, config, entry.path, None, entry.client_hint)
     else:

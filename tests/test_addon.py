@@ -11,15 +11,16 @@ import pytest
 from mitmproxy import exceptions, hooks, http, io
 from mitmproxy.net import encoding
 from mitmproxy.test import taddons, tflow
+from native_bridge.chat_hop import addon as addon_module
+from native_bridge.chat_hop.addon import DEFAULT_FILTER, NativeBridge, parse_tool_map
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS
-from native_bridge.shell import MARKER, META, records
-from native_bridge.shell import chat_addon as addon_module
-from native_bridge.shell.chat_addon import DEFAULT_FILTER, NativeBridge, parse_tool_map
-from native_bridge.shell.redact import REDACTED
-from native_bridge.shell.store import match_key
+from native_bridge.records import writer as records
+from native_bridge.records.redact import REDACTED
+from native_bridge.runtime import MARKER, META
+from native_bridge.runtime.store import match_key
 
 BRIDGE_SCRIPT = Path(__file__).resolve().parent.parent / "addons" / "bridge.py"
-ADDON_LOGGER = "native_bridge.shell.chat_addon"
+ADDON_LOGGER = "native_bridge.chat_hop.addon"
 
 
 # ---- building requests -------------------------------------------------------

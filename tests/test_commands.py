@@ -13,9 +13,9 @@ import pytest
 from mitmproxy import exceptions, flow, hooks, http
 from mitmproxy.addons import view as view_addon
 from mitmproxy.test import taddons, tflow
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.commands import BridgeCommands
-from native_bridge.shell.redact import REDACTED
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.inspect.commands import BridgeCommands
+from native_bridge.records.redact import REDACTED
 
 ROOT = Path(__file__).resolve().parent.parent
 BRIDGE_SCRIPT = ROOT / "addons" / "bridge.py"
@@ -178,7 +178,7 @@ def test_stats_on_marked_flows_and_a_filter(ctx):
 def test_stats_logs_its_table(ctx, caplog):
     nb, tctx, view = ctx
     load(nb, view, (MIXED, CHAT))
-    with caplog.at_level(logging.INFO, logger="native_bridge.shell.commands"):
+    with caplog.at_level(logging.INFO, logger="native_bridge.inspect.commands"):
         text = run(tctx, "bridge.stats @all")
     assert text.rstrip("\n") in caplog.text
 

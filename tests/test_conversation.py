@@ -9,7 +9,7 @@ import orjson
 import pytest
 from native_bridge.core.conversation import conversation_key
 from native_bridge.core.pipeline import rewrite
-from native_bridge.shell.records import RecordJob, to_record
+from native_bridge.records.writer import RecordJob, to_record
 
 SESSION = (Path(__file__).resolve().parent / "fixtures" / "sessions" / "chat_session.json").read_bytes()
 SECRETISH = "user_8f3a0c_account_5a1e-77_session_d2b4c6e8-1111-2222-3333-444455556666"

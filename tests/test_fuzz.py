@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge import rewrite
+from native_bridge.chat_hop.addon import NativeBridge
 from native_bridge.core.pipeline import Config
-from native_bridge.shell import META
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.records import Limits, Recorder, RecordJob, to_record
+from native_bridge.records.writer import Limits, Recorder, RecordJob, to_record
+from native_bridge.runtime import META
 from support.histories import DIALECT_PATHS
 from support.histories.seeds import CLIENT_UA, SEEDS, Tokens, make_seed
 

@@ -1,4 +1,4 @@
-"""What waits until a request has gone upstream (shell/later.py), and what never does.
+"""What waits until a request has gone upstream (runtime/later.py), and what never does.
 
 - both hops: the body a request goes upstream with is set in the hook; the annotations
   (comment, metadata, backup), the log line and the record come right after, before any
@@ -18,10 +18,10 @@ import asyncio
 import pytest
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
-from native_bridge.shell import META
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.offload import Job, bridge
-from native_bridge.shell.state import BridgeState
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.jobs import Job, bridge
+from native_bridge.runtime import META
+from native_bridge.runtime.state import BridgeState
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
 from test_planner_addon import SPEC, fixture, native_flow, planner  # noqa: F401 (fixture)
@@ -167,7 +167,7 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
     may call the language server before that reading ends. The planner hop waits for it, so the
     evidence in it counts: npm test's exit 1 in the fixtures (Claude Code's is_error and "Exit
     code 1"), which the gateway sent as exit 0."""
-    from native_bridge.shell import chat_addon
+    from native_bridge.chat_hop import addon as chat_addon
 
     pb, _ = planner
     chat = pb.chat

@@ -19,10 +19,10 @@ from typing import Any
 import bench  # its golden digest (everything a rewrite reports), client hints and agent conversations
 import orjson
 import pytest
+from native_bridge.chat_hop.jobs import observed
 from native_bridge.core import memo as memo_module
 from native_bridge.core.memo import LIGHT_ITEMS, Gone, LazyItems, Memo
 from native_bridge.core.pipeline import Config, Rewrite, rewrite
-from native_bridge.shell.offload import observed
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session, mutations
 from support.histories.bundled import SESSIONS, session_dialect

@@ -1,4 +1,4 @@
-"""Bridging off the event loop (shell/offload.py) and the cheap observe path (issue 11).
+"""Bridging off the event loop (runtime/offload.py, chat_hop/jobs.py) and the cheap observe path (issue 11).
 
 - observe mode decides and records what rewrite mode does, without writing a body;
 - the planner hop's observations are taken from the pairs a rewrite decided (after the
@@ -15,12 +15,13 @@ import asyncio
 import pytest
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
+from native_bridge.chat_hop import addon as addon_module
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.jobs import Job, bridge, observed
 from native_bridge.core.memo import Memo
 from native_bridge.core.pipeline import Config, rewrite
-from native_bridge.shell import META, offload
-from native_bridge.shell import chat_addon as addon_module
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.offload import Job, Offloader, bridge, observed
+from native_bridge.runtime import META, offload
+from native_bridge.runtime.offload import Offloader
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
 from support.histories.cascade import SEND_PATH, CascadeBodies
@@ -85,7 +86,7 @@ def test_the_worker_gives_what_the_inline_path_gives():
             for rounds in (3, 4, 5):
                 job = Job(s.body(rounds), Config(), PATHS["anthropic"], UA, emit=emit, record=True)
                 inline = bridge(job, memo)
-                worker = asyncio.run(off.bridge(job))
+                worker = asyncio.run(off.run(job))
                 assert worker == inline
         assert off.pid is not None
     finally:
@@ -95,7 +96,9 @@ def test_the_worker_gives_what_the_inline_path_gives():
 
 @pytest.fixture
 def small_offload(monkeypatch):
-    monkeypatch.setattr(addon_module, "OFFLOAD_BYTES", 2000)
+    monkeypatch.setattr(
+        addon_module, "OFFLOAD_BYTES", 10_000
+    )  # above a round (2-5 KB), below the bodies (14 KB and up)
 
 
 def _addon(mode: str):
@@ -120,7 +123,7 @@ def _flow(raw: bytes):
 def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload, mode):
     s = Session("chat", parallel=1, seed=4)
     raws = [s.body(r) for r in (3, 4, 5)]
-    assert all(len(r) >= 2000 for r in raws)
+    assert all(len(r) >= addon_module.OFFLOAD_BYTES for r in raws)
     nb, ctx = _addon(mode)
     ref, ref_ctx = _addon(mode)
     try:
@@ -160,7 +163,7 @@ def test_a_failing_worker_fails_open(small_offload, monkeypatch):
         async def broken(self, job):
             raise RuntimeError("worker exploded")
 
-        monkeypatch.setattr(Offloader, "bridge", broken)
+        monkeypatch.setattr(Offloader, "run", broken)
         raw = Session("chat", 1, 4).body(3)
         f = _flow(raw)
         asyncio.run(nb.request(f))
@@ -179,10 +182,10 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
     """The planner hop: a SendUserCascadeMessage at or above the threshold is corrected in a
     thread; flow, metadata and ledger end as the inline path leaves them."""
     from mitmproxy.proxy import mode_specs
-    from native_bridge.shell import planner_addon
-    from native_bridge.shell.h2c import H2CListener
-    from native_bridge.shell.planner_addon import PlannerBridge
-    from native_bridge.shell.state import BridgeState
+    from native_bridge.planner_hop import addon as planner_addon
+    from native_bridge.planner_hop.addon import PlannerBridge
+    from native_bridge.planner_hop.h2c import H2CListener
+    from native_bridge.runtime.state import BridgeState
 
     spec = "reverse:http://127.0.0.1:42101@42100"
     src = CascadeBodies(3)
@@ -293,3 +296,27 @@ def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_
         ref.done()
         ctx.__exit__(None, None, None)
         ref_ctx.__exit__(None, None, None)
+
+
+def test_a_large_body_whose_new_part_is_large_is_read_in_the_worker(small_offload):
+    """A body that goes on from a remembered conversation but adds much (a fork from early on,
+    a client back after many turns) is not read in place: its new part alone is a large body."""
+    s = Session("chat", 1, 4)
+    nb, ctx = _addon("observe")
+    try:
+        first = _flow(s.body(2))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
+            assert nb.request(first) is None  # read inline: the memo holds it
+        far = s.body(12)
+        kept = nb.memo.continues(far)
+        assert kept and len(far) - kept >= addon_module.OFFLOAD_BYTES
+        pending = nb.request(_flow(far))
+        assert pending is not None, "a large new part must be read off the loop"
+        asyncio.run(pending)
+        near = s.body(13)
+        assert 0 < len(near) - nb.memo.continues(near) < addon_module.OFFLOAD_BYTES
+        assert nb.request(_flow(near)) is None  # its new part is small: read here
+    finally:
+        nb.done()
+        ctx.__exit__(None, None, None)

@@ -11,12 +11,15 @@ from mitmproxy.proxy import mode_specs
 from mitmproxy.test import taddons, tflow
 from native_bridge.cascade.framing import unframe
 from native_bridge.cascade.request import parse_request
-from native_bridge.shell import MARKER, META, native_record, records, view
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.commands import BridgeCommands, diff_flow, record_job
-from native_bridge.shell.h2c import H2CListener
-from native_bridge.shell.planner_addon import PlannerBridge
-from native_bridge.shell.state import BridgeState
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.inspect import view
+from native_bridge.inspect.commands import BridgeCommands, diff_flow, record_job
+from native_bridge.planner_hop.addon import PlannerBridge
+from native_bridge.planner_hop.h2c import H2CListener
+from native_bridge.records import planner as native_record
+from native_bridge.records import writer as records
+from native_bridge.runtime import MARKER, META
+from native_bridge.runtime.state import BridgeState
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "gateway-3.9.27"
 SPEC = "reverse:http://127.0.0.1:42101@42100"
@@ -108,7 +111,7 @@ def test_the_planner_types_setting_reaches_the_correction(planner, types):
 def test_recheck_runs_a_native_flow_again_under_its_own_types_setting(planner):
     """replay_check re-runs a flow corrected with bridge_planner_types=keep under keep: no new
     'type' change appears, from the flow or from its record."""
-    from native_bridge.shell import native_replay
+    from native_bridge.inspect import replay as native_replay
 
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_types="keep")
@@ -211,7 +214,7 @@ def test_diff_command_and_export_of_a_native_flow(planner, tmp_path: Path):
 
 def test_a_request_corrected_upstream_is_left_alone(planner):
     """Two bridges chained: the second lacks the first one's evidence and would undo its claims."""
-    from native_bridge.shell.planner_addon import HANDLED_HEADER
+    from native_bridge.planner_hop.addon import HANDLED_HEADER
 
     pb, _ = planner
     first = native_flow(fixture("grpc-turn1.bin"))
@@ -229,9 +232,9 @@ def test_a_request_corrected_upstream_is_left_alone(planner):
 
 
 def test_recheck_runs_a_native_flow_again_under_its_own_setting(planner):
-    """replay_check's core (shell/native_replay.py): the flow's backup corrected again, with the
+    """replay_check's core (inspect/replay.py): the flow's backup corrected again, with the
     recorded ledger prefix and bridge_planner_client, equals what was sent; a record too."""
-    from native_bridge.shell import native_replay
+    from native_bridge.inspect import replay as native_replay
 
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_client="claude-code")
@@ -400,14 +403,14 @@ def test_an_itemless_resend_of_delivered_steps_goes_as_it_came(planner):
     assert len(pb.state.store.delivered("cascade-1")) == 2, "the ledger is not shortened"
     rec = records.to_record(record_job(again))
     assert "neither items nor steps" in rec["reason"]
-    from native_bridge.shell import native_replay
+    from native_bridge.inspect import replay as native_replay
 
     assert native_replay.recheck(native_replay.from_flow(again)) == []
     assert native_replay.recheck(native_replay.from_record(rec)) == []
 
 
 def test_recheck_of_replay_and_interaction_flows(planner):
-    from native_bridge.shell import native_replay
+    from native_bridge.inspect import replay as native_replay
 
     kit = _kit()
     pb, _ = planner

@@ -39,12 +39,12 @@ from chatkit import assert_valid_rewrite
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from native_bridge import rewrite
+from native_bridge.chat_hop.jobs import observed
 from native_bridge.core.builder import build, build_pending
 from native_bridge.core.dialects import anthropic, chat, gemini, responses
 from native_bridge.core.encoder import step_json
 from native_bridge.core.memo import Memo
 from native_bridge.core.pipeline import Config
-from native_bridge.shell.offload import observed
 
 DIALECTS: dict[str, tuple[ModuleType, str]] = {
     "chat": (chat, "/v1/chat/completions"),

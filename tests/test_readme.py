@@ -17,7 +17,7 @@ README = (ROOT / "README.md").read_text()
 PAGES = (
     "proto/README.md",
     "addons/README.md",
-    "addons/native_bridge/RECORDS.md",
+    "addons/native_bridge/records/RECORDS.md",
     "addons/native_bridge/core/CLIENTS.md",
     "addons/native_bridge/core/EXIT_STATUS.md",
     "scripts/BENCH.md",

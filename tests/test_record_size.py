@@ -17,9 +17,10 @@ import pytest
 import replay_check
 from mitmproxy import exceptions, hooks
 from mitmproxy.test import taddons, tflow
-from native_bridge.shell import explain, records
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.records import Limits, Recorder, RecordJob, parse_age, parse_size
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.inspect import explain
+from native_bridge.records import writer as records
+from native_bridge.records.writer import Limits, Recorder, RecordJob, parse_age, parse_size
 from support.histories.agent import session_for_size
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -347,7 +348,7 @@ def test_bad_records_directory_is_refused_at_start_up(bridge, tmp_path):
 
 
 def test_records_lost_are_counted_and_logged_at_shutdown(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="native_bridge.shell.records")
+    caplog.set_level(logging.INFO, logger="native_bridge.records.writer")
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     rec = Recorder(str(blocker / "records"))  # every write fails
@@ -360,7 +361,7 @@ def test_records_lost_are_counted_and_logged_at_shutdown(tmp_path, caplog):
 
 
 def test_bridge_stats_reports_the_record_counts(tmp_path):
-    from native_bridge.shell.commands import BridgeCommands
+    from native_bridge.inspect.commands import BridgeCommands
 
     nb, cmds = NativeBridge(), BridgeCommands()
     with taddons.context(nb, cmds) as tctx:

@@ -15,9 +15,9 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from native_bridge.shell import records
-from native_bridge.shell.records import RECORD_VERSION, Recorder, RecordJob, record_name, to_record
-from native_bridge.shell.redact import REDACTED
+from native_bridge.records import writer as records
+from native_bridge.records.redact import REDACTED
+from native_bridge.records.writer import RECORD_VERSION, Recorder, RecordJob, record_name, to_record
 
 FIELDS = {
     "record_version",
@@ -39,7 +39,7 @@ FIELDS = {
     "notes",
 }
 TS = 1_700_000_000.5  # 2023-11-14T22:13:20.5Z
-LOGGER = "native_bridge.shell.records"
+LOGGER = "native_bridge.records.writer"
 
 
 def job(flow_id: str = "0b8e6c0e-1111-4222-8333-944445555666", **kw) -> RecordJob:
@@ -460,7 +460,7 @@ _TEXT = st.text(alphabet=st.sampled_from('ab\x00\n"{}[]é😀'), max_size=12)
 def test_steps_refer_to_before_and_resolve_to_themselves(pieces, cuts, extra):
     """bodydiff.refer/resolve: whatever the strings (NUL, quotes, astral characters, JSON text),
     the steps come back exactly; only strings ``before`` holds become references."""
-    from native_bridge.shell import bodydiff
+    from native_bridge.records import bodydiff
 
     texts = [p * 9 for p in pieces]  # long enough to be referred to (least=8 below)
     before = {
@@ -476,7 +476,7 @@ def test_steps_refer_to_before_and_resolve_to_themselves(pieces, cuts, extra):
 
 
 def test_a_step_referring_to_what_before_does_not_hold_is_an_error():
-    from native_bridge.shell import bodydiff
+    from native_bridge.records import bodydiff
 
     before = {"messages": [{"content": "x" * 600}]}
     written = bodydiff.refer([{"out": "x" * 600}], before)

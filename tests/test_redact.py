@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from native_bridge.shell import redact
-from native_bridge.shell.redact import REDACTED
+from native_bridge.records import redact
+from native_bridge.records.redact import REDACTED
 
 SECRET = "s3cr3t-value-0123456789"
 
@@ -267,7 +267,7 @@ def test_the_text_prefilter_folds_case_as_the_re_module_does():
     import re
     import sys
 
-    from native_bridge.shell.redact import _CASE_FOLD
+    from native_bridge.records.redact import _CASE_FOLD
 
     letter = re.compile(r"(?i)[a-z]")
     for cp in range(sys.maxunicode + 1):
@@ -291,7 +291,7 @@ def test_the_text_prefilter_folds_case_as_the_re_module_does():
     ],
 )
 def test_text_with_the_prefilter_redacts_what_the_pattern_alone_does(secret):
-    from native_bridge.shell.redact import _TEXT_SECRETS, _may_hold_secret, text
+    from native_bridge.records.redact import _TEXT_SECRETS, _may_hold_secret, text
 
     padded = "ordinary output line\n" * 200 + secret + "\nmore output → done\n" * 50
     assert _TEXT_SECRETS.search(padded) and _may_hold_secret(padded)
@@ -299,7 +299,7 @@ def test_text_with_the_prefilter_redacts_what_the_pattern_alone_does(secret):
 
 
 def test_remembered_texts_give_what_text_gives_within_their_budget():
-    from native_bridge.shell.redact import Texts, text
+    from native_bridge.records.redact import Texts, text
 
     texts = Texts(budget=40_000, least=10)
     values = [f"line {i}: Authorization: Bearer abcdefghijklmnop{i:04}\n" + "output " * (i % 50) for i in range(400)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from native_bridge.shell import redact
+from native_bridge.records import redact
 
 REDACTED = redact.REDACTED
 

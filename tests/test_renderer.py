@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 import procs
 import pytest
-from native_bridge.shell import records
-from native_bridge.shell.renderer import Renderer
+from native_bridge.records import writer as records
+from native_bridge.runtime.worker import Renderer
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -59,8 +59,8 @@ def _parent(render_target: str) -> subprocess.Popen[str]:
         f"""
         import threading, time
         from {module} import {name} as render
-        from native_bridge.shell import records
-        from native_bridge.shell.renderer import Renderer
+        from native_bridge.records import writer as records
+        from native_bridge.runtime.worker import Renderer
         import test_renderer
         r = Renderer(render)
         threading.Thread(target=r.render, args=(test_renderer.job(),), daemon=True).start()
@@ -79,7 +79,7 @@ def _parent(render_target: str) -> subprocess.Popen[str]:
 @pytest.mark.parametrize(
     "target",
     [
-        pytest.param("native_bridge.shell.records:_render", id="idle-worker"),  # blocked reading its pipe
+        pytest.param("native_bridge.records.writer:_render", id="idle-worker"),  # blocked reading its pipe
         pytest.param("slow_render:render", id="busy-worker"),  # rendering when the parent dies
     ],
 )
@@ -95,13 +95,14 @@ def test_worker_ends_when_its_parent_is_killed(target: str) -> None:
 
 def test_a_job_that_raises_fails_alone_and_the_worker_stays_in_use() -> None:
     """One body that trips a bug must not send every later job back into the proxy process."""
+    from native_bridge.chat_hop import jobs
     from native_bridge.core.pipeline import Config
-    from native_bridge.shell import offload
-    from native_bridge.shell.renderer import JobFailed
+    from native_bridge.runtime import offload
+    from native_bridge.runtime.worker import JobFailed
 
     body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]})
-    good = offload.Job(body, Config(), "/v1/chat/completions", None, emit=False, record=False)
-    bad = offload.Job(body, None, "/v1/chat/completions", None, emit=False, record=False)  # type: ignore[arg-type]
+    good = jobs.Job(body, Config(), "/v1/chat/completions", None, emit=False, record=False)
+    bad = jobs.Job(body, None, "/v1/chat/completions", None, emit=False, record=False)  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         offload.work(bad)  # the same job fails in the proxy process too
     r = Renderer(offload.work)
@@ -124,7 +125,7 @@ class _Unreadable:
 
 
 def test_a_job_the_worker_cannot_unpickle_fails_alone() -> None:
-    from native_bridge.shell.renderer import JobFailed
+    from native_bridge.runtime.worker import JobFailed
 
     r = Renderer(records._render)
     try:
@@ -163,9 +164,9 @@ def test_large_bodies_cross_by_reference_not_inside_the_pickle() -> None:
     import copy
     import io
 
+    from native_bridge.chat_hop.jobs import Job, Outcome
     from native_bridge.core.pipeline import Config
-    from native_bridge.shell import renderer
-    from native_bridge.shell.offload import Job, Outcome
+    from native_bridge.runtime import worker as renderer
 
     body = b"x" * (1 << 20)
     for obj in (
@@ -193,8 +194,9 @@ def test_large_bodies_cross_by_reference_not_inside_the_pickle() -> None:
 
 
 def test_a_large_job_through_the_worker() -> None:
+    from native_bridge.chat_hop import jobs
     from native_bridge.core.pipeline import Config
-    from native_bridge.shell import offload
+    from native_bridge.runtime import offload
     from support.histories import DIALECT_PATHS
     from support.histories.agent import Session
 
@@ -203,7 +205,7 @@ def test_a_large_job_through_the_worker() -> None:
     r = Renderer(offload.work)
     try:
         for emit in (True, False):
-            job = offload.Job(raw, Config(), DIALECT_PATHS["chat"], None, emit=emit, record=True)
+            job = jobs.Job(raw, Config(), DIALECT_PATHS["chat"], None, emit=emit, record=True)
             got = r.render(job)
             assert got == offload.work(job) and (got.body is not None) == emit
         assert r.pid is not None

@@ -13,8 +13,8 @@ import replay_check
 import summary
 from mitmproxy import hooks, io
 from mitmproxy.test import taddons, tflow
-from native_bridge.shell import records
-from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.records import writer as records
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"

@@ -30,9 +30,11 @@ import orjson
 import pytest
 from mitmproxy import hooks, io
 from mitmproxy.test import taddons, tflow
-from native_bridge.shell import META, records, redact
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.records import Recorder, RecordJob, record_name
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.records import redact
+from native_bridge.records import writer as records
+from native_bridge.records.writer import Recorder, RecordJob, record_name
+from native_bridge.runtime import META
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "PLANTED"
@@ -181,7 +183,7 @@ def test_record_of_an_error_holds_no_planted_secret(bridge, monkeypatch) -> None
     def boom(raw, config, path):
         raise ValueError(f"cannot handle Authorization: Bearer {MARK}-exception-0019 in {raw[:20]!r}")
 
-    monkeypatch.setattr("native_bridge.shell.chat_addon.rewrite", boom)
+    monkeypatch.setattr("native_bridge.chat_hop.addon.rewrite", boom)
     f = send(nb, BODIES["rewritten"])
     assert f.metadata[META]["status"] == "error"
     assert nb.recorder.flush(10)
@@ -308,7 +310,7 @@ def test_doctored_flow_file_ids_stay_inside_the_records_directory(tmp_path: Path
 
 
 def test_export_command_is_redacted(bridge, tmp_path: Path) -> None:
-    commands = pytest.importorskip("native_bridge.shell.commands")
+    commands = pytest.importorskip("native_bridge.inspect.commands")
     nb, _ = bridge
     flows = [send(nb, body) for body in BODIES.values()]
     out = tmp_path / "export"
@@ -321,7 +323,7 @@ def test_export_command_is_redacted(bridge, tmp_path: Path) -> None:
 
 
 def test_diff_command_output_is_redacted(bridge) -> None:
-    commands = pytest.importorskip("native_bridge.shell.commands")
+    commands = pytest.importorskip("native_bridge.inspect.commands")
     nb, _ = bridge
     f = send(nb, BODIES["rewritten"])
     assert planted(commands.BridgeCommands().diff([f])) == []

@@ -4,7 +4,7 @@ compares instead of hashing), older ones their digests, and the answer is the sa
 from __future__ import annotations
 
 from native_bridge.cascade.ledger import Delivery, delivered_prefix, step_digest
-from native_bridge.shell.store import MemoryStore, SQLiteStore
+from native_bridge.runtime.store import MemoryStore, SQLiteStore
 
 STEPS = [bytes([i]) * 100 for i in range(5)]
 

@@ -15,9 +15,9 @@ import pytest
 from mitmproxy import contentviews, hooks, http, io
 from mitmproxy.test import taddons, tflow
 from native_bridge._proto import cortex_pb2
+from native_bridge.chat_hop.addon import NativeBridge
 from native_bridge.core.pipeline import rewrite
-from native_bridge.shell import explain, view
-from native_bridge.shell.chat_addon import NativeBridge
+from native_bridge.inspect import explain, view
 
 ROOT = Path(__file__).resolve().parent.parent
 # Claude Code's tools over Chat Completions (a gateway in front of it), and Claude Code over
@@ -384,7 +384,7 @@ def test_view_uses_the_running_bridge_options(bridge):
 
 def test_explain_and_conversation_do_not_import_mitmproxy():
     code = (
-        "import sys; import native_bridge.shell.explain, native_bridge.core.conversation; "
+        "import sys; import native_bridge.inspect.explain, native_bridge.core.conversation; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'mitmproxy'); "
         "assert not bad, bad"
     )

@@ -1,5 +1,5 @@
 """Responses over WebSocket (Codex's built-in OpenAI provider): response.create client frames are
-selected, observed or rewritten, annotated, recorded and shown like HTTP requests (shell/websocket.py)."""
+selected, observed or rewritten, annotated, recorded and shown like HTTP requests (chat_hop/websocket.py)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from mitmproxy.contentviews import Metadata
 from mitmproxy.proxy.layers.websocket import Fragmentizer
 from mitmproxy.test import taddons, tflow
 from mitmproxy.websocket import WebSocketMessage
-from native_bridge.shell import MARKER, META, commands, offload, view
-from native_bridge.shell import websocket as ws_module
-from native_bridge.shell.chat_addon import NativeBridge
-from native_bridge.shell.records import after_doc
-from native_bridge.shell.websocket import WS_META, wire
+from native_bridge.chat_hop import websocket as ws_module
+from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.websocket import WS_META, wire
+from native_bridge.inspect import commands, view
+from native_bridge.records.writer import after_doc
+from native_bridge.runtime import MARKER, META, offload
 from wsproto.frame_protocol import Opcode
 
 CODEX_UA = "codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)"

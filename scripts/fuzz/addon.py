@@ -31,7 +31,7 @@ class AddonHarness:
     def __init__(self) -> None:
         from mitmproxy import hooks
         from mitmproxy.test import taddons
-        from native_bridge.shell.chat_addon import NativeBridge
+        from native_bridge.chat_hop.addon import NativeBridge
 
         self.nb = NativeBridge()
         self._ctx = taddons.context(self.nb)
@@ -49,7 +49,8 @@ class AddonHarness:
     def check(self, case: Case) -> list[str]:
         from mitmproxy import io
         from mitmproxy.test import tflow
-        from native_bridge.shell import META, records
+        from native_bridge.records import writer as records
+        from native_bridge.runtime import META
 
         f = tflow.tflow()
         req = f.request

@@ -30,7 +30,7 @@ import httpx
 import orjson
 import procs
 import pytest
-from native_bridge.shell import records
+from native_bridge.records import writer as records
 from support import reference_planner
 from support.mitmdump import Mitmdump
 from support.reference_planner import ReferencePlanner
@@ -123,7 +123,7 @@ def wait_for(predicate, timeout: float = 10.0, every: float = 0.05) -> bool:
 def inject(tmp: Path, code: str) -> tuple[str, str]:
     """An extra addon script, loaded after the bridge, that changes the recorder for one test."""
     path = tmp / f"inject_{uuid.uuid4().hex[:8]}.py"
-    path.write_text("from native_bridge.shell import records\n" + code)
+    path.write_text("from native_bridge.records import writer as records\n" + code)
     return "-s", str(path)
 
 
@@ -515,7 +515,7 @@ def test_reference_planner_answers_an_unhashable_role() -> None:
 def test_stalled_writer_bounds_memory_and_says_so_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A disk that stops answering: pending bodies are capped (records beyond the cap are dropped with one
     line), the traffic side never waits, and the writer says when it has caught up."""
-    caplog.set_level(logging.INFO, logger="native_bridge.shell.records")
+    caplog.set_level(logging.INFO, logger="native_bridge.records.writer")
     release = threading.Event()
     rec = records.Recorder(str(tmp_path / "records"), max_pending_bytes=1_000_000)
     real_write = rec.write

@@ -35,7 +35,7 @@ import orjson
 import pytest
 from mitmproxy import http, io
 from native_bridge.cascade.request import parse_request
-from native_bridge.shell.planner_addon import HANDLED_HEADER
+from native_bridge.planner_hop.addon import HANDLED_HEADER
 from support.mitmdump import Mitmdump
 from support.reference_planner import ReferencePlanner
 

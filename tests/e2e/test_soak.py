@@ -34,7 +34,7 @@ import pytest
 import zstandard
 from fuzz.cases import make_case
 from native_bridge.core.pipeline import Config, rewrite
-from native_bridge.shell import records
+from native_bridge.records import writer as records
 from support import reference_planner
 from support.histories import DIALECT_PATHS
 from support.histories.seeds import make_seed

@@ -397,7 +397,7 @@ def verdict_for(run: Run, cap: Captured) -> Verdict:
             if entry.get("item") == "result" and entry.get("id") == cap.call_id:
                 step = None
                 if entry.get("step") is not None:
-                    from native_bridge.shell.records import steps_of  # long output refers to before
+                    from native_bridge.records.writer import steps_of  # long output refers to before
 
                     step = (steps_of(rec) or [])[entry["step"]]
                 return Verdict(rec, step, None if step else entry)

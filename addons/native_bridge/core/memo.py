@@ -307,9 +307,10 @@ class Memo:
                 best = entry, mark
         return best
 
-    def continues(self, raw: bytes) -> bool:
-        """Whether ``raw`` may go on from a remembered conversation: a byte compare, no parsing
-        (the caller then reads it in place; a resume may still end in a full read)."""
+    def continues(self, raw: bytes) -> int:
+        """How many of ``raw``'s bytes a remembered conversation already holds (0: none), by a
+        byte compare, no parsing: what a resume would not read again (it may still end in a
+        full read). The caller decides by what is left, ``len(raw)`` less this, where to read it."""
         with self._lock:
             entries = list(reversed(self._entries.values()))
         best: tuple[bytes, Entry, Mark] | None = None
@@ -321,7 +322,7 @@ class Memo:
                 best = raw, entry, mark
         with self._lock:
             self._found = best
-        return best is not None
+        return best[2].end if best is not None else 0
 
     def adopt(self, entry: Entry, raw: bytes) -> None:
         """Keep an entry a worker made for ``raw`` (it crossed without the body: ``raw`` is it)."""

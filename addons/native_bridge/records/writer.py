@@ -30,14 +30,15 @@ from typing import Any
 import orjson
 
 from ..core.conversation import conversation_key
-from . import bodydiff, native_record, redact
+from ..runtime.worker import Renderer, by_reference
+from . import bodydiff, redact
+from . import planner as native_record
 
 # The record body format is read back in bodydiff; these names stay here for the readers of records.
 from .bodydiff import after_doc as after_doc
 from .bodydiff import rebuild_after as rebuild_after
 from .bodydiff import steps_of
-from .native_record import NativeJob
-from .renderer import Renderer, by_reference
+from .planner import NativeJob
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from ..cascade.framing import unframe
 from ..cascade.native import DEFAULT_MAX_SIZE
 from ..cascade.request import parse_request
 from ..cascade.steps import to_json
-from . import META, explain
+from ..runtime import META
+from . import explain
 
 DIALECT = "cascade"  # the bridge metadata's dialect for a planner-hop flow
 

@@ -45,10 +45,12 @@ from mitmproxy.proxy.layers.websocket import Fragmentizer
 
 from ..core.dialects import responses
 from ..core.pipeline import Config, Rewrite, rewrite
-from . import explain, offload
-from .offload import Outcome
-from .records import RecordJob
-from .renderer import by_reference
+from ..inspect import explain
+from ..records.writer import RecordJob
+from ..runtime import offload
+from ..runtime.worker import by_reference
+from . import jobs
+from .jobs import Outcome
 from .verdict import announce, comment, failed, record_job
 
 
@@ -300,7 +302,7 @@ def frame_outcome(
 ) -> tuple[Outcome, bytes | None]:
     """One frame bridged (on the loop or in the worker): the outcome, and the frame to send
     instead (None: the frame goes as the client sent it)."""
-    out = offload.outcome(bridge_body(raw, context, config, path, memo, hint, emit), config.tool_kinds, record)
+    out = jobs.outcome(bridge_body(raw, context, config, path, memo, hint, emit), config.tool_kinds, record)
     if out.status != "rewritten":
         return out, None
     assert out.body is not None

@@ -44,7 +44,7 @@ _WATCHDOG_EVERY = 0.5  # seconds between two looks at the parent pid
 # The worker imports this module from the same package the proxy loaded (a checkout or an installed copy).
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from native_bridge.shell.renderer import serve; serve(sys.argv[2], int(sys.argv[3]))"
+    "from native_bridge.runtime.worker import serve; serve(sys.argv[2], int(sys.argv[3]))"
 )
 
 
@@ -158,7 +158,7 @@ def serve(target: str, parent: int) -> None:
 
 def _package_parent() -> str:
     """The directory the running ``native_bridge`` package was imported from."""
-    here = os.path.dirname(os.path.abspath(__file__))  # .../native_bridge/shell
+    here = os.path.dirname(os.path.abspath(__file__))  # .../native_bridge/runtime
     return os.path.dirname(os.path.dirname(here))
 
 

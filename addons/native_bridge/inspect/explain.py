@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from ..core.pipeline import DELTA_KEY, DIALECTS, STEPS_KEY, Config, Rewrite, rewrite
-from . import bodydiff
+from ..records import bodydiff
 
 EXCERPT_LINES = 3
 EXCERPT_WIDTH = 100

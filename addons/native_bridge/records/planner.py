@@ -18,8 +18,10 @@ from ..cascade.calls import CALLS, SEND, Call, decode_interaction
 from ..cascade.framing import unframe
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, redact_body
 from ..cascade.request import CascadeRequest, parse_request
-from . import META, native_view, redact
-from .renderer import by_reference
+from ..inspect import planner_view as native_view
+from ..runtime import META
+from ..runtime.worker import by_reference
+from . import redact
 
 
 @dataclass(slots=True)

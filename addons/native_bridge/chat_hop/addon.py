@@ -1,4 +1,4 @@
-"""The mitmproxy shell around the core: select flows, rewrite, annotate, record."""
+"""The chat hop's addon around the core: select flows, read (or rewrite), annotate, record."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from mitmproxy import ctx, exceptions, flowfilter, http
 from ..core.kinds import KINDS, tool_map
 from ..core.memo import Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
-from . import META, websocket
-from .h2c import H2CListener, is_planner
-from .later import Original, after_forward, back_up, deferrable, original, running_loop
-from .offload import OFFLOAD_BYTES, Job, Offloader, Outcome, bridge, observed, resume
-from .records import Limits, Recorder, parse_age, parse_size, prepare_directory
-from .state import BridgeState
+from ..planner_hop.h2c import H2CListener, is_planner
+from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_directory
+from ..runtime import META
+from ..runtime.later import Original, after_forward, back_up, deferrable, original, running_loop
+from ..runtime.offload import OFFLOAD_BYTES, Offloader
+from ..runtime.state import BridgeState
+from . import websocket
+from .jobs import Job, Outcome, bridge, observed, resume
 from .verdict import announce, comment, failed, record_job
 
 logger = logging.getLogger(__name__)
@@ -312,16 +314,18 @@ class NativeBridge:
                 # not wait for the reading; this process's planner hop waits for it (a shared state
                 # file is written first: another proxy may serve the gateway's planner call).
                 reads_later = not job.emit and not self.state.store.shared and deferrable(flow)
-                if len(raw) >= OFFLOAD_BYTES and self.memo.light and self.memo.continues(raw):
+                big = len(raw) >= OFFLOAD_BYTES
+                if big and self.memo.light and len(raw) - self.memo.continues(raw) < OFFLOAD_BYTES:
                     # A conversation this process holds: its new part is read here, the rest never
-                    # (rewriting, the new body is written whole: that stays in the worker).
+                    # (a fork from early on, or rewriting, where the new body is written whole: the
+                    # worker).
                     if reads_later:
                         after_forward(lambda: self._resume(flow, raw, job))
                         return None
                     out = resume(job, self.memo)
                     if out is None:  # it needs a full read after all
                         return self._offloaded(flow, raw, job)
-                elif len(raw) >= OFFLOAD_BYTES:
+                elif big:
                     loop = running_loop()
                     if reads_later and loop is not None:  # read in the worker while the request goes on
                         self._readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
@@ -369,7 +373,7 @@ class NativeBridge:
 
     async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job, forwarded: bool = False) -> None:
         try:
-            out = await self.worker().bridge(job)
+            out = await self.worker().run(job)
             if out.entry is not None and self.memo.light:  # the worker's reading of this conversation
                 self.memo.adopt(out.entry, raw)
                 out.entry = None

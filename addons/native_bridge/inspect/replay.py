@@ -28,11 +28,13 @@ from ..cascade.ledger import step_digest
 from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request
 from ..cascade.request import parse_request
 from ..cascade.steps import to_json
+from ..chat_hop.jobs import observed
 from ..core.pipeline import Config, rewrite
-from . import META, explain, redact
-from .native_view import DIALECT, call_of_flow, original_raw
-from .offload import observed
-from .store import MemoryStore, Observation, match_key
+from ..records import redact
+from ..runtime import META
+from ..runtime.store import MemoryStore, Observation, match_key
+from . import explain
+from .planner_view import DIALECT, call_of_flow, original_raw
 
 __all__ = ["DIALECT", "Evidence", "NativeCase", "from_flow", "from_record", "observations_of", "recheck"]
 

@@ -9,9 +9,9 @@ from typing import Any
 from mitmproxy import http
 
 from ..core.pipeline import Rewrite
-from . import MARKER
-from .offload import Outcome
-from .records import RecordJob
+from ..records.writer import RecordJob
+from ..runtime import MARKER
+from .jobs import Outcome
 
 
 def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:

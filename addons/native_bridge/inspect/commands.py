@@ -17,9 +17,14 @@ from collections.abc import Sequence
 import mitmproxy.types
 from mitmproxy import command, ctx, exceptions, flow, http
 
+from ..chat_hop import websocket
 from ..core.pipeline import rewrite
-from . import META, explain, native_record, native_view, redact, websocket
-from .records import Recorder, RecordJob
+from ..records import planner as native_record
+from ..records import redact
+from ..records.writer import Recorder, RecordJob
+from ..runtime import META
+from . import explain
+from . import planner_view as native_view
 from .view import bridge_config, explain_flow, original_body, verdict
 
 logger = logging.getLogger(__name__)

@@ -23,8 +23,11 @@ import logging
 from mitmproxy import contentviews, ctx, http
 from mitmproxy.contentviews import Contentview, Metadata
 
+from ..chat_hop import websocket
 from ..core.pipeline import Config, rewrite
-from . import META, explain, native_view, websocket
+from ..runtime import META
+from . import explain
+from . import planner_view as native_view
 
 logger = logging.getLogger(__name__)
 

@@ -24,15 +24,15 @@ from ..cascade.corrections import TYPES, Observed
 from ..cascade.ledger import Delivery
 from ..cascade.native import DEFAULT_MAX_SIZE, METHOD, NativeResult, correct_request
 from ..core.clients import CLIENTS
-from . import MARKER, META
+from ..inspect.planner_view import DIALECT
+from ..records.planner import NativeJob
+from ..records.writer import Recorder, RecordJob
+from ..runtime import MARKER, META
+from ..runtime.later import Original, after_forward, back_up, deferrable, original
+from ..runtime.offload import OFFLOAD_BYTES
+from ..runtime.state import BridgeState
+from ..runtime.store import match_key
 from .h2c import H2CListener, is_planner
-from .later import Original, after_forward, back_up, deferrable, original
-from .native_record import NativeJob
-from .native_view import DIALECT
-from .offload import OFFLOAD_BYTES
-from .records import Recorder, RecordJob
-from .state import BridgeState
-from .store import match_key
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,100 @@
+"""One chat request's bridging as plain data, on the event loop or in the worker process.
+
+:func:`bridge` is the whole job, pure: bytes, config and the caller's memo in, an
+:class:`Outcome` out, with the observations for the planner hop already reduced to
+digests. :func:`resume` is the same job when the body goes on from the memo and only its
+new part needs reading (a large body then stays on the loop: runtime/offload.py). In
+observe mode without records the worker keeps nothing: it hands back the light memo entry
+it made (memo.py: a few bytes per call, no body, no parsed history) and the proxy's own
+memo takes it with the body it already holds, so the next turn of that conversation is
+read in place, its new part only, however large the history. Rewriting or recording, the
+worker keeps full entries in its own memo and resumes a large conversation there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import pipeline
+from ..core.memo import Entry, Memo
+from ..core.observe import observations
+from ..core.pipeline import Config, Rewrite, rewrite
+from ..runtime.store import Observation, call_key, match_key
+from ..runtime.worker import by_reference
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    raw: bytes
+    config: Config
+    path: str | None
+    hint: str | None  # the User-Agent
+    emit: bool  # rewrite mode: write the new body; observe mode: do not
+    record: bool  # records are on: keep what a record needs
+
+    __reduce__ = by_reference  # the body crosses to the worker without a copy
+
+    @property
+    def light(self) -> bool:
+        """Neither a body written nor steps recorded: a light memo serves it (memo.py)."""
+        return not self.emit and not self.record
+
+    def run(self, memo: Memo | None) -> Outcome:
+        """The worker's part (see :func:`work`)."""
+        return bridge(self, memo)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the shell needs of a rewrite: plain data (it crosses a process boundary)."""
+
+    status: str
+    reason: str
+    dialect: str | None = None
+    body: bytes | None = None
+    summary: dict[str, Any] = field(default_factory=lambda: {"steps": 0})
+    observations: list[Observation] = field(default_factory=list)
+    # for records only (Job.record):
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    accounting: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    entry: Entry | None = None  # the light memo entry a worker made (Memo.adopt gives it its body)
+
+    __reduce__ = by_reference  # the new body crosses back without a copy
+
+
+def observed(result: Rewrite, tool_kinds: Mapping[str, str]) -> list[Observation]:
+    """The planner hop's observations of the pairs this rewrite decided (the rest were handed over before)."""
+    history = result.fresh if result.fresh is not None else result.history
+    if history is None:
+        return []
+    client = history.client
+    return [
+        Observation(match_key(o.kind, o.subject, o.output), call_key("", o.call_id), o.exit_code, o.failed, client)
+        for o in observations(history, tool_kinds, result.decisions if history is result.fresh else None)
+    ]
+
+
+def outcome(result: Rewrite, tool_kinds: Mapping[str, str], record: bool) -> Outcome:
+    seen = observed(result, tool_kinds)
+    out = Outcome(result.status, result.reason, result.dialect, result.body, result.summary(), seen)
+    if record:
+        out.steps = result.steps
+        out.accounting = [p.to_json() for p in result.plan.accounting] if result.plan else []
+        out.notes = result.notes
+    return out
+
+
+def bridge(job: Job, memo: Memo | None, rewrite: Callable[..., Rewrite] = rewrite) -> Outcome:
+    """Rewrite (or only read, when not ``job.emit``) one body; raises only on a bug (the caller fails open)."""
+    result = rewrite(job.raw, job.config, job.path, memo, job.hint, emit=job.emit)
+    return outcome(result, job.config.tool_kinds, job.record)
+
+
+def resume(job: Job, memo: Memo) -> Outcome | None:
+    """:func:`bridge` when the body goes on from ``memo`` and only its new part needs reading
+    (pipeline.resume); None: it needs a full read (the worker's)."""
+    result = pipeline.resume(job.raw, job.config, job.path, memo, job.hint, emit=job.emit)
+    return None if result is None else outcome(result, job.config.tool_kinds, job.record)

@@ -1,0 +1,2 @@
+"""The planner hop (gateway -> language server): the mitmproxy addon that corrects the
+gateway's own steps (addon.py) on the prior-knowledge HTTP/2 listeners it serves (h2c.py)."""

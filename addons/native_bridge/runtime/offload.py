@@ -1,0 +1,83 @@
+"""Large bodies read in a worker process, off the event loop (both hops use it).
+
+mitmproxy runs every addon on one event loop: while a hook runs, no other connection
+moves. A resumed conversation costs a fraction of a millisecond, but the first sight of a
+large history costs a full parse, decide and write, and orjson holds the GIL for all of
+it (about 0.3 s to parse 32 MB). So a hop reads a body below ``OFFLOAD_BYTES`` inline
+(the common case pays nothing extra) and hands a larger one to a worker process
+(:class:`Offloader`, the record renderer's plain child process), awaiting it from an async
+hook while the loop serves everyone else. A job names its own work (``job.run(memo)``), so
+this module imports no hop's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+from typing import Any
+
+from ..core.memo import Memo
+from .worker import Renderer
+
+# Bodies at least this large (decoded) are read in the worker process. Below it even a
+# first sight stays well under 20 ms on the loop (about 5 ms for 200 KB on a slow core).
+OFFLOAD_BYTES = 512 * 1024
+# Rewriting or recording, the worker remembers conversations up to this size (memo.py): a resumed
+# turn then costs only its new part. A full entry holds about 3.5x its body (body and parsed
+# items); a larger history is bridged afresh every turn instead, and its memory freed after each.
+WORKER_MEMO_MAX_BODY = 32 * 1024 * 1024
+
+
+# ---- the worker process ----------------------------------------------------------------------
+
+_WORKER_MEMO: Memo | None = None  # the worker process's own (or the fallback's, in the calling thread)
+
+
+def work(job: Any) -> Any:
+    """The worker's function (renderer.serve calls it): one job in, what its ``run`` gives out
+    (a chat request's Outcome, chat_hop/jobs.py; a Responses-over-WebSocket frame's,
+    websocket.FrameJob's, what websocket.frame_work gives)."""
+    global _WORKER_MEMO
+    if getattr(job, "light", False):  # the proxy keeps the conversation: hand its entry back
+        memo = Memo(light=True)
+        result = job.run(memo)
+        result.entry = memo.only()
+        del memo
+        _trim()
+        return result
+    if _WORKER_MEMO is None:
+        _WORKER_MEMO = Memo()
+    kept = len(job.raw) <= WORKER_MEMO_MAX_BODY
+    memo = _WORKER_MEMO if kept else None
+    result = job.run(memo)
+    if not kept:
+        _trim()  # the history's strings were malloc'd: hand the freed heap back to the system
+    return result
+
+
+def _trim() -> None:
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
+        ctypes.CDLL(None).malloc_trim(0)
+
+
+class Offloader:
+    """Reads large bodies in one worker process, off the event loop.
+
+    If the worker cannot run, :class:`.worker.Renderer` does the job in the calling
+    thread instead (with a memo of this process), which still keeps the loop free of all
+    but orjson's own GIL-holding calls."""
+
+    def __init__(self) -> None:
+        self._worker = Renderer(work)
+
+    @property
+    def pid(self) -> int | None:
+        return self._worker.pid
+
+    async def run(self, job: Any) -> Any:
+        """What :func:`work` gives for ``job``, made in the worker while the loop runs on."""
+        return await asyncio.to_thread(self._worker.render, job)
+
+    def close(self) -> None:
+        self._worker.close()
