@@ -13,8 +13,6 @@ this module imports no hop's code.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 from typing import Any
 
 from ..core.memo import Memo
@@ -43,22 +41,11 @@ def work(job: Any) -> Any:
         memo = Memo(light=True)
         result = job.run(memo)
         result.entry = memo.only()
-        del memo
-        _trim()
-        return result
+        return result  # what was parsed is freed, and the heap trimmed, once the reply is out (worker.serve)
     if _WORKER_MEMO is None:
         _WORKER_MEMO = Memo()
     kept = len(job.raw) <= WORKER_MEMO_MAX_BODY
-    memo = _WORKER_MEMO if kept else None
-    result = job.run(memo)
-    if not kept:
-        _trim()  # the history's strings were malloc'd: hand the freed heap back to the system
-    return result
-
-
-def _trim() -> None:
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
-        ctypes.CDLL(None).malloc_trim(0)
+    return job.run(_WORKER_MEMO if kept else None)
 
 
 class Offloader:

@@ -17,6 +17,7 @@ if its parent changes while it is busy rendering.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import importlib
 import logging
@@ -41,6 +42,7 @@ _SIZE = struct.Struct("!Q")
 _OUT_OF_BAND = 64 * 1024  # bytes values at least this large cross by reference (by_reference)
 _PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size
 _WATCHDOG_EVERY = 0.5  # seconds between two looks at the parent pid
+_TRIM_BYTES = 1 << 20  # after a job this large, the worker hands its freed heap back to the system
 # The worker imports this module from the same package the proxy loaded (a checkout or an installed copy).
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
@@ -145,6 +147,7 @@ def serve(target: str, parent: int) -> None:
             _, data, buffers = _read_message(stdin)
         except WorkerGone:
             return  # the proxy closed the pipe or died: nothing more will come
+        size = len(data) + sum(len(b) for b in buffers)
         try:  # a job that cannot be read back here fails alone, like one that raises
             reply: tuple[bytes, Any] = (b"o", render(pickle.loads(data, buffers=buffers)))
         except Exception as e:
@@ -154,6 +157,16 @@ def serve(target: str, parent: int) -> None:
             _write_obj(stdout, *reply)
         except (BrokenPipeError, OSError):
             return
+        del reply
+        if size >= _TRIM_BYTES:
+            trim()  # the job's body and what was parsed of it are freed now: give the heap back
+
+
+def trim() -> None:
+    """Hand the freed heap back to the system (glibc keeps it otherwise: a 30 MB body read
+    once would stay resident in the worker for good)."""
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _package_parent() -> str:
