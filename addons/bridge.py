@@ -24,4 +24,4 @@ from native_bridge.runtime.state import BridgeState
 view.register()  # the "Bridge steps" and "Bridge diff" content views
 state, h2c = BridgeState(), H2CListener()
 chat = NativeBridge(state, h2c)
-addons = [state, h2c, chat, PlannerBridge(state, h2c, chat), BridgeCommands()]
+addons = [state, h2c, chat, PlannerBridge(state, h2c), BridgeCommands()]

@@ -134,3 +134,31 @@ def test_no_test_edits_the_import_path_or_loads_a_script_from_its_file() -> None
         if lines := _offending_lines(text):
             found[str(path.relative_to(TESTS))] = lines
     assert not found, f"import what you test by name (pyproject.toml's pythonpath), do not edit the path: {found}"
+
+
+# What each layer may import of the package (issue 18): the pure layers nothing of mitmproxy's
+# side, the planner hop nothing of the chat hop (both take what they share from runtime/).
+MAY_NOT = {
+    "native_bridge.core": ("cascade", "chat_hop", "planner_hop", "runtime", "records", "inspect"),
+    "native_bridge.cascade": ("chat_hop", "planner_hop", "runtime", "records", "inspect"),
+    "native_bridge.planner_hop": ("chat_hop",),
+    "native_bridge.runtime": ("chat_hop", "planner_hop", "records", "inspect"),
+}
+
+
+def layering(edges: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for name, targets in sorted(edges.items()):
+        for layer, banned in MAY_NOT.items():
+            if name == layer or name.startswith(layer + "."):
+                bad += [f"{name} -> {t}" for t in sorted(targets) if t.split(".")[1] in banned]
+    return bad
+
+
+def test_the_layering_checker_sees_a_planner_hop_that_reaches_into_the_chat_hop() -> None:
+    edges = {"native_bridge.planner_hop.addon": {"native_bridge.chat_hop.addon", "native_bridge.runtime.state"}}
+    assert layering(edges) == ["native_bridge.planner_hop.addon -> native_bridge.chat_hop.addon"]
+
+
+def test_each_layer_imports_only_what_it_may() -> None:
+    assert layering(graph()) == []

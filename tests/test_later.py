@@ -169,8 +169,8 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
     code 1"), which the gateway sent as exit 0."""
     from native_bridge.chat_hop import addon as chat_addon
 
-    pb, _ = planner
-    chat = pb.chat
+    pb, tctx = planner
+    chat = tctx.master.addons.get("nativebridge")  # the hops share the state, not each other
     monkeypatch.setattr(chat_addon, "OFFLOAD_BYTES", 1000)
     chat_raw = fixture("chat-turn1.json")
     assert len(chat_raw) >= 1000

@@ -196,7 +196,7 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
         monkeypatch.setattr(planner_addon, "OFFLOAD_BYTES", threshold)
         state, h2c = BridgeState(), H2CListener()
         chat = NativeBridge(state)  # declares the bridge option
-        pb = PlannerBridge(state, h2c, chat)
+        pb = PlannerBridge(state, h2c)
         with taddons.context(state, h2c, chat, pb) as tctx:
             for addon in (state, chat, pb):
                 tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))

@@ -37,7 +37,7 @@ def fixture(name: str) -> bytes:
 def planner():
     state, h2c = BridgeState(), H2CListener()
     chat = NativeBridge(state, h2c)
-    pb = PlannerBridge(state, h2c, chat)
+    pb = PlannerBridge(state, h2c)
     with taddons.context(state, h2c, chat, pb, BridgeCommands()) as tctx:
         for addon in (state, chat, pb):
             tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
@@ -175,8 +175,8 @@ def test_other_listeners_methods_and_handled_flows_are_left_alone(planner):
 def test_the_chat_hop_leaves_the_planner_listener_alone(planner):
     """A planner listener carries gRPC to the language server, never an agent's chat request:
     even a chat path with a JSON history there is not the chat hop's."""
-    pb, _ = planner
-    chat = pb.chat
+    pb, tctx = planner
+    chat = tctx.master.addons.get("nativebridge")  # the hops share the state, not each other
     raw = fixture("chat-turn1.json")
     f, elsewhere = native_flow(raw, path="/v1/messages"), native_flow(raw, spec="regular", path="/v1/messages")
     for flow in (f, elsewhere):

@@ -117,7 +117,6 @@ class NativeBridge:
         self.memo = Memo()
         self.offloader: Offloader | None = None  # large bodies: bridged in a worker process (offload.py)
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
-        self._readings: dict[str, asyncio.Future[None]] = {}  # flow id → a large body read in the worker
 
     def load(self, loader) -> None:
         loader.add_option("bridge", bool, True, "Bridge planner-bound chat requests (see bridge_mode).")
@@ -208,6 +207,7 @@ class NativeBridge:
                 self.recorder = None
             if opts.bridge_records:
                 self.recorder = Recorder(directory, isolate=True, limits=self.record_limits)
+            self.state.recorder = self.recorder  # the planner hop writes there too, unless it has its own
         light = opts.bridge_mode == "observe" and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
             self.memo = Memo(light=light)
@@ -244,7 +244,7 @@ class NativeBridge:
         return self.offloader
 
     def responseheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        reading = self._readings.get(flow.id)
+        reading = self.state.readings.get(flow.id)
         if reading is not None:  # the reply waits for the reading: a -w capture and mitmweb see its verdict
             return self._after(reading, lambda: self._stream(flow))
         self._stream(flow)
@@ -252,7 +252,7 @@ class NativeBridge:
 
     def readings(self) -> list[asyncio.Future[None]]:
         """The chat requests still being read in the worker (the planner hop waits for them)."""
-        return list(self._readings.values())
+        return list(self.state.readings.values())
 
     @staticmethod
     async def _after(reading: asyncio.Future[None], then: Callable[[], None]) -> None:
@@ -287,7 +287,7 @@ class NativeBridge:
 
     def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         self._tees.pop(flow.id, None)
-        reading = self._readings.get(flow.id)
+        reading = self.state.readings.get(flow.id)
         return self._after(reading, lambda: None) if reading is not None else None
 
     def run(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
@@ -328,7 +328,7 @@ class NativeBridge:
                 elif big:
                     loop = running_loop()
                     if reads_later and loop is not None:  # read in the worker while the request goes on
-                        self._readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
+                        self.state.readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
                         return None
                     return self._offloaded(flow, raw, job)
                 elif reads_later:
@@ -361,7 +361,7 @@ class NativeBridge:
         if loop is None:  # a test calling the hook directly
             self._apply(flow, raw, self._bridge(flow, job))
             return
-        self._readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
+        self.state.readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
 
     async def _read_off_loop(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
         """Read a large body in the worker after the request went on (observe mode): the reply
@@ -369,7 +369,7 @@ class NativeBridge:
         try:
             await self._offloaded(flow, raw, job, forwarded=True)
         finally:
-            del self._readings[flow.id]
+            del self.state.readings[flow.id]
 
     async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job, forwarded: bool = False) -> None:
         try:

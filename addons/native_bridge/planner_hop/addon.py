@@ -102,10 +102,9 @@ def grpc_ok(resp: http.Response) -> bool:
 
 
 class PlannerBridge:
-    def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None, chat: Any = None) -> None:
+    def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None) -> None:
         self.state = state or BridgeState()
         self.h2c = h2c or H2CListener()
-        self.chat = chat  # the chat hop's addon: its recorder serves both hops unless bridge_planner_records is set
         self.evidence = StoreEvidence(self.state)
         self.own_recorder: Recorder | None = None
         self._pending: dict[str, _Pending] = {}  # flow id -> what to store once the reply says ok
@@ -175,7 +174,7 @@ class PlannerBridge:
 
     @property
     def recorder(self) -> Recorder | None:
-        return self.own_recorder or getattr(self.chat, "recorder", None)
+        return self.own_recorder or self.state.recorder  # the chat hop's, unless bridge_planner_records is set
 
     def done(self) -> None:
         if self.own_recorder is not None:
@@ -191,7 +190,7 @@ class PlannerBridge:
         call = call_of(flow.request.path)
         if call is None:
             return None  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
-        readings = self.chat.readings() if self.chat is not None else []
+        readings = list(self.state.readings.values())
         if readings:  # the chat hop still reads a large request in its worker: its evidence comes first
             return self._after_readings(flow, call, readings)
         return self._send(flow, call)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
+from typing import Any
 
 from mitmproxy import ctx, exceptions
 
@@ -13,10 +15,15 @@ logger = logging.getLogger(__name__)
 
 
 class BridgeState:
-    """Holds the store (ledger and observations); the chat and planner addons read it at request time."""
+    """What both hops share, handed to each (addons/bridge.py): the store (ledger and observations),
+    the chat hop's readings still in the worker and its record writer. Neither hop holds the other."""
 
     def __init__(self) -> None:
         self.store: Store = MemoryStore()
+        # Chat requests still being read in the worker, by flow id: the planner hop waits for
+        # their evidence before it corrects a step.
+        self.readings: dict[str, asyncio.Future[None]] = {}
+        self.recorder: Any = None  # the chat hop's records.writer.Recorder (the planner hop's too, by default)
 
     def load(self, loader) -> None:
         loader.add_option(
