@@ -14,14 +14,14 @@ try:
 except ImportError:  # a checkout whose package is not importable yet
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect import view
 from native_bridge.inspect.commands import BridgeCommands
-from native_bridge.planner_hop.addon import PlannerBridge
+from native_bridge.planner_hop.addon import PlannerHop
 from native_bridge.planner_hop.h2c import H2CListener
 from native_bridge.runtime.state import BridgeState
 
 view.register()  # the "Bridge steps" and "Bridge diff" content views
 state, h2c = BridgeState(), H2CListener()
-chat = NativeBridge(state, h2c)
-addons = [state, h2c, chat, PlannerBridge(state, h2c), BridgeCommands()]
+chat = ChatHop(state, h2c)
+addons = [state, h2c, chat, PlannerHop(state, h2c), BridgeCommands()]

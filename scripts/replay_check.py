@@ -255,7 +255,7 @@ class NativeItem:
     chats: list[Entry] = field(default_factory=list)
     _seen: dict[int, list[Any]] = field(default_factory=dict)
 
-    def evidence(self, time: str, config: Config) -> native_replay.Evidence:
+    def evidence(self, time: str, config: Config) -> native_replay.StoreEvidence:
         """What the chat hop had observed when this send was made (chat requests up to its time)."""
         seen = []
         for chat in self.chats:
@@ -265,7 +265,7 @@ class NativeItem:
                 hint = getattr(chat, "client_hint", None)  # the User-Agent the addon saw, when the entry has it
                 self._seen[id(chat)] = native_replay.observations_of(chat.before, config, chat.path, hint)
             seen += self._seen[id(chat)]
-        return native_replay.Evidence(seen)
+        return native_replay.evidence(seen)
 
 
 def native_entry(case: native_replay.NativeCase, rec: dict[str, Any], source: str) -> Entry:

@@ -12,12 +12,12 @@ from mitmproxy import exceptions, hooks, http, io
 from mitmproxy.net import encoding
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop import addon as addon_module
-from native_bridge.chat_hop.addon import DEFAULT_FILTER, NativeBridge, parse_tool_map
+from native_bridge.chat_hop.addon import DEFAULT_FILTER, ChatHop, parse_tool_map
 from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS
+from native_bridge.evidence import match_key
 from native_bridge.records import writer as records
 from native_bridge.records.redact import REDACTED
 from native_bridge.runtime import MARKER, META
-from native_bridge.runtime.store import match_key
 
 BRIDGE_SCRIPT = Path(__file__).resolve().parent.parent / "addons" / "bridge.py"
 ADDON_LOGGER = "native_bridge.chat_hop.addon"
@@ -116,7 +116,7 @@ def error_lines(caplog) -> list[logging.LogRecord]:
 @pytest.fixture
 def bridge():
     """The addon, configured the way mitmdump configures a script: every option at once."""
-    nb = NativeBridge()
+    nb = ChatHop()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_mode="rewrite")  # these tests are about the rewrite; observe has its own
@@ -209,7 +209,7 @@ def test_entry_script_loads_the_addon_with_its_options():
         module = tctx.script(str(BRIDGE_SCRIPT))
         nb = module.chat  # the chat hop (the script's other addons: tests/test_commands.py)
         try:
-            assert isinstance(nb, NativeBridge)
+            assert isinstance(nb, ChatHop)
             assert tctx.options.bridge_filter == DEFAULT_FILTER
             assert tctx.options.bridge_mode == "observe"  # the default never removes history
             tctx.options.update(bridge_mode="rewrite")
@@ -831,7 +831,7 @@ def test_the_reference_probe_in_the_default_configuration_is_exit_2():
     """Chat Completions, no User-Agent, no tools: observe mode (the default) leaves the body
     and states exit 2 in its verdict and its observation for the planner hop; rewrite mode
     sends exitCode 2."""
-    nb = NativeBridge()
+    nb = ChatHop()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         assert tctx.options.bridge_mode == "observe"

@@ -13,7 +13,7 @@ import pytest
 from mitmproxy import exceptions, flow, hooks, http
 from mitmproxy.addons import view as view_addon
 from mitmproxy.test import taddons, tflow
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect.commands import BridgeCommands
 from native_bridge.records.redact import REDACTED
 
@@ -84,7 +84,7 @@ def flow_of(content: bytes, path: str = CHAT) -> http.HTTPFlow:
 @pytest.fixture
 def ctx(tmp_path):
     """mitmproxy's test master with the view (it resolves @marked, @all, filters), the bridge and the commands."""
-    nb, cmds, view = NativeBridge(), BridgeCommands(), view_addon.View()
+    nb, cmds, view = ChatHop(), BridgeCommands(), view_addon.View()
     with taddons.context(nb, cmds, view) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "live-records"))
@@ -92,7 +92,7 @@ def ctx(tmp_path):
         nb.done()
 
 
-def load(nb: NativeBridge, view: view_addon.View, *bodies: tuple[bytes, str]) -> list[http.HTTPFlow]:
+def load(nb: ChatHop, view: view_addon.View, *bodies: tuple[bytes, str]) -> list[http.HTTPFlow]:
     flows = []
     for content, path in bodies:
         f = flow_of(content, path)
@@ -116,8 +116,8 @@ def test_entry_script_registers_the_commands_with_help():
             assert [type(a).__name__ for a in module.addons] == [
                 "BridgeState",
                 "H2CListener",
-                "NativeBridge",
-                "PlannerBridge",
+                "ChatHop",
+                "PlannerHop",
                 "BridgeCommands",
             ]
             registered = tctx.master.commands.commands

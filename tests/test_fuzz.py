@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge import rewrite
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.core.pipeline import Config
 from native_bridge.records.writer import Limits, Recorder, RecordJob, to_record
 from native_bridge.runtime import META
@@ -398,7 +398,7 @@ def test_body_of_another_dialect_on_a_path(path: str) -> None:
 
 @pytest.fixture
 def addon():
-    nb = NativeBridge()
+    nb = ChatHop()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_mode="rewrite")
@@ -408,7 +408,7 @@ def addon():
         nb.recorder = None
 
 
-def send(nb: NativeBridge, raw: bytes, path: str = CHAT, encoding: str | None = None, **headers: str):
+def send(nb: ChatHop, raw: bytes, path: str = CHAT, encoding: str | None = None, **headers: str):
     f = tflow.tflow()
     f.request.method, f.request.path = "POST", path
     for k, v in headers.items():

@@ -100,7 +100,7 @@ def test_the_checker_finds_a_cycle() -> None:
 
 def test_the_graph_sees_imports_inside_functions_and_type_checking() -> None:
     edges = graph()
-    assert "native_bridge.cascade.corrections" in edges["native_bridge.cascade.native"]
+    assert "native_bridge.cascade.corrections" in edges["native_bridge.cascade.correct"]
     assert len(edges) > 40
 
 

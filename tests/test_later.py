@@ -18,13 +18,13 @@ import asyncio
 import pytest
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge
 from native_bridge.runtime import META
 from native_bridge.runtime.state import BridgeState
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
-from test_planner_addon import SPEC, fixture, native_flow, planner  # noqa: F401 (fixture)
+from test_planner_addon import SPEC, fixture, planner, planner_flow  # noqa: F401 (fixture)
 
 UA = "claude-cli/2.1.332 (external, cli)"
 PATH = DIALECT_PATHS["chat"]
@@ -35,7 +35,7 @@ def chat_hop(request, tmp_path):
     """The chat addon in ``mode`` with its state in memory or (``shared``) in a file."""
     mode, shared = request.param
     state = BridgeState()
-    nb = NativeBridge(state)
+    nb = ChatHop(state)
     with taddons.context(state, nb) as tctx:
         for addon in (state, nb):
             tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
@@ -57,12 +57,12 @@ def chat_flow(raw: bytes, live: bool = True):
 
 def body_with_results() -> tuple[bytes, list]:
     raw = Session("chat", parallel=1, seed=4).body(3)
-    seen = bridge(Job(raw, NativeBridge().config, PATH, UA, emit=False, record=False), None).observations
+    seen = bridge(Job(raw, ChatHop().config, PATH, UA, emit=False, record=False), None).observations
     assert seen, "the body must hold results the chat hop observes"
     return raw, seen
 
 
-def stored(nb: NativeBridge, seen: list) -> bool:
+def stored(nb: ChatHop, seen: list) -> bool:
     return all(nb.state.store.candidates(o.key) for o in seen)
 
 
@@ -81,7 +81,7 @@ def test_observe_mode_with_the_state_in_memory_reads_after_forwarding(chat_hop):
 
     asyncio.run(run())
     inline = chat_flow(raw)
-    NativeBridge.request(chat_hop, inline)  # no running loop: all of it in the hook
+    ChatHop.request(chat_hop, inline)  # no running loop: all of it in the hook
     assert inline.metadata[META] == f.metadata[META] and inline.comment == f.comment
 
 
@@ -134,7 +134,7 @@ def test_a_capture_read_back_is_annotated_in_the_hook(chat_hop):
 
 def test_a_planner_flow_answered_before_the_hook_is_annotated_in_the_hook(planner):  # noqa: F811
     pb, _ = planner
-    f = native_flow(fixture("grpc-turn1.bin"))  # a reply already set, as server replay sets it
+    f = planner_flow(fixture("grpc-turn1.bin"))  # a reply already set, as server replay sets it
 
     async def run():
         pb.request(f)
@@ -146,7 +146,7 @@ def test_a_planner_flow_answered_before_the_hook_is_annotated_in_the_hook(planne
 def test_the_planner_hop_corrects_in_the_hook_and_annotates_after(planner):  # noqa: F811
     pb, _ = planner
     body = fixture("grpc-turn1.bin")
-    f = native_flow(body)
+    f = planner_flow(body)
     f.response = None  # live, on its way upstream
 
     async def run():
@@ -170,7 +170,7 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
     from native_bridge.chat_hop import addon as chat_addon
 
     pb, tctx = planner
-    chat = tctx.master.addons.get("nativebridge")  # the hops share the state, not each other
+    chat = tctx.master.addons.get("chathop")  # the hops share the state, not each other
     monkeypatch.setattr(chat_addon, "OFFLOAD_BYTES", 1000)
     chat_raw = fixture("chat-turn1.json")
     assert len(chat_raw) >= 1000
@@ -179,7 +179,7 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
         f = chat_flow(chat_raw)
         f.request.path = "/v1/messages"
         assert chat.request(f) is None and chat.readings()
-        g = native_flow(fixture("grpc-turn1.bin"))
+        g = planner_flow(fixture("grpc-turn1.bin"))
         g.response = None  # live, on its way upstream
         waiting = pb.request(g)
         assert waiting is not None and META not in g.metadata, "the correction must wait for the reading"

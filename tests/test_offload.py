@@ -16,7 +16,7 @@ import pytest
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop import addon as addon_module
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge, observed
 from native_bridge.core.memo import Memo
 from native_bridge.core.pipeline import Config, rewrite
@@ -102,7 +102,7 @@ def small_offload(monkeypatch):
 
 
 def _addon(mode: str):
-    nb = NativeBridge()
+    nb = ChatHop()
     ctx = taddons.context(nb)
     tctx = ctx.__enter__()
     tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
@@ -183,7 +183,7 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
     thread; flow, metadata and ledger end as the inline path leaves them."""
     from mitmproxy.proxy import mode_specs
     from native_bridge.planner_hop import addon as planner_addon
-    from native_bridge.planner_hop.addon import PlannerBridge
+    from native_bridge.planner_hop.addon import PlannerHop
     from native_bridge.planner_hop.h2c import H2CListener
     from native_bridge.runtime.state import BridgeState
 
@@ -195,8 +195,8 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
     def run(threshold: int):
         monkeypatch.setattr(planner_addon, "OFFLOAD_BYTES", threshold)
         state, h2c = BridgeState(), H2CListener()
-        chat = NativeBridge(state)  # declares the bridge option
-        pb = PlannerBridge(state, h2c)
+        chat = ChatHop(state)  # declares the bridge option
+        pb = PlannerHop(state, h2c)
         with taddons.context(state, h2c, chat, pb) as tctx:
             for addon in (state, chat, pb):
                 tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))

@@ -11,12 +11,12 @@ from mitmproxy.proxy import mode_specs
 from mitmproxy.test import taddons, tflow
 from native_bridge.cascade.framing import unframe
 from native_bridge.cascade.request import parse_request
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect import view
 from native_bridge.inspect.commands import BridgeCommands, diff_flow, record_job
-from native_bridge.planner_hop.addon import PlannerBridge
+from native_bridge.planner_hop.addon import PlannerHop
 from native_bridge.planner_hop.h2c import H2CListener
-from native_bridge.records import planner as native_record
+from native_bridge.records import planner as planner_record
 from native_bridge.records import writer as records
 from native_bridge.runtime import MARKER, META
 from native_bridge.runtime.state import BridgeState
@@ -36,8 +36,8 @@ def fixture(name: str) -> bytes:
 @pytest.fixture
 def planner():
     state, h2c = BridgeState(), H2CListener()
-    chat = NativeBridge(state, h2c)
-    pb = PlannerBridge(state, h2c)
+    chat = ChatHop(state, h2c)
+    pb = PlannerHop(state, h2c)
     with taddons.context(state, h2c, chat, pb, BridgeCommands()) as tctx:
         for addon in (state, chat, pb):
             tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
@@ -45,7 +45,7 @@ def planner():
         yield pb, tctx
 
 
-def native_flow(body: bytes, spec: str = SPEC, path: str = SEND, ok: bool = True) -> http.HTTPFlow:
+def planner_flow(body: bytes, spec: str = SPEC, path: str = SEND, ok: bool = True) -> http.HTTPFlow:
     f = tflow.tflow()
     f.client_conn.proxy_mode = mode_specs.ProxyMode.parse(spec)
     f.request.method = "POST"
@@ -94,7 +94,7 @@ def test_the_planner_types_setting_reaches_the_correction(planner, types):
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_types=types)
     body = fixture("grpc-turn1.bin")
-    f = native_flow(body)
+    f = planner_flow(body)
     pb.request(f)
     sent, came = steps_of(f.request.raw_content), steps_of(body)
     assert step_view(sent[0]).kind == "run_command" and step_view(came[0]).type == 28
@@ -115,7 +115,7 @@ def test_recheck_runs_a_native_flow_again_under_its_own_types_setting(planner):
 
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_types="keep")
-    f = native_flow(fixture("grpc-turn1.bin"))
+    f = planner_flow(fixture("grpc-turn1.bin"))
     pb.request(f)
     case = native_replay.from_flow(f)
     assert case.types == "keep" and native_replay.recheck(case) == []
@@ -129,7 +129,7 @@ def test_recheck_runs_a_native_flow_again_under_its_own_types_setting(planner):
 def test_first_turn_is_corrected_backed_up_marked_and_annotated(planner):
     pb, _ = planner
     body = fixture("grpc-turn1.bin")
-    f = native_flow(body)
+    f = planner_flow(body)
     pb.request(f)
     assert f.request.raw_content != body and f.modified()
     assert f.marked == MARKER
@@ -144,14 +144,14 @@ def test_first_turn_is_corrected_backed_up_marked_and_annotated(planner):
 
 def test_ledger_is_written_only_when_the_planner_accepts(planner):
     pb, _ = planner
-    refused = native_flow(fixture("grpc-turn1.bin"), ok=False)
+    refused = planner_flow(fixture("grpc-turn1.bin"), ok=False)
     pb.request(refused)
     pb.response(refused)
-    resumed = native_flow(fixture("grpc-turn2-resumed.bin"))
+    resumed = planner_flow(fixture("grpc-turn2-resumed.bin"))
     pb.request(resumed)
     assert len(steps_of(resumed.request.raw_content)) == 4, "nothing was delivered: every step again"
     pb.response(resumed)
-    again = native_flow(fixture("grpc-turn2-resumed.bin"))
+    again = planner_flow(fixture("grpc-turn2-resumed.bin"))
     pb.request(again)
     assert again.metadata[META]["status"] == "unchanged" or len(steps_of(again.request.raw_content)) == 0
 
@@ -160,12 +160,12 @@ def test_other_listeners_methods_and_handled_flows_are_left_alone(planner):
     pb, _ = planner
     body = fixture("grpc-turn1.bin")
     for f in (
-        native_flow(body, spec="regular"),
-        native_flow(body, path=SEND.replace("SendUserCascadeMessage", "GetCascadeTrajectorySteps")),
+        planner_flow(body, spec="regular"),
+        planner_flow(body, path=SEND.replace("SendUserCascadeMessage", "GetCascadeTrajectorySteps")),
     ):
         pb.request(f)
         assert f.request.raw_content == body and META not in f.metadata
-    handled = native_flow(body)
+    handled = planner_flow(body)
     pb.request(handled)
     corrected = handled.request.raw_content
     pb.request(handled)  # a replay (-nr, -C) sees the flow again: never corrected twice
@@ -175,10 +175,10 @@ def test_other_listeners_methods_and_handled_flows_are_left_alone(planner):
 def test_the_chat_hop_leaves_the_planner_listener_alone(planner):
     """A planner listener carries gRPC to the language server, never an agent's chat request:
     even a chat path with a JSON history there is not the chat hop's."""
-    pb, tctx = planner
-    chat = tctx.master.addons.get("nativebridge")  # the hops share the state, not each other
+    _, tctx = planner
+    chat = tctx.master.addons.get("chathop")  # the hops share the state, not each other
     raw = fixture("chat-turn1.json")
-    f, elsewhere = native_flow(raw, path="/v1/messages"), native_flow(raw, spec="regular", path="/v1/messages")
+    f, elsewhere = planner_flow(raw, path="/v1/messages"), planner_flow(raw, spec="regular", path="/v1/messages")
     for flow in (f, elsewhere):
         flow.response = None
         flow.request.headers["content-type"] = "application/json"
@@ -190,7 +190,7 @@ def test_the_chat_hop_leaves_the_planner_listener_alone(planner):
 def test_views_show_the_changes_and_the_steps_sent(planner):
     pb, _ = planner
     view.register()
-    f = native_flow(fixture("grpc-turn1.bin"))
+    f = planner_flow(fixture("grpc-turn1.bin"))
     pb.request(f)
     steps = contentviews.prettify_message(f.request, f, view_name="Bridge steps").text
     assert "bridge (planner hop): corrected, 4 -> 3 steps" in steps
@@ -202,11 +202,11 @@ def test_views_show_the_changes_and_the_steps_sent(planner):
 
 def test_diff_command_and_export_of_a_native_flow(planner, tmp_path: Path):
     pb, _ = planner
-    f = native_flow(fixture("grpc-turn1.bin"))
+    f = planner_flow(fixture("grpc-turn1.bin"))
     pb.request(f)
     assert "npm run dev" in diff_flow(f)
     job = record_job(f)
-    assert job.dialect == "cascade" and isinstance(job.native, native_record.NativeJob)
+    assert job.dialect == "cascade" and isinstance(job.native, planner_record.PlannerJob)
     rec = records.to_record(job)
     assert len(rec["native"]["steps_before"]) == 4 and len(rec["native"]["steps_after"]) == 3
     assert "wsk-FIXTURE-KEY" not in str(rec)
@@ -217,10 +217,10 @@ def test_a_request_corrected_upstream_is_left_alone(planner):
     from native_bridge.planner_hop.addon import HANDLED_HEADER
 
     pb, _ = planner
-    first = native_flow(fixture("grpc-turn1.bin"))
+    first = planner_flow(fixture("grpc-turn1.bin"))
     pb.request(first)
     assert first.request.headers[HANDLED_HEADER] == "corrected"
-    second = native_flow(first.request.raw_content)  # what the next proxy receives
+    second = planner_flow(first.request.raw_content)  # what the next proxy receives
     second.request.headers[HANDLED_HEADER] = first.request.headers[HANDLED_HEADER]
     pb.request(second)
     assert second.request.raw_content == first.request.raw_content
@@ -238,10 +238,10 @@ def test_recheck_runs_a_native_flow_again_under_its_own_setting(planner):
 
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_client="claude-code")
-    first = native_flow(fixture("grpc-turn1.bin"))
+    first = planner_flow(fixture("grpc-turn1.bin"))
     pb.request(first)
     pb.response(first)
-    resumed = native_flow(fixture("grpc-turn2-resumed.bin"))
+    resumed = planner_flow(fixture("grpc-turn2-resumed.bin"))
     pb.request(resumed)
     assert resumed.metadata[META]["planner_client"] == "claude-code"
     for f in (first, resumed):
@@ -259,7 +259,7 @@ def test_recheck_runs_a_native_flow_again_under_its_own_setting(planner):
     seen = native_replay.observations_of(
         fixture("chat-turn1.json"), Config(), "/v1/messages", "claude-cli/2.1.332 (external, cli)"
     )
-    lines = native_replay.recheck(case, native_replay.Evidence(seen))
+    lines = native_replay.recheck(case, native_replay.evidence(seen))
     assert "     now   #0   run_command      DONE   exit 1   $ npm test" in lines, lines
     case.sent = (case.sent or b"") + b"\0"  # the bytes sent are compared too
     case.client = "claude-code"
@@ -294,11 +294,11 @@ def test_every_call_is_selected_on_the_planner_listener_and_names_its_method(pla
         (INTERACT, kit.grpc(kit.interaction_request()), "HandleCascadeUserInteraction"),
         ("/other.pkg.Svc/ReplayGroundTruthTrajectory", kit.grpc(kit.replay_request(steps)), None),
     ):
-        f = native_flow(body, path=path)
+        f = planner_flow(body, path=path)
         pb.request(f)
         assert f.metadata[META]["method"] == (method or "ReplayGroundTruthTrajectory"), path
         assert f.metadata[META]["dialect"] == "cascade"
-    elsewhere = native_flow(kit.grpc(kit.replay_request(steps)), spec="regular", path=REPLAY)
+    elsewhere = planner_flow(kit.grpc(kit.replay_request(steps)), spec="regular", path=REPLAY)
     pb.request(elsewhere)
     assert META not in elsewhere.metadata
 
@@ -308,7 +308,7 @@ def test_replay_steps_are_corrected_and_recorded_without_a_key(planner):
     pb, _ = planner
     steps = [kit.gateway_run("npm test", "Exit code 1\nboom"), kit.gateway_run("npm run dev", None)]
     body = kit.grpc(kit.replay_request(steps))
-    f = native_flow(body, path=REPLAY)
+    f = planner_flow(body, path=REPLAY)
     pb.request(f)
     meta = f.metadata[META]
     assert meta["status"] == "corrected" and (meta["steps_in"], meta["steps_out"]) == (2, 1)
@@ -329,7 +329,7 @@ def test_an_interaction_goes_byte_identical_and_is_recorded_decoded(planner):
     pb, _ = planner
     view.register()
     body = kit.grpc(kit.interaction_request(step_index=7, submitted="printf 'boom\\n'; exit 2"))
-    f = native_flow(body, path=INTERACT)
+    f = planner_flow(body, path=INTERACT)
     pb.request(f)
     pb.response(f)
     assert f.request.raw_content == body and not f.modified()
@@ -353,16 +353,16 @@ def test_the_ledger_learns_a_replay_and_cuts_a_later_send(planner):
     kit = _kit()
     pb, _ = planner
     replayed = [kit.gateway_run("npm test", "Exit code 1\nboom"), kit.gateway_run("ls", "a\n")]
-    refused = native_flow(kit.grpc(kit.replay_request(replayed)), path=REPLAY, ok=False)
+    refused = planner_flow(kit.grpc(kit.replay_request(replayed)), path=REPLAY, ok=False)
     pb.request(refused)
     pb.response(refused)
     assert len(pb.state.store.delivered("cascade-1")) == 0, "a refused replay delivered nothing"
-    replay = native_flow(kit.grpc(kit.replay_request(replayed)), path=REPLAY)
+    replay = planner_flow(kit.grpc(kit.replay_request(replayed)), path=REPLAY)
     pb.request(replay)
     pb.response(replay)
     assert list(pb.state.store.delivered("cascade-1").steps) == replayed, "the gateway's replayed steps"
     new = kit.gateway_run("cat x", "y\n")
-    send = native_flow(kit.grpc(kit.request([*replayed, new])))
+    send = planner_flow(kit.grpc(kit.request([*replayed, new])))
     pb.request(send)
     assert send.metadata[META]["delta_start"] == 2
     [sent] = steps_of(send.request.raw_content)
@@ -376,10 +376,10 @@ def test_a_replay_is_not_cut_by_what_the_ledger_holds(planner):
     kit = _kit()
     pb, _ = planner
     steps = [kit.gateway_run("ls", "a\n")]
-    first = native_flow(kit.grpc(kit.request(steps)))
+    first = planner_flow(kit.grpc(kit.request(steps)))
     pb.request(first)
     pb.response(first)
-    replay = native_flow(kit.grpc(kit.replay_request(steps)), path=REPLAY)
+    replay = planner_flow(kit.grpc(kit.replay_request(steps)), path=REPLAY)
     pb.request(replay)
     assert replay.metadata[META]["delta_start"] == 0 and len(_replay_steps(replay.request.raw_content)) == 1
 
@@ -389,11 +389,11 @@ def test_an_itemless_resend_of_delivered_steps_goes_as_it_came(planner):
     kit = _kit()
     pb, _ = planner
     steps = [kit.gateway_run("ls", "a\n"), kit.gateway_run("pwd", "/w\n")]
-    first = native_flow(kit.grpc(kit.send_without_items(steps)))
+    first = planner_flow(kit.grpc(kit.send_without_items(steps)))
     pb.request(first)
     pb.response(first)
     body = kit.grpc(kit.send_without_items(steps))
-    again = native_flow(body)
+    again = planner_flow(body)
     pb.request(again)
     pb.response(again)
     assert again.request.raw_content == body
@@ -416,7 +416,7 @@ def test_recheck_of_replay_and_interaction_flows(planner):
     pb, _ = planner
     steps = [kit.gateway_run("npm test", "Exit code 1\nboom"), kit.gateway_run("npm run dev", None)]
     for path, body in ((REPLAY, kit.replay_request(steps)), (INTERACT, kit.interaction_request())):
-        f = native_flow(kit.grpc(body), path=path)
+        f = planner_flow(kit.grpc(body), path=path)
         pb.request(f)
         case = native_replay.from_flow(f)
         assert case.method == path.rsplit("/", 1)[1] and case.cascade_id == "cascade-1"

@@ -17,7 +17,7 @@ import pytest
 import replay_check
 from mitmproxy import exceptions, hooks
 from mitmproxy.test import taddons, tflow
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect import explain
 from native_bridge.records import writer as records
 from native_bridge.records.writer import Limits, Recorder, RecordJob, parse_age, parse_size
@@ -34,7 +34,7 @@ SESSIONS = {
 
 @pytest.fixture
 def bridge(tmp_path):
-    nb = NativeBridge()
+    nb = ChatHop()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
@@ -162,7 +162,7 @@ def big_chat() -> bytes:
     return session.body(rounds)
 
 
-async def bridged(nb: NativeBridge, f) -> None:
+async def bridged(nb: ChatHop, f) -> None:
     """The request hook as mitmproxy runs it: a body this large is read in the worker process."""
     pending = nb.request(f)
     if pending is not None:
@@ -363,7 +363,7 @@ def test_records_lost_are_counted_and_logged_at_shutdown(tmp_path, caplog):
 def test_bridge_stats_reports_the_record_counts(tmp_path):
     from native_bridge.inspect.commands import BridgeCommands
 
-    nb, cmds = NativeBridge(), BridgeCommands()
+    nb, cmds = ChatHop(), BridgeCommands()
     with taddons.context(nb, cmds) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_records=str(tmp_path / "records"))

@@ -13,7 +13,7 @@ import replay_check
 import summary
 from mitmproxy import hooks, io
 from mitmproxy.test import taddons, tflow
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.records import writer as records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +61,7 @@ def test_a_bad_tool_mapping_is_refused_with_a_clear_error(capsys) -> None:
 
 def _capture(tmp_path: Path, n: int = 3) -> tuple[Path, Path]:
     """Records and a -w flow file of the same flows, as the README's walkthrough makes them."""
-    nb = NativeBridge()
+    nb = ChatHop()
     flows = []
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))

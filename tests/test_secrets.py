@@ -30,7 +30,7 @@ import orjson
 import pytest
 from mitmproxy import hooks, io
 from mitmproxy.test import taddons, tflow
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.records import redact
 from native_bridge.records import writer as records
 from native_bridge.records.writer import Recorder, RecordJob, record_name
@@ -114,7 +114,7 @@ def planted(data: bytes | str) -> list[str]:
 
 @pytest.fixture
 def bridge(tmp_path: Path):
-    nb = NativeBridge()
+    nb = ChatHop()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
@@ -122,7 +122,7 @@ def bridge(tmp_path: Path):
         nb.done()
 
 
-def send(nb: NativeBridge, body: bytes, path: str = "/v1/chat/completions" + QUERY, headers=SECRET_HEADERS):
+def send(nb: ChatHop, body: bytes, path: str = "/v1/chat/completions" + QUERY, headers=SECRET_HEADERS):
     f = tflow.tflow()
     f.request.method, f.request.path = "POST", path
     f.request.headers["content-type"] = "application/json"
@@ -421,7 +421,7 @@ def test_demo_output_holds_no_planted_secret(demo_run) -> None:
 def planted_flows(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A -w file made behind the bridge: every planted body, plus a flow the bridge never saw."""
     path = tmp_path_factory.mktemp("flows") / "planted.flows"
-    nb = NativeBridge()
+    nb = ChatHop()
     with taddons.context(nb) as tctx, path.open("wb") as fh:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         w = io.FlowWriter(fh)

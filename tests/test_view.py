@@ -15,7 +15,7 @@ import pytest
 from mitmproxy import contentviews, hooks, http, io
 from mitmproxy.test import taddons, tflow
 from native_bridge._proto import cortex_pb2
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.core.pipeline import rewrite
 from native_bridge.inspect import explain, view
 
@@ -68,7 +68,7 @@ def registered():
 
 @pytest.fixture
 def bridge():
-    nb = NativeBridge()
+    nb = ChatHop()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_mode="rewrite")
@@ -88,7 +88,7 @@ def flow_of(content: bytes, path: str = CHAT, headers: dict[str, str] | None = N
     return f
 
 
-def bridged(nb: NativeBridge, content: bytes = SESSION, **kwargs: Any) -> http.HTTPFlow:
+def bridged(nb: ChatHop, content: bytes = SESSION, **kwargs: Any) -> http.HTTPFlow:
     # Each body is sent with its client's user agent, as the client sends it.
     kwargs.setdefault("headers", {SESSION: CLAUDE, ANTHROPIC_SESSION: CLAUDE, MIXED: QWEN}.get(content, {}))
     f = flow_of(content, **kwargs)

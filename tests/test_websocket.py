@@ -17,7 +17,7 @@ from mitmproxy.proxy.layers.websocket import Fragmentizer
 from mitmproxy.test import taddons, tflow
 from mitmproxy.websocket import WebSocketMessage
 from native_bridge.chat_hop import websocket as ws_module
-from native_bridge.chat_hop.addon import NativeBridge
+from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.websocket import WS_META, wire
 from native_bridge.inspect import commands, view
 from native_bridge.records.writer import after_doc
@@ -71,7 +71,7 @@ def ws_flow(path: str = "/v1/responses", ua: str = CODEX_UA) -> http.HTTPFlow:
     return f
 
 
-def send(nb: NativeBridge, f: http.HTTPFlow, content: bytes, from_client: bool = True, text: bool = True) -> int:
+def send(nb: ChatHop, f: http.HTTPFlow, content: bytes, from_client: bool = True, text: bool = True) -> int:
     """Deliver one message as mitmproxy does: append it, then run the websocket_message hook."""
     f.websocket.messages.append(WebSocketMessage(Opcode.TEXT if text else Opcode.BINARY, from_client, content))
     nb.websocket_message(f)
@@ -80,7 +80,7 @@ def send(nb: NativeBridge, f: http.HTTPFlow, content: bytes, from_client: bool =
 
 @pytest.fixture
 def bridge(tmp_path: Path):
-    nb = NativeBridge()
+    nb = ChatHop()
     with taddons.context(nb) as tctx:
         tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
@@ -88,7 +88,7 @@ def bridge(tmp_path: Path):
         nb.done()
 
 
-def records(nb: NativeBridge, tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
+def records(nb: ChatHop, tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
     assert nb.recorder is not None and nb.recorder.flush()
     files = sorted((tmp_path / "records").glob("*.json"))
     return [(p.name, json.loads(p.read_text())) for p in files]
@@ -519,13 +519,13 @@ def test_items_with_odd_types_and_ids_never_raise(bridge):
 # ---- large frames: parsed and bridged in the worker process, off the event loop --------------
 
 
-def send_held(nb: NativeBridge, f: http.HTTPFlow, content: bytes):
+def send_held(nb: ChatHop, f: http.HTTPFlow, content: bytes):
     """Deliver a client frame whose hook may return an awaitable (mitmproxy holds the frame until it is done)."""
     f.websocket.messages.append(WebSocketMessage(Opcode.TEXT, True, content))
     return len(f.websocket.messages) - 1, nb.websocket_message(f)
 
 
-def conversation(nb: NativeBridge, f: http.HTTPFlow) -> bytes:
+def conversation(nb: ChatHop, f: http.HTTPFlow) -> bytes:
     """Server events of a response holding a call, then the frame that answers it (and has a pair of its own)."""
     for event in server_response("resp_1", exec_call("k1", "ls /nope")):
         send(nb, f, event, from_client=False)

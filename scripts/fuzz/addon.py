@@ -1,5 +1,5 @@
 """The addon under mitmproxy's test context (``taddons``/``tflow``): a case through
-``NativeBridge.request``, its verdict, its body and its record checked."""
+``ChatHop.request``, its verdict, its body and its record checked."""
 
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ class AddonHarness:
     def __init__(self) -> None:
         from mitmproxy import hooks
         from mitmproxy.test import taddons
-        from native_bridge.chat_hop.addon import NativeBridge
+        from native_bridge.chat_hop.addon import ChatHop
 
-        self.nb = NativeBridge()
+        self.nb = ChatHop()
         self._ctx = taddons.context(self.nb)
         self.tctx = self._ctx.__enter__()
         self.tctx.master.addons.invoke_addon_sync(self.nb, hooks.ConfigureHook(set(self.tctx.options.keys())))

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 from native_bridge._proto import cortex_pb2 as pb
-from native_bridge.cascade.corrections import Observed
 from native_bridge.cascade.steps import DONE, FIELD_BY_KIND, OFFICIAL_TYPE
 from native_bridge.cascade.wire import len_field, varint_field
+from native_bridge.evidence import Observation
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "gateway-3.9.27"
 GRPC = "application/grpc"
@@ -150,7 +150,7 @@ class ChatEvidence:
         self.pairs = [(calls[i], r) for i, r in results.items() if i in calls]
         self.asked: list[tuple[str, str, str]] = []
 
-    def lookup(self, kind: str, command_or_path: str, output: str) -> Observed | None:
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observation | None:
         self.asked.append((kind, command_or_path, output))
         found = [
             r
@@ -162,7 +162,7 @@ class ChatEvidence:
         ]
         if len(found) != 1:
             return None
-        return Observed(failed=bool(found[0].get("is_error")), client="claude-code")
+        return Observation(failed=bool(found[0].get("is_error")), client="claude-code")
 
 
 def chat_evidence(name: str) -> ChatEvidence:

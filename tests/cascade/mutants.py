@@ -87,18 +87,18 @@ M = [
     ),
     (
         "digests of corrected steps",
-        "native.py",
+        "correct.py",
         "delivery=Delivery(req.steps, known)",
         "delivery=Delivery(correct(req.steps, evidence, client=client).steps, known)",
     ),
-    ("delivered steps not removed", "native.py", "start = delivered_prefix(delivered, req.steps)", "start = 0"),
+    ("delivered steps not removed", "correct.py", "start = delivered_prefix(delivered, req.steps)", "start = 0"),
     (
         "empty send not withheld",
-        "native.py",
+        "correct.py",
         "    if req.steps and not fixed.steps and not req.items:",
         "    if False:",
     ),
-    ("replay cut by the ledger", "native.py", "    if not call.cut_delivered:", "    if False:"),
+    ("replay cut by the ledger", "correct.py", "    if not call.cut_delivered:", "    if False:"),
     ("evidence exit code ignored", "corrections.py", "if obs is not None and obs.exit_code is not None:", "if False:"),
     (
         "bomb inflated whole",

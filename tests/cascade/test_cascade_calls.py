@@ -22,8 +22,8 @@ from cascadekit import (
 )
 from native_bridge._proto import cortex_pb2 as pb
 from native_bridge.cascade.calls import CALLS, INTERACTION, REPLAY, SEND, call_of, decode_interaction
+from native_bridge.cascade.correct import correct_request, redact_body
 from native_bridge.cascade.ledger import step_digest
-from native_bridge.cascade.native import correct_request, redact_body
 from native_bridge.cascade.request import parse_request, redacted, secret_spans, splice
 from native_bridge.cascade.steps import run_command, view
 from native_bridge.cascade.wire import WireError, fields

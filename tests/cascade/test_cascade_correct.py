@@ -7,10 +7,11 @@ from cascadekit import chat_evidence, envelope_payload, fixture, gateway_run, ra
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from native_bridge._proto import cortex_pb2 as pb
-from native_bridge.cascade.corrections import Corrected, Observed, correct
+from native_bridge.cascade.corrections import Corrected, correct
 from native_bridge.cascade.request import parse_request
 from native_bridge.cascade.steps import DONE, OFFICIAL_TYPE, run_command, view
 from native_bridge.cascade.wire import len_field, varint_field
+from native_bridge.evidence import Observation
 
 GENERATING = 8
 
@@ -131,12 +132,12 @@ def test_a_command_status_takes_the_chat_hops_observation_through_its_run_comman
     text = "FAIL src/a.test.ts"
     run = raw_step("run_command", len_field(23, b"npm test") + len_field(13, b"c7") + len_field(21, len_field(1, b"x")))
     status = command_status(command_id="c7", combined=text, exit_code=0)
-    seen = Recorder(Observed(exit_code=1, failed=True, client="cline"))
+    seen = Recorder(Observation(exit_code=1, failed=True, client="cline"))
     fixed = correct([run, status], seen)
     assert ("run_command", "npm test", text) in seen.calls
     assert pb.CortexTrajectoryStep.FromString(fixed.steps[1]).command_status.exit_code == 1
     # Without a run_command naming c7 there is nothing to match: the text alone decides (absent).
-    alone = correct([status], Recorder(Observed(exit_code=1)))
+    alone = correct([status], Recorder(Observation(exit_code=1)))
     assert not pb.CortexTrajectoryStep.FromString(alone.steps[0]).command_status.HasField("exit_code")
 
 
@@ -307,11 +308,11 @@ def test_a_failure_stated_as_content_is_dropped(s: bytes) -> None:
 
 
 class Recorder:
-    def __init__(self, observed: Observed | None) -> None:
+    def __init__(self, observed: Observation | None) -> None:
         self.observed = observed
         self.calls: list[tuple[str, str, str]] = []
 
-    def lookup(self, kind: str, command_or_path: str, output: str) -> Observed | None:
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observation | None:
         self.calls.append((kind, command_or_path, output))
         return self.observed
 
@@ -319,20 +320,20 @@ class Recorder:
 @pytest.mark.parametrize(
     ("output", "observed", "code"),
     [
-        ("Exit code 1\nboom", Observed(exit_code=2, client="codex"), 2),  # evidence wins over text
-        ("Exit code 1\nboom", Observed(failed=True, client="claude-code"), 1),  # is_error + Claude Code's line
-        ("Exit code 1\nboom", Observed(failed=False, client="claude-code"), None),  # that line needs is_error
-        ("boom", Observed(failed=True, client="claude-code"), 1),  # is_error without a number
-        ("boom", Observed(failed=True), 1),  # an unknown client's error flag still counts
-        ("Command executed successfully.", Observed(failed=True, client="zed"), None),  # conflict: no claim
-        ("boom", Observed(exit_code=0, failed=True), None),  # conflict inside the evidence
-        ("boom", Observed(exit_code=5, failed=False), None),
-        ("boom", Observed(failed=False), None),  # "not an error" is not an exit status
-        ("boom", Observed(), None),  # states nothing: the text decides
-        ("Exit code: 7\nOutput:\nx", Observed(client="codex"), 7),  # the observation names the client
+        ("Exit code 1\nboom", Observation(exit_code=2, client="codex"), 2),  # evidence wins over text
+        ("Exit code 1\nboom", Observation(failed=True, client="claude-code"), 1),  # is_error + Claude Code's line
+        ("Exit code 1\nboom", Observation(failed=False, client="claude-code"), None),  # that line needs is_error
+        ("boom", Observation(failed=True, client="claude-code"), 1),  # is_error without a number
+        ("boom", Observation(failed=True), 1),  # an unknown client's error flag still counts
+        ("Command executed successfully.", Observation(failed=True, client="zed"), None),  # conflict: no claim
+        ("boom", Observation(exit_code=0, failed=True), None),  # conflict inside the evidence
+        ("boom", Observation(exit_code=5, failed=False), None),
+        ("boom", Observation(failed=False), None),  # "not an error" is not an exit status
+        ("boom", Observation(), None),  # states nothing: the text decides
+        ("Exit code: 7\nOutput:\nx", Observation(client="codex"), 7),  # the observation names the client
     ],
 )
-def test_run_command_evidence(output: str, observed: Observed, code: int | None) -> None:
+def test_run_command_evidence(output: str, observed: Observation, code: int | None) -> None:
     ev = Recorder(observed)
     out, changes = one(gateway_run("npm test", output), ev)
     assert ev.calls == [("run_command", "npm test", output)]
@@ -342,7 +343,7 @@ def test_run_command_evidence(output: str, observed: Observed, code: int | None)
 
 
 def test_evidence_may_be_a_plain_callable() -> None:
-    out, _ = one(gateway_run("npm test", "boom"), lambda kind, cmd, output: Observed(exit_code=9))
+    out, _ = one(gateway_run("npm test", "boom"), lambda kind, cmd, output: Observation(exit_code=9))
     assert exit_of(out) == 9
 
 
@@ -355,17 +356,17 @@ def test_evidence_may_be_a_plain_callable() -> None:
     ],
 )
 def test_a_step_the_client_saw_fail_is_dropped(s: bytes, subject: str) -> None:
-    ev = Recorder(Observed(failed=True, client="claude-code"))
+    ev = Recorder(Observation(failed=True, client="claude-code"))
     out, changes = one(s, ev)
     assert ev.calls[0][:2] == (view(s).kind, subject)
     assert out is None and "claude-code" in changes[0].reason
-    ev.observed = Observed(failed=False)
+    ev.observed = Observation(failed=False)
     assert one(s, ev) == (s, [])
 
 
 def test_conflicting_non_shell_signals_drop_the_claim() -> None:
     s = step("view_file", absolute_path_uri="file:///x", content="File does not exist.")
-    out, changes = one(s, Recorder(Observed(failed=False)))
+    out, changes = one(s, Recorder(Observation(failed=False)))
     assert out is None and "conflicting" in changes[0].reason
 
 
@@ -385,7 +386,7 @@ def test_unknown_fields_in_the_step_and_in_run_command_survive() -> None:
         + len_field(21, out_inner)
     )
     s = raw_step("run_command", body, extra=unknown_top)
-    out, _ = one(s, lambda kind, cmd, output: Observed(exit_code=1))
+    out, _ = one(s, lambda kind, cmd, output: Observation(exit_code=1))
     expected_body = (
         len_field(23, b"npm test") + unknown_body + varint_field(11, 1) + varint_field(6, 1) + len_field(21, out_inner)
     )
@@ -395,7 +396,7 @@ def test_unknown_fields_in_the_step_and_in_run_command_survive() -> None:
 def test_the_type_number_is_never_changed() -> None:
     out_ = len_field(4, b"x") + len_field(21, len_field(1, b"x"))
     s = raw_step("run_command", len_field(23, b"x") + out_, type_=21)  # the official schema's RUN_COMMAND
-    out, _ = one(s, lambda kind, cmd, output: Observed(exit_code=2))
+    out, _ = one(s, lambda kind, cmd, output: Observation(exit_code=2))
     assert view(out).type == 21 and exit_of(out) == 2
 
 
@@ -601,12 +602,20 @@ def test_correct_is_idempotent_deterministic_and_never_adds(steps: list[bytes], 
     assert all(view(s).type in {view(t).type for t in steps} for s in kept.steps)
 
 
-def test_the_chat_hops_own_observation_type_is_accepted() -> None:
-    # core.observe.Observed (what the shell's store hands back) has no client field: duck-typed.
-    from native_bridge.core.observe import Observed as ChatObserved
+def test_what_the_chat_hop_observes_is_what_a_correction_takes() -> None:
+    """One Observation from the chat hop's reading (core/observe.py) to the planner's match."""
+    from native_bridge.core.history import History, ToolCall, ToolResult
+    from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
+    from native_bridge.core.observe import observations
+    from native_bridge.evidence import match_key
 
-    seen = ChatObserved("run_command", "npm test", "boom", "toolu_01A", exit_code=2, failed=True)
-    out, changes = one(gateway_run("npm test", "boom"), lambda kind, cmd, output: seen)
+    history = History(
+        [ToolCall(0, 1, "toolu_01A", "Bash", {"command": "npm test"})],
+        [ToolResult(1, 2, "toolu_01A", "Exit code 2\nboom", is_error=True)],
+        ["other", "calls", "results"],
+        "claude-code",
+    )
+    (seen,) = observations(history, DEFAULT_TOOL_KINDS)
+    assert seen.key == match_key("run_command", "npm test", "Exit code 2\nboom") and seen.exit_code == 2
+    out, changes = one(gateway_run("npm test", "Exit code 2\nboom"), lambda kind, cmd, output: seen)
     assert exit_of(out) == 2 and "chat hop observed" in changes[0].reason
-    failed_read = ChatObserved("view_file", "file:///a", "x", "toolu_01B", exit_code=None, failed=True)
-    assert one(step("view_file", absolute_path_uri="file:///a", content="x"), lambda *a: failed_read)[0] is None

@@ -20,8 +20,8 @@ from cascadekit import (
     request,
 )
 from native_bridge.cascade.calls import SEND, call_of
+from native_bridge.cascade.correct import correct_request, redact_body
 from native_bridge.cascade.framing import unframe
-from native_bridge.cascade.native import correct_request, redact_body
 from native_bridge.cascade.request import parse_request
 from native_bridge.cascade.steps import run_command, view
 from native_bridge.cascade.wire import fields, len_field

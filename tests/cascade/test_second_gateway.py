@@ -9,10 +9,10 @@ import second_gateway as gw
 from cascadekit import GRPC, envelope_payload
 from native_bridge._proto import cortex_pb2 as pb
 from native_bridge.cascade.calls import INTERACTION, REPLAY
-from native_bridge.cascade.corrections import Observed
-from native_bridge.cascade.native import correct_request, redact_body
+from native_bridge.cascade.correct import correct_request, redact_body
 from native_bridge.cascade.request import parse_request
 from native_bridge.cascade.wire import fields
+from native_bridge.evidence import Observation
 
 HISTORY = [
     # Codex's frame: the command failed with 2 (the gateway saw no flag: it made up 0).
@@ -64,8 +64,8 @@ def test_every_type_names_its_body_whatever_the_numbering(numbering: str) -> Non
 
 def test_the_chat_hops_observation_decides_both_bodies() -> None:
     # The chat hop saw make's result with its client's success words: exit 0, in both bodies.
-    def lookup(kind: str, command: str, output: str) -> Observed | None:
-        return Observed(exit_code=0, failed=False, client="zed") if command == "make" else None
+    def lookup(kind: str, command: str, output: str) -> Observation | None:
+        return Observation(exit_code=0, failed=False, client="zed") if command == "make" else None
 
     _, steps = corrected(gw.send("cascade-c", HISTORY), lookup)
     assert steps[4].run_command.exit_code == 0 and steps[4].run_command.HasField("exit_code")

@@ -6,11 +6,12 @@ module-level mutable state; the ledger's state is passed in by the caller.
 The entry point for a request body is :func:`correct_request`.
 """
 
+from ..evidence import Observation
 from .calls import CALLS, Call, call_of, decode_interaction
-from .corrections import Change, Corrected, Evidence, Observed, correct
+from .correct import PlannerResult, correct_request, redact_body
+from .corrections import Change, Corrected, Evidence, correct
 from .framing import Framed, FramingError, reframe, unframe
 from .ledger import delivered_prefix, step_digest
-from .native import NativeResult, correct_request, redact_body
 from .request import CascadeRequest, parse_request, redacted, splice
 from .steps import StepView, to_json, view
 from .wire import Field, WireError, fields
@@ -25,8 +26,8 @@ __all__ = [
     "Field",
     "Framed",
     "FramingError",
-    "NativeResult",
-    "Observed",
+    "Observation",
+    "PlannerResult",
     "StepView",
     "WireError",
     "call_of",

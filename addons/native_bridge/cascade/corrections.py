@@ -24,6 +24,7 @@ from typing import Literal, Protocol
 from ..core.exitstatus import parse_exit_status
 from ..core.history import ToolResult
 from ..core.kinds import signals_failure
+from ..evidence import Observation
 from .steps import (
     CS_EXIT_CODE,
     CS_STDOUT,
@@ -50,23 +51,13 @@ Types = Literal["official", "keep"]
 TYPES: tuple[Types, ...] = ("official", "keep")
 
 
-@dataclass(frozen=True, slots=True)
-class Observed:
-    """What the chat hop saw of the one result that matches a step. Any object with
-    ``exit_code`` and ``failed`` (and optionally ``client``) will do, e.g. core.observe's."""
-
-    exit_code: int | None = None  # the code the client stated (read with its client known)
-    failed: bool | None = None  # the client's own error flag / failure words; None: it did not say
-    client: str | None = None  # the client's id (core/clients.py): its frames count in the text
-
-
 class Evidence(Protocol):
-    def lookup(self, kind: str, command_or_path: str, output: str) -> Observed | None:
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observation | None:
         """The observation of exactly one matching result, or None (none, or several)."""
         ...
 
 
-Lookup = Callable[[str, str, str], Observed | None]
+Lookup = Callable[[str, str, str], Observation | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +187,7 @@ class _Claim:
     running: bool = False  # "drop": the command was still running (not: it never ran)
 
 
-def _exit_claim(text: str, obs: Observed | None, client: str | None) -> _Claim:
+def _exit_claim(text: str, obs: Observation | None, client: str | None) -> _Claim:
     """What the exit code truly is. The gateway's own value is never evidence."""
     failed = obs.failed if obs is not None else None
     client = getattr(obs, "client", None) or client

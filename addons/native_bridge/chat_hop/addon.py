@@ -103,7 +103,7 @@ def record_limits(opts) -> Limits:
     return Limits(max_record, max_total, max_age, opts.bridge_records_skipped_bodies)
 
 
-class NativeBridge:
+class ChatHop:
     record_limits = Limits()  # the bridge_records_* options (configure)
 
     def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None) -> None:

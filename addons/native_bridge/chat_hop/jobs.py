@@ -21,7 +21,7 @@ from ..core import pipeline
 from ..core.memo import Entry, Memo
 from ..core.observe import observations
 from ..core.pipeline import Config, Rewrite, rewrite
-from ..runtime.store import Observation, call_key, match_key
+from ..evidence import Observation
 from ..runtime.worker import by_reference
 
 
@@ -70,11 +70,7 @@ def observed(result: Rewrite, tool_kinds: Mapping[str, str]) -> list[Observation
     history = result.fresh if result.fresh is not None else result.history
     if history is None:
         return []
-    client = history.client
-    return [
-        Observation(match_key(o.kind, o.subject, o.output), call_key("", o.call_id), o.exit_code, o.failed, client)
-        for o in observations(history, tool_kinds, result.decisions if history is result.fresh else None)
-    ]
+    return observations(history, tool_kinds, result.decisions if history is result.fresh else None)
 
 
 def outcome(result: Rewrite, tool_kinds: Mapping[str, str], record: bool) -> Outcome:

@@ -8,7 +8,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from ..core.pipeline import Rewrite
+from ..core.pipeline import STEPPED, Rewrite
 from ..records.writer import RecordJob
 from ..runtime import MARKER
 from .jobs import Outcome
@@ -16,7 +16,7 @@ from .jobs import Outcome
 
 def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
     """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
-    if result.status not in ("rewritten", "observed"):
+    if result.status not in STEPPED:
         return f"bridge: {result.status} ({result.reason})"
     steps = f"{s['steps']} step{'' if s['steps'] == 1 else 's'}"
     text = f"bridge: {steps}" if result.status == "rewritten" else f"bridge: observed {steps}"
@@ -33,7 +33,7 @@ def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome)
     """The one log line for a bridged request or frame (``where``); the flow is marked when its
     steps state a failure or it kept unobserved calls."""
     summary = out.summary
-    if out.status in ("rewritten", "observed"):
+    if out.status in STEPPED:
         if summary["failed"] or summary["unobserved"]:
             flow.marked = MARKER
         log.info(f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")

@@ -44,7 +44,7 @@ from mitmproxy import ctx, http
 from mitmproxy.proxy.layers.websocket import Fragmentizer
 
 from ..core.dialects import responses
-from ..core.pipeline import Config, Rewrite, rewrite
+from ..core.pipeline import STEPPED, Config, Rewrite, rewrite
 from ..inspect import explain
 from ..records.writer import RecordJob
 from ..runtime import offload
@@ -54,8 +54,8 @@ from .jobs import Outcome
 from .verdict import announce, comment, failed, record_job
 
 
-class NativeBridge(Protocol):
-    """What a frame needs of the chat hop that saw it (chat_addon.NativeBridge), named here so
+class FrameHost(Protocol):
+    """What a frame needs of the chat hop that saw it (chat_hop.addon.ChatHop), named here so
     that this module does not import the addon that imports it."""
 
     config: Config
@@ -260,7 +260,7 @@ def bridge_body(
     return result
 
 
-def on_message(nb: NativeBridge, flow: http.HTTPFlow) -> Awaitable[None] | None:
+def on_message(nb: FrameHost, flow: http.HTTPFlow) -> Awaitable[None] | None:
     """The ``websocket_message`` hook: bridge the newest message when it is a selected client frame.
     A frame of ``OFFLOAD_BYTES`` or more is read and bridged in the worker process: then this
     returns an awaitable (mitmproxy holds the frame until it is done) and the loop serves the rest."""
@@ -350,7 +350,7 @@ def frame_work(job: FrameJob, memo: Any) -> FrameDone | str | None:
     return context, out, sent
 
 
-async def bridge_frame_off_loop(nb: NativeBridge, flow: http.HTTPFlow, index: int) -> None:
+async def bridge_frame_off_loop(nb: FrameHost, flow: http.HTTPFlow, index: int) -> None:
     """:func:`bridge_frame` for a large frame, read and bridged in the worker process."""
     assert flow.websocket is not None
     message = flow.websocket.messages[index]
@@ -375,7 +375,7 @@ async def bridge_frame_off_loop(nb: NativeBridge, flow: http.HTTPFlow, index: in
     _annotate(nb, flow, index, raw, out, sent, context)
 
 
-def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Outcome | None = None) -> Outcome:
+def bridge_frame(nb: FrameHost, flow: http.HTTPFlow, index: int, result: Outcome | None = None) -> Outcome:
     """Observe or rewrite the client frame at ``index``; annotate and record it. Fails open."""
     assert flow.websocket is not None
     message = flow.websocket.messages[index]
@@ -400,7 +400,7 @@ def bridge_frame(nb: NativeBridge, flow: http.HTTPFlow, index: int, result: Outc
 
 
 def _annotate(
-    nb: NativeBridge,
+    nb: FrameHost,
     flow: http.HTTPFlow,
     index: int,
     raw: bytes,
@@ -449,7 +449,7 @@ def frame_verdict(flow: http.HTTPFlow, index: int) -> str | None:
     entry = frames(flow).get(str(index))
     if not isinstance(entry, dict):
         return f"bridge: the bridge did not bridge this frame (not a {FRAME_TYPE} frame of a selected flow)"
-    if entry.get("status") in ("rewritten", "observed"):
+    if entry.get("status") in STEPPED:
         return None
     return f"bridge: {entry.get('status')} ({entry.get('reason')}): the frame went upstream as the client sent it"
 
@@ -458,7 +458,7 @@ def explain_frame(flow: http.HTTPFlow, index: int, config: Config) -> explain.Ex
     """What the bridge did with the client frame at ``index``; ValueError unless it rewrote or observed it."""
     entry = frames(flow).get(str(index))
     status = entry.get("status") if isinstance(entry, dict) else None
-    if status not in ("rewritten", "observed") or flow.websocket is None:
+    if status not in STEPPED or flow.websocket is None:
         raise ValueError("the bridge did not rewrite or observe this frame")
     assert isinstance(entry, dict)
     content, path = flow.websocket.messages[index].content, flow.request.path

@@ -887,7 +887,7 @@ def has_error_prefix(text: str) -> bool:
     return text.lstrip()[: len(_ERROR_PREFIX)].lower() == _ERROR_PREFIX
 
 
-def unframe(text: str) -> tuple[str, bool]:
+def strip_frame(text: str) -> tuple[str, bool]:
     """The result without client framing that carries no status; and whether it had an error prefix."""
     text = text.strip()
     flagged = has_error_prefix(text)
@@ -1011,7 +1011,7 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
     is never exit 0 (a frame that says 0 or success conflicts with it: no claim); with a
     number a frame states, it is that number; with none, 1; with a number the rules decline
     for this client (another client's frame), absent."""
-    body, prefixed = unframe(text)
+    body, prefixed = strip_frame(text)
     if NOT_RUN.match(body):  # refusals are never claims: recognised for every client
         return ExitStatus(None, "not-run", "not_run")
     flagged = bool(is_error) or prefixed

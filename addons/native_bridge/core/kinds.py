@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from .clients import counts_for
-from .exitstatus import NOT_RUN, parse_exit_status, unframe
+from .exitstatus import NOT_RUN, parse_exit_status, strip_frame
 from .history import ToolResult
 
 
@@ -257,7 +257,7 @@ def signals_failure(result: ToolResult, client: str | None = None) -> bool:
     to make no claim, so they count whoever the client is."""
     if result.is_error:
         return True
-    text, flagged = unframe(result.text or "")
+    text, flagged = strip_frame(result.text or "")
     return flagged or bool(NOT_RUN.match(text) or _TOOL_FAILED.match(text))
 
 
@@ -546,7 +546,7 @@ def evidence(result: ToolResult, kind: str, client: str | None) -> Evidence | No
     """The client's own words for this kind's success at the start of ``result``, if any."""
     if client is None or result.text is None:
         return None
-    text, _ = unframe(result.text)
+    text, _ = strip_frame(result.text)
     for e in EVIDENCE:
         if e.kind != kind or not counts_for(client, e.clients):
             continue
@@ -702,7 +702,7 @@ def _list_in(a: _Args) -> dict[str, Any]:
 
 def _list_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
     text, found = _succeeded(r, "list_directory", client)
-    text, _ = unframe(text)
+    text, _ = strip_frame(text)
     header = found.pattern.match(text)
     assert header is not None and found.entry is not None
     children = []

@@ -9,8 +9,8 @@ line or path) and output (cascade/corrections.py).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from ..evidence import Observation, call_key, match_key
 from .builder import _decide, _Decision
 from .history import History
 from .kinds import KINDS, Refusal, signals_failure
@@ -19,19 +19,9 @@ from .kinds import KINDS, Refusal, signals_failure
 SUBJECT = {"run_command": "command_line", "view_file": "absolute_path_uri"}
 
 
-@dataclass(frozen=True, slots=True)
-class Observed:
-    kind: str
-    subject: str  # the command line or the file URI; "" for kinds matched by output alone
-    output: str  # the result text as the client sent it
-    call_id: str
-    exit_code: int | None  # a shell command's code as the client states it
-    failed: bool | None  # True: the client says it failed; False: positive evidence of success; None: unknown
-
-
 def observations(
     history: History, tool_kinds: Mapping[str, str], decisions: Sequence[_Decision] | None = None
-) -> list[Observed]:
+) -> list[Observation]:
     """One observation per pair the builder correlates by id (truth rule 1) whose tool has a kind.
 
     ``decisions``: the builder's own for ``history`` with every kind and these ``tool_kinds``
@@ -65,5 +55,6 @@ def observations(
             failed = True
         if exit_code is None and failed is None:
             continue  # says nothing the planner step does not already say
-        out.append(Observed(kind, subject, result.text, d.call.id, exit_code, failed))
+        key, call = match_key(kind, subject, result.text), call_key("", d.call.id)
+        out.append(Observation(exit_code, failed, history.client, key, call))
     return out

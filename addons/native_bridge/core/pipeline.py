@@ -29,6 +29,8 @@ DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, respo
 # error: the bridge itself failed; observed: the addon's observe mode kept a rewritten body back.
 # Only "rewritten" changes the request.
 Status = Literal["rewritten", "observed", "unchanged", "skipped", "error"]
+# The statuses of a request whose history became steps (sent, or kept back in observe mode).
+STEPPED: frozenset[Status] = frozenset({"rewritten", "observed"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from mitmproxy import command, ctx, exceptions, flow, http
 
 from ..chat_hop import websocket
 from ..core.pipeline import rewrite
-from ..records import planner as native_record
+from ..records import planner as planner_record
 from ..records import redact
 from ..records.writer import Recorder, RecordJob
 from ..runtime import META
@@ -60,8 +60,8 @@ def diff_flow(f: http.HTTPFlow) -> str:
 def _diff_flow(f: http.HTTPFlow) -> str:
     if f.websocket is not None and websocket.frames(f):
         return f"{_title(f)}\n{websocket.diff_text(f, bridge_config())}"
-    if native_view.is_native(f):
-        return f"{_title(f)}\n{native_view.diff_text(native_view.explain_native(f))}"
+    if native_view.is_planner_flow(f):
+        return f"{_title(f)}\n{native_view.diff_text(native_view.explain_planner(f))}"
     if (text := verdict(f)) is not None:  # not rewritten: nothing changed
         return f"{_title(f)}\n{text}\n"
     ex = explain_flow(f)
@@ -89,9 +89,9 @@ def record_job(f: http.HTTPFlow) -> RecordJob:
         summary=summary,
         comment=f.comment,
     )
-    if native_view.is_native(f):
+    if native_view.is_planner_flow(f):
         job.dialect, job.before = native_view.DIALECT, None
-        job.native = native_record.from_flow(f)
+        job.native = planner_record.from_flow(f)
         job.notes = ["exported from a flow by bridge.export"]
     elif status == "rewritten":
         ex = explain_flow(f)
@@ -141,7 +141,7 @@ def stats_text(flows: Sequence[flow.Flow], extra: Sequence[tuple[str, int]] = ()
 def records_rows() -> list[tuple[str, int]]:
     """The running addon's record counts (bridge_records), when records are on."""
     master = getattr(ctx, "master", None)
-    recorder = getattr(master.addons.get("nativebridge"), "recorder", None) if master is not None else None
+    recorder = getattr(master.addons.get("chathop"), "recorder", None) if master is not None else None
     if recorder is None:
         return []
     return [

@@ -16,9 +16,7 @@ from typing import Any
 from mitmproxy import http
 
 from ..cascade.calls import CALLS, SEND, Call, call_of, decode_interaction
-from ..cascade.framing import unframe
-from ..cascade.native import DEFAULT_MAX_SIZE
-from ..cascade.request import parse_request
+from ..cascade.correct import payload, read_body
 from ..cascade.steps import to_json
 from ..runtime import META
 from . import explain
@@ -26,7 +24,7 @@ from . import explain
 DIALECT = "cascade"  # the bridge metadata's dialect for a planner-hop flow
 
 
-def is_native(flow: http.HTTPFlow) -> bool:
+def is_planner_flow(flow: http.HTTPFlow) -> bool:
     meta = flow.metadata.get(META)
     return isinstance(meta, dict) and meta.get("dialect") == DIALECT
 
@@ -49,29 +47,18 @@ def call_of_flow(flow: http.HTTPFlow) -> Call:
 
 
 def payload_of(flow: http.HTTPFlow, body: bytes | None) -> bytes | None:
-    """The message inside a native flow's body (its envelope and compression removed)."""
-    if body is None:
-        return None
-    headers = {k.lower(): v for k, v in flow.request.headers.items()}
-    try:
-        return unframe(body, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload
-    except Exception:
-        return None
+    """The message inside a planner flow's body (its envelope and compression removed)."""
+    return payload(body, {k.lower(): v for k, v in flow.request.headers.items()})
 
 
 def decode_steps(flow: http.HTTPFlow, body: bytes | None) -> list[dict[str, Any]] | None:
     """The steps of a body (a send's field 9, a replay's field 2) as proto3 JSON; None when unreadable."""
-    payload = payload_of(flow, body)
-    if payload is None:
-        return None
-    try:
-        return [to_json(s) for s in parse_request(payload, call_of_flow(flow)).steps]
-    except Exception:  # a damaged or foreign body: the view says it cannot read it
-        return None
+    req = read_body(body, {k.lower(): v for k, v in flow.request.headers.items()}, call_of_flow(flow))
+    return [to_json(s) for s in req.steps] if req is not None else None
 
 
 @dataclass(slots=True)
-class NativeExplained:
+class PlannerExplained:
     status: str
     reason: str
     before: list[dict[str, Any]] | None
@@ -82,7 +69,7 @@ class NativeExplained:
     interaction: dict[str, Any] | None = None  # HandleCascadeUserInteraction, decoded
 
 
-def explain_native(flow: http.HTTPFlow) -> NativeExplained:
+def explain_planner(flow: http.HTTPFlow) -> PlannerExplained:
     meta = flow.metadata.get(META) or {}
     current = flow.request.raw_content
     before = original_raw(flow) if meta.get("status") == "corrected" else current
@@ -91,7 +78,7 @@ def explain_native(flow: http.HTTPFlow) -> NativeExplained:
     if call.interaction is not None:
         payload = payload_of(flow, current)
         interaction = decode_interaction(payload) if payload is not None else None
-    return NativeExplained(
+    return PlannerExplained(
         str(meta.get("status")),
         str(meta.get("reason", "")),
         decode_steps(flow, before),
@@ -103,7 +90,7 @@ def explain_native(flow: http.HTTPFlow) -> NativeExplained:
     )
 
 
-def headline(ex: NativeExplained) -> str:
+def headline(ex: PlannerExplained) -> str:
     s = ex.summary
     hop = "planner hop" if ex.method == SEND.method else f"planner hop, {ex.method}"
     text = f"bridge ({hop}): {ex.status}"
@@ -116,7 +103,7 @@ def headline(ex: NativeExplained) -> str:
     return text
 
 
-def change_lines(ex: NativeExplained) -> list[str]:
+def change_lines(ex: PlannerExplained) -> list[str]:
     """One line per change, naming the gateway's step it changed (kind and subject)."""
     out = []
     for c in ex.changes:
@@ -146,7 +133,7 @@ def interaction_lines(doc: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def steps_text(ex: NativeExplained) -> str:
+def steps_text(ex: PlannerExplained) -> str:
     lines = [headline(ex)]
     if ex.method != SEND.method and ex.interaction is not None:
         return "\n".join([*lines, *interaction_lines(ex.interaction)]) + "\n"
@@ -161,7 +148,7 @@ def steps_text(ex: NativeExplained) -> str:
     return "\n".join(lines) + "\n"
 
 
-def diff_text(ex: NativeExplained) -> str:
+def diff_text(ex: PlannerExplained) -> str:
     def render(steps: list[dict[str, Any]] | None) -> list[str]:
         if steps is None:
             return ["(unreadable)"]

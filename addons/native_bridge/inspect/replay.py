@@ -2,7 +2,7 @@
 
 A native flow or record holds the gateway's body (the flow's backup, or the record's
 ``native.body_hex`` with Metadata's credentials replaced), what went upstream, and the
-changes made. :func:`recheck` runs :func:`..cascade.native.correct_request` on the
+changes made. :func:`recheck` runs :func:`..cascade.correct.correct_request` on the
 original body again under the same conditions and lists every difference:
 
 - the call as it was (``method``: a send's steps are field 9, a replay's field 2, an
@@ -23,20 +23,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cascade.calls import CALLS, SEND, Call
-from ..cascade.framing import unframe
+from ..cascade.correct import PlannerResult, correct_request, read_body
 from ..cascade.ledger import step_digest
-from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, correct_request
-from ..cascade.request import parse_request
 from ..cascade.steps import to_json
 from ..chat_hop.jobs import observed
 from ..core.pipeline import Config, rewrite
 from ..records import redact
 from ..runtime import META
-from ..runtime.store import MemoryStore, Observation, match_key
+from ..runtime.store import MemoryStore, Observation, StoreEvidence
 from . import explain
 from .planner_view import DIALECT, call_of_flow, original_raw
 
-__all__ = ["DIALECT", "Evidence", "NativeCase", "from_flow", "from_record", "observations_of", "recheck"]
+__all__ = ["DIALECT", "NativeCase", "evidence", "from_flow", "from_record", "observations_of", "recheck"]
 
 
 @dataclass(slots=True)
@@ -69,13 +67,8 @@ class NativeCase:
 
 
 def _steps(body: bytes | None, headers: Mapping[str, str], call: Call = SEND) -> list[bytes] | None:
-    if body is None:
-        return None
-    try:
-        payload = unframe(body, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload
-        return parse_request(payload, call).steps
-    except Exception:  # unreadable: the recorded status says why
-        return None
+    req = read_body(body, headers, call)
+    return req.steps if req is not None else None  # unreadable: the recorded status says why
 
 
 def _changes(items: Any) -> list[tuple[int, str]]:
@@ -116,14 +109,9 @@ def from_flow(flow: Any) -> NativeCase:
     sent = flow.request.raw_content
     original = original_raw(flow) if corrected else sent
     call = call_of_flow(flow)
-    before, after = _steps(original, headers, call), _steps(sent, headers, call)
-    cascade_id = None
-    if original is not None:
-        try:
-            framed = unframe(original, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE)
-            cascade_id = parse_request(framed.payload, call).cascade_id
-        except Exception:
-            pass
+    came = read_body(original, headers, call)
+    before, after = (came.steps if came else None), _steps(sent, headers, call)
+    cascade_id = came.cascade_id if came else None
     return NativeCase(
         status=str(meta.get("status")),
         reason=str(meta.get("reason", "")),
@@ -151,31 +139,20 @@ def observations_of(raw: bytes, config: Config, path: str | None, user_agent: st
     return observed(rewrite(raw, config, path, None, user_agent), config.tool_kinds)
 
 
-class Evidence:
-    """The observations of the chat requests seen so far; a step takes one only when exactly one matches
-    (the same rule as the planner addon's StoreEvidence)."""
-
-    def __init__(self, seen: Iterable[Observation] = ()) -> None:
-        self.store = MemoryStore()
-        self.store.observe(list(seen))
-
-    def lookup(self, kind: str, command_or_path: str, output: str) -> Any:
-        from ..cascade.corrections import Observed
-
-        found = self.store.candidates(match_key(kind, command_or_path, output))
-        if len(found) != 1:
-            return None
-        o = found[0]
-        return Observed(o.exit_code, o.failed, o.client)
+def evidence(seen: Iterable[Observation] = ()) -> StoreEvidence:
+    """The observations of the chat requests seen so far, as the planner hop takes them."""
+    store = MemoryStore()
+    store.observe(list(seen))
+    return StoreEvidence(lambda: store)
 
 
 # ---- comparing -----------------------------------------------------------------------------
 
 
-def rerun(case: NativeCase, evidence: Evidence | None = None) -> NativeResult:
+def rerun(case: NativeCase, evidence: StoreEvidence | None = None) -> PlannerResult:
     """Today's correction of the original body, with the recorded ledger prefix and settings."""
     if case.original is None:
-        return NativeResult("skipped", "the original body is not available", method=case.method)
+        return PlannerResult("skipped", "the original body is not available", method=case.method)
     steps = _steps(case.original, case.headers, case.call) or []
     held = case.delta_start if case.held is None else case.held
     delivered = [step_digest(s) for s in steps[:held]]
@@ -195,7 +172,7 @@ def _clean(steps: Sequence[dict[str, Any]], redacted: bool) -> list[dict[str, An
     return [redact.body(s) for s in steps] if redacted else list(steps)
 
 
-def recheck(case: NativeCase, evidence: Evidence | None = None) -> list[str]:
+def recheck(case: NativeCase, evidence: StoreEvidence | None = None) -> list[str]:
     """What would change for this send under today's corrections; empty when nothing would."""
     if case.original is None:
         if case.status == "skipped":

@@ -24,7 +24,7 @@ from mitmproxy import contentviews, ctx, http
 from mitmproxy.contentviews import Contentview, Metadata
 
 from ..chat_hop import websocket
-from ..core.pipeline import Config, rewrite
+from ..core.pipeline import STEPPED, Config, rewrite
 from ..runtime import META
 from . import explain
 from . import planner_view as native_view
@@ -49,7 +49,7 @@ def original_body(flow: http.HTTPFlow) -> bytes | None:
 def bridge_config() -> Config:
     """The running bridge's config (kinds, tool map, dialect), so re-derivation matches the rewrite."""
     try:
-        addon = ctx.master.addons.get("nativebridge")
+        addon = ctx.master.addons.get("chathop")
     except AttributeError:  # no master (a script importing this module)
         addon = None
     config = getattr(addon, "config", None)
@@ -60,7 +60,7 @@ def explain_flow(flow: http.HTTPFlow) -> explain.Explained:
     """What the bridge did to this flow's request; ValueError unless the bridge rewrote it."""
     meta = flow.metadata.get(META)
     status = meta.get("status") if isinstance(meta, dict) else None
-    if status not in ("rewritten", "observed"):
+    if status not in STEPPED:
         raise ValueError("the bridge did not rewrite or observe this request")
     req, config = flow.request, bridge_config()
     body = req.get_content(strict=False)
@@ -84,9 +84,9 @@ def verdict(flow: http.HTTPFlow) -> str | None:
     meta = flow.metadata.get(META)
     if not isinstance(meta, dict):
         return "bridge: the bridge did not see this request (no bridge metadata on the flow)"
-    if native_view.is_native(flow):
+    if native_view.is_planner_flow(flow):
         return None
-    if meta.get("status") in ("rewritten", "observed"):
+    if meta.get("status") in STEPPED:
         return None
     return f"bridge: {meta.get('status')} ({meta.get('reason')}): the request went upstream as the client sent it"
 
@@ -121,8 +121,8 @@ class BridgeStepsContentview(Contentview):
         if (i := _frame(metadata)) is not None:
             text = explain.steps_text(websocket.explain_frame(metadata.flow, i, bridge_config()))
             return text + "\n(the message history before and after: view 'Bridge diff')\n"
-        if native_view.is_native(metadata.flow):
-            return native_view.steps_text(native_view.explain_native(metadata.flow))
+        if native_view.is_planner_flow(metadata.flow):
+            return native_view.steps_text(native_view.explain_planner(metadata.flow))
         text = explain.steps_text(explain_flow(metadata.flow))
         return text + "\n(the message history before and after: view 'Bridge diff')\n"
 
@@ -137,8 +137,8 @@ class BridgeDiffContentview(Contentview):
         if (text := _not_for(metadata)) is not None:
             return text
         assert isinstance(metadata.flow, http.HTTPFlow)
-        if native_view.is_native(metadata.flow):
-            return native_view.diff_text(native_view.explain_native(metadata.flow))
+        if native_view.is_planner_flow(metadata.flow):
+            return native_view.diff_text(native_view.explain_planner(metadata.flow))
         i = _frame(metadata)
         ex = explain_flow(metadata.flow) if i is None else websocket.explain_frame(metadata.flow, i, bridge_config())
         notes = "".join(f"note: {n}\n" for n in ex.notes)

@@ -20,18 +20,18 @@ from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import mode_specs
 
 from ..cascade.calls import Call, call_of
-from ..cascade.corrections import TYPES, Observed
+from ..cascade.correct import DEFAULT_MAX_SIZE, METHOD, PlannerResult, correct_request
+from ..cascade.corrections import TYPES
 from ..cascade.ledger import Delivery
-from ..cascade.native import DEFAULT_MAX_SIZE, METHOD, NativeResult, correct_request
 from ..core.clients import CLIENTS
 from ..inspect.planner_view import DIALECT
-from ..records.planner import NativeJob
+from ..records.planner import PlannerJob
 from ..records.writer import Recorder, RecordJob
 from ..runtime import MARKER, META
 from ..runtime.later import Original, after_forward, back_up, deferrable, original
 from ..runtime.offload import OFFLOAD_BYTES
 from ..runtime.state import BridgeState
-from ..runtime.store import match_key
+from ..runtime.store import StoreEvidence
 from .h2c import H2CListener, is_planner
 
 logger = logging.getLogger(__name__)
@@ -49,21 +49,7 @@ class _Pending:
     delivery: Delivery
 
 
-class StoreEvidence:
-    """The chat hop's observations as evidence: a step takes one only when exactly one matches."""
-
-    def __init__(self, state: BridgeState) -> None:
-        self.state = state
-
-    def lookup(self, kind: str, command_or_path: str, output: str) -> Observed | None:
-        found = self.state.store.candidates(match_key(kind, command_or_path, output))
-        if len(found) != 1:
-            return None  # none, or several calls with this command and output: no claim
-        o = found[0]
-        return Observed(o.exit_code, o.failed, o.client)
-
-
-def summary(result: NativeResult) -> dict[str, Any]:
+def summary(result: PlannerResult) -> dict[str, Any]:
     counts = result.counts()
     return {
         "steps_in": len(result.steps_before),
@@ -73,7 +59,7 @@ def summary(result: NativeResult) -> dict[str, Any]:
     }
 
 
-def comment(result: NativeResult, s: dict[str, Any] | None = None) -> str:
+def comment(result: PlannerResult, s: dict[str, Any] | None = None) -> str:
     """The one-line verdict (``s``: the result's summary, when already made)."""
     hop = "planner" if result.method == METHOD else f"planner {result.method}"
     if result.status != "corrected":
@@ -101,11 +87,11 @@ def grpc_ok(resp: http.Response) -> bool:
     return True  # Connect unary: the HTTP status is the verdict
 
 
-class PlannerBridge:
+class PlannerHop:
     def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None) -> None:
         self.state = state or BridgeState()
         self.h2c = h2c or H2CListener()
-        self.evidence = StoreEvidence(self.state)
+        self.evidence = StoreEvidence(lambda: self.state.store)
         self.own_recorder: Recorder | None = None
         self._pending: dict[str, _Pending] = {}  # flow id -> what to store once the reply says ok
 
@@ -205,13 +191,13 @@ class PlannerBridge:
         """Correct one call (see request)."""
         req = flow.request
         if HANDLED_HEADER in req.headers:
-            result = NativeResult(
+            result = PlannerResult(
                 "skipped",
                 f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})",
                 method=call.method,
             )
         elif req.stream or req.raw_content is None:
-            result = NativeResult(
+            result = PlannerResult(
                 "skipped", "body is streamed (stream_large_bodies), it cannot be corrected", method=call.method
             )
         elif len(req.raw_content) >= OFFLOAD_BYTES:
@@ -225,10 +211,10 @@ class PlannerBridge:
         try:
             result = await asyncio.to_thread(self._correct, flow, call)
         except Exception as e:  # correct_request never raises; a failure to run it must not stop traffic
-            result = NativeResult("skipped", f"internal error: {type(e).__name__}: {e}", method=call.method)
+            result = PlannerResult("skipped", f"internal error: {type(e).__name__}: {e}", method=call.method)
         self._apply(flow, result)
 
-    def _apply(self, flow: http.HTTPFlow, result: NativeResult) -> None:
+    def _apply(self, flow: http.HTTPFlow, result: PlannerResult) -> None:
         """Put the corrected body on the request; the rest (backup, comment, metadata, log,
         record) is made once the request has gone upstream, while the language server works."""
         req = flow.request
@@ -246,7 +232,7 @@ class PlannerBridge:
         else:
             self._account(flow, result, came)
 
-    def _account(self, flow: http.HTTPFlow, result: NativeResult, came: Original) -> None:
+    def _account(self, flow: http.HTTPFlow, result: PlannerResult, came: Original) -> None:
         req = flow.request
         if result.status == "corrected":
             back_up(flow, came)  # mitmweb shows the flow as modified and can revert it
@@ -275,7 +261,7 @@ class PlannerBridge:
         if self.recorder is not None:
             self._record(flow, result, came[0])
 
-    def _correct(self, flow: http.HTTPFlow, call: Call) -> NativeResult:
+    def _correct(self, flow: http.HTTPFlow, call: Call) -> PlannerResult:
         req = flow.request
         headers = {k.lower(): v for k, v in req.headers.items()}
         body = req.raw_content or b""
@@ -307,7 +293,7 @@ class PlannerBridge:
     def error(self, flow: http.HTTPFlow) -> None:
         self._pending.pop(flow.id, None)
 
-    def _record(self, flow: http.HTTPFlow, result: NativeResult, before: bytes | None) -> None:
+    def _record(self, flow: http.HTTPFlow, result: PlannerResult, before: bytes | None) -> None:
         """Hand the raw material to the recorder: decoding, proto3 JSON and redaction run in its worker."""
         recorder = self.recorder
         assert recorder is not None
@@ -325,6 +311,6 @@ class PlannerBridge:
                     "planner_types": ctx.options.bridge_planner_types,
                 },
                 comment=flow.comment,
-                native=NativeJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
+                native=PlannerJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
             )
         )

@@ -1,9 +1,9 @@
 """The planner hop's part of a record: the call (``method``), steps before/after as proto3 JSON,
 each change with its reason; for HandleCascadeUserInteraction the interaction decoded.
 
-Built in the recorder's worker from raw material (:class:`NativeJob`), never on the
+Built in the recorder's worker from raw material (:class:`PlannerJob`), never on the
 request path. The request body is kept with Metadata's ``api_key`` and ``user_jwt``
-replaced (cascade.native.redact_body, in the call's Metadata field: a send's 3, a
+replaced (cascade.correct.redact_body, in the call's Metadata field: a send's 3, a
 replay's 1); a body that cannot be read that far is not kept.
 """
 
@@ -14,10 +14,8 @@ from typing import Any
 
 from mitmproxy import http
 
-from ..cascade.calls import CALLS, SEND, Call, decode_interaction
-from ..cascade.framing import unframe
-from ..cascade.native import DEFAULT_MAX_SIZE, NativeResult, redact_body
-from ..cascade.request import CascadeRequest, parse_request
+from ..cascade.calls import CALLS, SEND, decode_interaction
+from ..cascade.correct import PlannerResult, payload, read_body, redact_body
 from ..inspect import planner_view as native_view
 from ..runtime import META
 from ..runtime.worker import by_reference
@@ -25,24 +23,24 @@ from . import redact
 
 
 @dataclass(slots=True)
-class NativeJob:
+class PlannerJob:
     body: bytes | None  # the request body as the gateway sent it (framed, possibly compressed)
     headers: dict[str, str]  # lower-case names
-    result: NativeResult
+    result: PlannerResult
     changes: list[dict[str, Any]] | None = None  # instead of result.changes (a flow keeps only index/action/reason)
 
     __reduce__ = by_reference  # the body crosses to the record worker without a copy
 
 
-def from_flow(flow: http.HTTPFlow) -> NativeJob:
+def from_flow(flow: http.HTTPFlow) -> PlannerJob:
     """The material of a planner-hop record, rebuilt from a flow (bridge.export)."""
     meta = flow.metadata.get(META) or {}
     headers = {k.lower(): v for k, v in flow.request.headers.items()}
     corrected = meta.get("status") == "corrected"
     original = native_view.original_raw(flow) if corrected else flow.request.raw_content
     call = native_view.call_of_flow(flow)
-    before, after = _parsed(original, headers, call), _parsed(flow.request.raw_content, headers, call)
-    result = NativeResult(
+    before, after = read_body(original, headers, call), read_body(flow.request.raw_content, headers, call)
+    result = PlannerResult(
         str(meta.get("status")),
         str(meta.get("reason", "")),
         cascade_id=before.cascade_id if before is not None else None,
@@ -52,25 +50,10 @@ def from_flow(flow: http.HTTPFlow) -> NativeJob:
         method=call.method,
         held=int(meta.get("held") or meta.get("delta_start") or 0),
     )
-    return NativeJob(original, headers, result, [c for c in meta.get("change_list", []) if isinstance(c, dict)])
+    return PlannerJob(original, headers, result, [c for c in meta.get("change_list", []) if isinstance(c, dict)])
 
 
-def _payload(body: bytes | None, headers: dict[str, str]) -> bytes | None:
-    try:
-        return unframe(body or b"", headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload
-    except Exception:
-        return None
-
-
-def _parsed(body: bytes | None, headers: dict[str, str], call: Call) -> CascadeRequest | None:
-    payload = _payload(body, headers)
-    try:
-        return parse_request(payload, call) if payload is not None else None
-    except Exception:
-        return None
-
-
-def render(job: NativeJob) -> dict[str, Any]:
+def render(job: PlannerJob) -> dict[str, Any]:
     r = job.result
     call = CALLS.get(r.method, SEND)
     ctype = job.headers.get("content-type", "")
@@ -91,6 +74,6 @@ def render(job: NativeJob) -> dict[str, Any]:
     if call.interaction is not None:
         # Which step, what was decided, the command lines as data (never rewritten; redacted like
         # tool output: a command line may carry a token a command printed).
-        payload = _payload(job.body, job.headers) if job.body else None
-        out["interaction"] = redact.body(decode_interaction(payload)) if payload is not None else None
+        message = payload(job.body, job.headers) if job.body else None
+        out["interaction"] = redact.body(decode_interaction(message)) if message is not None else None
     return out

@@ -32,13 +32,13 @@ import orjson
 from ..core.conversation import conversation_key
 from ..runtime.worker import Renderer, by_reference
 from . import bodydiff, redact
-from . import planner as native_record
+from . import planner as planner_record
 
 # The record body format is read back in bodydiff; these names stay here for the readers of records.
 from .bodydiff import after_doc as after_doc
 from .bodydiff import rebuild_after as rebuild_after
 from .bodydiff import steps_of
-from .planner import NativeJob
+from .planner import PlannerJob
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class RecordJob:
     summary: dict[str, Any] = field(default_factory=dict)
     comment: str = ""
     notes: list[str] = field(default_factory=list)
-    native: NativeJob | None = None  # the planner hop's material (native_record.py)
+    native: PlannerJob | None = None  # the planner hop's material (planner_record.py)
     websocket_message: int | None = None  # a WebSocket client frame: its index in the flow's messages
     websocket_context: list[dict[str, Any]] | None = None  # server-held calls the frame answers (websocket.py)
     omit_before: bool = False  # record ``before``'s size and conversation, not its content (a skipped body)
@@ -205,7 +205,7 @@ def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict
     if job.websocket_context is not None:  # the calls of the previous response the frame's outputs answer
         rec["websocket_context"] = redact.body(job.websocket_context)
     if job.native is not None:
-        rec["native"] = native_record.render(job.native)
+        rec["native"] = planner_record.render(job.native)
     if job.status == "unchanged" and before_text is not None and _not_json(job.before):
         # The core's cheap pre-check found no tool-history markers and did not parse: say what the body is.
         rec["reason"] = f"the body is not JSON ({rec['reason'] or 'no tool history'})"

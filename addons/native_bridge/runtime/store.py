@@ -11,16 +11,16 @@ digest of (kind, command or path, output), a call id as its digest.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Protocol
 
 from ..cascade.ledger import DIGEST_SIZE, Delivered, Delivery
+from ..evidence import Observation, match_key
 
 MAX_CASCADES = 4096  # ledgers kept in memory (oldest forgotten first)
 # Delivered steps kept as bytes, newest cascades first: a resumed turn then compares its
@@ -28,31 +28,6 @@ MAX_CASCADES = 4096  # ledgers kept in memory (oldest forgotten first)
 MAX_LEDGER_BYTES = 32 * 1024 * 1024
 MAX_OBSERVATIONS = 65536
 OBSERVATION_TTL = 7 * 24 * 3600.0  # seconds an observation stays usable
-
-
-def match_key(kind: str, subject: str, output: str) -> bytes:
-    """The digest an observation and a planner step are matched by (command or path, and output)."""
-    h = hashlib.sha256()
-    for part in (kind, subject, output):
-        data = part.encode("utf-8", "surrogatepass")
-        h.update(len(data).to_bytes(8, "big"))
-        h.update(data)
-    return h.digest()[:DIGEST_SIZE]
-
-
-def call_key(conversation: str, call_id: str) -> bytes:
-    return hashlib.sha256(f"{conversation}\0{call_id}".encode("utf-8", "surrogatepass")).digest()[:DIGEST_SIZE]
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """One (call, result) pair the chat hop saw, reduced to what the planner hop may use."""
-
-    key: bytes  # match_key(kind, subject, output)
-    call: bytes  # call_key(conversation, call id): the same pair seen again is one observation
-    exit_code: int | None  # the code the client's result states (None: it states none)
-    failed: bool | None  # the client's verdict: True failed, False succeeded, None unknown
-    client: str | None
 
 
 class Store(Protocol):
@@ -224,7 +199,7 @@ class SQLiteStore:
                 "SELECT call, exit_code, failed, client FROM observation WHERE key = ? AND seen >= ?",
                 (key, time.time() - self._ttl),
             ).fetchall()
-        return [Observation(key, bytes(c), e, None if f is None else bool(f), cl) for c, e, f, cl in rows]
+        return [Observation(e, None if f is None else bool(f), cl, key, bytes(c)) for c, e, f, cl in rows]
 
     def close(self) -> None:
         with self._lock:
@@ -233,3 +208,16 @@ class SQLiteStore:
 
 def open_store(path: str | None) -> Store:
     return SQLiteStore(path) if path else MemoryStore()
+
+
+class StoreEvidence:
+    """The observations in a store as the planner hop's evidence (cascade.corrections.Evidence):
+    a step takes one only when exactly one matches. ``store`` gives the store to ask (the state's
+    current one: bridge_state may change it)."""
+
+    def __init__(self, store: Callable[[], Store]) -> None:
+        self.store = store
+
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observation | None:
+        found = self.store().candidates(match_key(kind, command_or_path, output))
+        return found[0] if len(found) == 1 else None  # none, or several calls with this command and output

@@ -29,7 +29,7 @@ Status = Literal["corrected", "unchanged", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)
-class NativeResult:
+class PlannerResult:
     status: Status
     reason: str
     body: bytes | None = None  # the body to send, only when status is "corrected"
@@ -98,6 +98,27 @@ class NativeResult:
         ]
 
 
+def payload(body: bytes | None, headers: Mapping[str, str]) -> bytes | None:
+    """The message inside a planner call's body as it came (envelope and compression removed);
+    None when there is none or it cannot be read."""
+    if body is None:
+        return None
+    try:
+        return unframe(body, headers.get("content-type", ""), headers, DEFAULT_MAX_SIZE).payload
+    except Exception:
+        return None
+
+
+def read_body(body: bytes | None, headers: Mapping[str, str], call: Call = SEND) -> CascadeRequest | None:
+    """A planner call's body as it came, parsed (its steps: a send's field 9, a replay's field 2):
+    the one reader the records, the views and the offline replay share. None when unreadable."""
+    message = payload(body, headers)
+    try:
+        return parse_request(message, call) if message is not None else None
+    except Exception:  # a damaged or foreign body: the caller says it cannot read it
+        return None
+
+
 def correct_request(
     body: bytes,
     content_type: str,
@@ -110,7 +131,7 @@ def correct_request(
     client: str | None = None,
     types: Types = "official",
     call: Call = SEND,
-) -> NativeResult:
+) -> PlannerResult:
     """Correct the steps of one request body of ``call`` (field 9 of a SendUserCascadeMessage,
     the default); every other byte goes as it came.
 
@@ -126,9 +147,9 @@ def correct_request(
         framed = unframe(body, content_type, headers, max_size, already_decoded=already_decoded)
         return _correct(framed, delivered or (), evidence, client, types, call)
     except (FramingError, WireError) as e:
-        return NativeResult("skipped", f"{type(e).__name__}: {e}", method=call.method)
+        return PlannerResult("skipped", f"{type(e).__name__}: {e}", method=call.method)
     except Exception as e:  # fail open: a bug here must not stop traffic
-        return NativeResult("skipped", f"internal error: {type(e).__name__}: {e}", method=call.method)
+        return PlannerResult("skipped", f"internal error: {type(e).__name__}: {e}", method=call.method)
 
 
 # An interaction holds a confirmation and command lines the language server will execute.
@@ -145,10 +166,10 @@ def _correct(
     client: str | None,
     types: Types,
     call: Call,
-) -> NativeResult:
+) -> PlannerResult:
     req = parse_request(framed.payload, call)
     if call.steps is None:
-        return NativeResult(
+        return PlannerResult(
             "unchanged", NEVER_REWRITTEN, cascade_id=req.cascade_id, protocol=framed.protocol, method=call.method
         )
     if not call.cut_delivered:  # a replay states the whole trajectory again: nothing is cut
@@ -173,8 +194,8 @@ def _correct(
         held=start,
     )
     if not start and not fixed.changes:
-        return NativeResult("unchanged", "nothing to correct", steps_after=req.steps, **common)  # type: ignore[arg-type]
-    return NativeResult(
+        return PlannerResult("unchanged", "nothing to correct", steps_after=req.steps, **common)  # type: ignore[arg-type]
+    return PlannerResult(
         "corrected",
         ", ".join(f"{n} {a}" for a, n in _counts(start, fixed.changes).items()),
         body=reframe(framed, splice(framed.payload, req, fixed.steps)),
@@ -184,7 +205,7 @@ def _correct(
     )
 
 
-def _withheld(framed: Framed, req: CascadeRequest, start: int, changes: Sequence[Change]) -> NativeResult:
+def _withheld(framed: Framed, req: CascadeRequest, start: int, changes: Sequence[Change]) -> PlannerResult:
     """Nobody has seen a language server accept a request with neither items nor steps: the
     gateway's goes as it came, and the ledger is not written by it (no delivery)."""
     what = [f"{start} already delivered"] if start else []
@@ -193,7 +214,7 @@ def _withheld(framed: Framed, req: CascadeRequest, start: int, changes: Sequence
         f"a correction ({', '.join(what)}) would leave {req.call.method} with neither items nor steps: "
         "sent as the gateway sent it, the ledger unchanged"
     )
-    return NativeResult(
+    return PlannerResult(
         "skipped",
         reason,
         cascade_id=req.cascade_id,
