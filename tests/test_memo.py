@@ -280,3 +280,17 @@ def test_a_full_memo_never_resumes_from_a_light_entry() -> None:
     assert not full.continues(s.body(9))
     same(s.body(9), "chat", full)
     assert full.hits == 0
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_light_memo_hands_over_every_observation_once_the_history_is_read(dialect: str) -> None:
+    """Turn by turn a resume hands the planner hop only what is new; together the turns hand over
+    exactly what one full read of the last body does."""
+    memo, hint = Memo(light=True), bench.CLIENT_HINTS[dialect]
+    s = Session(dialect, 2, seed=31)
+    path = DIALECT_PATHS[dialect]
+    handed: set[Any] = set()
+    for rounds in range(1, 25):
+        handed |= set(observed(rewrite(s.body(rounds), Config(), path, memo, hint, emit=False), TOOLS))
+    alone = set(observed(rewrite(s.body(24), Config(), path, None, hint, emit=False), TOOLS))
+    assert memo.hits >= 20 and alone and handed == alone
