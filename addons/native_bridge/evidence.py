@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-DIGEST_SIZE = 16  # 128 bits, as the ledger's step digests
+DIGEST_SIZE = 16  # 128 bits: two different pairs with one key would make each other's claim ambiguous, never false
 
 
 def match_key(kind: str, subject: str, output: str) -> bytes:

@@ -316,9 +316,9 @@ class ChatHop:
                 reads_later = not job.emit and not self.state.store.shared and deferrable(flow)
                 big = len(raw) >= OFFLOAD_BYTES
                 if big and self.memo.light and len(raw) - self.memo.continues(raw) < OFFLOAD_BYTES:
-                    # A conversation this process holds: its new part is read here, the rest never
-                    # (a fork from early on, or rewriting, where the new body is written whole: the
-                    # worker).
+                    # A conversation this process holds: its new part is read here, the rest never.
+                    # A large new part (a fork from early on) and rewriting (the new body is written
+                    # whole) go to the worker.
                     if reads_later:
                         after_forward(lambda: self._resume(flow, raw, job))
                         return None
@@ -328,7 +328,7 @@ class ChatHop:
                 elif big:
                     loop = running_loop()
                     if reads_later and loop is not None:  # read in the worker while the request goes on
-                        self.state.readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
+                        self._read_meanwhile(flow, raw, job, loop)
                         return None
                     return self._offloaded(flow, raw, job)
                 elif reads_later:
@@ -361,6 +361,11 @@ class ChatHop:
         if loop is None:  # a test calling the hook directly
             self._apply(flow, raw, self._bridge(flow, job))
             return
+        self._read_meanwhile(flow, raw, job, loop)
+
+    def _read_meanwhile(self, flow: http.HTTPFlow, raw: bytes, job: Job, loop: asyncio.AbstractEventLoop) -> None:
+        """Read a large body in the worker while its request goes on; the reply and this
+        process's planner hop wait for it (state.readings)."""
         self.state.readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
 
     async def _read_off_loop(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:

@@ -36,9 +36,9 @@ items are read again from those bytes when a resume needs one near the cut
 (:class:`LazyItems`; one further back ends the resume, :class:`Gone`), the steps and
 placements only as the marks' tallies, the last calls and results without their arguments
 and texts, the written items not at all (a writer only looks at the last one, which the
-mark keeps). The same decisions
-follow (nothing a resume decides reads an old item's content), so a light memo gives the
-same verdict and observations, at about the body's size in memory instead of three times.
+mark keeps). The same decisions follow (nothing a resume decides reads an old item's
+content), so a light memo gives the same verdict and observations, at about the body's
+size in memory instead of three times.
 """
 
 from __future__ import annotations
@@ -289,40 +289,38 @@ class Memo:
 
     def find(self, raw: bytes, dialect: ModuleType, config: Any) -> tuple[Entry, Mark] | None:
         """The entry this body continues furthest, and its latest mark the body keeps."""
+
+        def serves(entry: Entry) -> bool:
+            return entry.dialect is dialect and (entry.config is config or entry.config == config)
+
         with self._lock:
             found, self._found = self._found, None
-            if found is not None and found[0] is raw and id(found[1]) in self._entries:
-                entry = found[1]  # continues() compared these bytes a moment ago: not twice
-                if entry.dialect is dialect and (entry.config is config or entry.config == config):
-                    return entry, found[2]
-            entries = list(reversed(self._entries.values()))
-        best: tuple[Entry, Mark] | None = None
-        for entry in entries:
-            if entry.dialect is not dialect or (entry.config is not config and entry.config != config):
-                continue
-            if entry.light and not self.light:
-                continue
-            mark = _longest_kept(entry, raw, best[1].end if best else 0)
-            if mark is not None:
-                best = entry, mark
-        return best
+            if found is not None and found[0] is raw and id(found[1]) in self._entries and serves(found[1]):
+                return found[1], found[2]  # continues() compared these bytes a moment ago: not twice
+        return self._furthest(raw, serves)
 
     def continues(self, raw: bytes) -> int:
         """How many of ``raw``'s bytes a remembered conversation already holds (0: none), by a
         byte compare, no parsing: what a resume would not read again (it may still end in a
         full read). The caller decides by what is left, ``len(raw)`` less this, where to read it."""
+        best = self._furthest(raw, lambda entry: True)
+        with self._lock:
+            self._found = None if best is None else (raw, *best)
+        return best[1].end if best is not None else 0
+
+    def _furthest(self, raw: bytes, serves: Any) -> tuple[Entry, Mark] | None:
+        """Of the entries that ``serves`` accepts (and this memo may use), the one ``raw`` goes
+        on from furthest, and its latest mark the body keeps."""
         with self._lock:
             entries = list(reversed(self._entries.values()))
-        best: tuple[bytes, Entry, Mark] | None = None
+        best: tuple[Entry, Mark] | None = None
         for entry in entries:
-            if entry.light and not self.light:
+            if (entry.light and not self.light) or not serves(entry):
                 continue
-            mark = _longest_kept(entry, raw, best[2].end if best else 0)
+            mark = _longest_kept(entry, raw, best[1].end if best else 0)
             if mark is not None:
-                best = raw, entry, mark
-        with self._lock:
-            self._found = best
-        return best[2].end if best is not None else 0
+                best = entry, mark
+        return best
 
     def adopt(self, entry: Entry, raw: bytes) -> None:
         """Keep an entry a worker made for ``raw`` (it crossed without the body: ``raw`` is it)."""
@@ -461,8 +459,8 @@ def _marks(
         out_len, pending, dropped, gap = writes[index]
         n_steps = step_base + bisect_left(step_pos, cursor.pos)
         tally = tally.add(docs[tally.steps : n_steps], accounting[tally.placed : cursor.pos])  # reads ascend
-        mark = Mark(index, offsets[index], cursor, last_turn, n_calls, n_results, n_steps, out_len, pending, dropped)
-        marks.append(replace(mark, gap=gap, tally=tally))
+        state = (n_calls, n_results, n_steps, out_len, pending, dropped, gap, tally)
+        marks.append(Mark(index, offsets[index], cursor, last_turn, *state))
     return marks
 
 
