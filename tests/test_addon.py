@@ -20,7 +20,7 @@ from native_bridge.records.redact import REDACTED
 from native_bridge.runtime import MARKER, META
 
 BRIDGE_SCRIPT = Path(__file__).resolve().parent.parent / "addons" / "bridge.py"
-ADDON_LOGGER = "native_bridge.chat_hop.addon"
+BRIDGE_LOGGER = "native_bridge"  # the hop's lines and the dispatch's fail-open (runtime/dispatch.py)
 
 
 # ---- building requests -------------------------------------------------------
@@ -107,7 +107,7 @@ def body_of(f: http.HTTPFlow) -> dict:
 
 
 def error_lines(caplog) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == ADDON_LOGGER and r.levelno >= logging.ERROR]
+    return [r for r in caplog.records if r.name.startswith(BRIDGE_LOGGER) and r.levelno >= logging.ERROR]
 
 
 # ---- the addon under mitmproxy's test context --------------------------------
@@ -524,7 +524,7 @@ def test_body_that_does_not_decode_passes_untouched(bridge):
 
 def test_streamed_body_passes_with_a_visible_skip(bridge, caplog):
     nb, _ = bridge
-    caplog.set_level(logging.WARNING, logger=ADDON_LOGGER)
+    caplog.set_level(logging.WARNING, logger=BRIDGE_LOGGER)
     f = chat_flow(MIXED_BODY)
     f.request.stream = True
     nb.request(f)
@@ -599,7 +599,7 @@ def _explode(*args, **kwargs):
 def test_core_exception_fails_open(bridge, monkeypatch, caplog, tmp_path):
     nb, tctx = bridge
     tctx.configure(nb, bridge_records=str(tmp_path / "records"))
-    caplog.set_level(logging.DEBUG, logger=ADDON_LOGGER)
+    caplog.set_level(logging.DEBUG, logger=BRIDGE_LOGGER)
     monkeypatch.setattr(addon_module, "rewrite", _explode)
     f = chat_flow(MIXED_BODY)
     raw_before = f.request.raw_content
@@ -639,7 +639,7 @@ def test_core_exception_on_an_encoded_body_records_the_decoded_body(bridge, monk
 
 def test_failure_writing_the_new_body_fails_open(bridge, monkeypatch, caplog):
     nb, _ = bridge
-    caplog.set_level(logging.DEBUG, logger=ADDON_LOGGER)
+    caplog.set_level(logging.DEBUG, logger=BRIDGE_LOGGER)
 
     def broken_set_content(self, value):
         raise ValueError("cannot encode")
@@ -791,7 +791,7 @@ def test_a_body_that_cannot_be_written_leaves_the_flow_unmodified(bridge, monkey
         raise ValueError("cannot encode")
 
     monkeypatch.setattr(http.Request, "set_content", broken)
-    with caplog.at_level(logging.ERROR, logger=ADDON_LOGGER):
+    with caplog.at_level(logging.ERROR, logger=BRIDGE_LOGGER):
         nb.request(f)
     assert f.request.content == OK_BODY
     assert f.metadata[META]["status"] == "error"
@@ -814,9 +814,9 @@ def test_a_flow_modified_before_keeps_its_backup_when_the_write_fails(bridge, mo
 def test_one_info_line_per_bridged_flow(bridge, caplog):
     nb, _ = bridge
     f = chat_flow(FAILED_BODY, user_agent=QWEN_UA)
-    with caplog.at_level(logging.INFO, logger=ADDON_LOGGER):
+    with caplog.at_level(logging.INFO, logger=BRIDGE_LOGGER):
         nb.request(f)
-    lines = [r.getMessage() for r in caplog.records if r.name == ADDON_LOGGER and r.levelno == logging.INFO]
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith(BRIDGE_LOGGER) and r.levelno == logging.INFO]
     # No URL: a query string can carry a key (Gemini's ?key=...).
     assert lines == [f"bridge: flow {f.id}: 1 step (1 failed: exit 2), 0 kept as messages"]
 

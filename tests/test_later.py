@@ -20,7 +20,7 @@ from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge
-from native_bridge.runtime import META
+from native_bridge.runtime import META, dispatch
 from native_bridge.runtime.state import BridgeState
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
@@ -167,11 +167,10 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
     may call the language server before that reading ends. The planner hop waits for it, so the
     evidence in it counts: npm test's exit 1 in the fixtures (Claude Code's is_error and "Exit
     code 1"), which the gateway sent as exit 0."""
-    from native_bridge.chat_hop import addon as chat_addon
 
     pb, tctx = planner
     chat = tctx.master.addons.get("chathop")  # the hops share the state, not each other
-    monkeypatch.setattr(chat_addon, "OFFLOAD_BYTES", 1000)
+    monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", 1000)
     chat_raw = fixture("chat-turn1.json")
     assert len(chat_raw) >= 1000
 

@@ -15,12 +15,11 @@ import asyncio
 import pytest
 from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
-from native_bridge.chat_hop import addon as addon_module
 from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge, observed
 from native_bridge.core.memo import Memo
 from native_bridge.core.pipeline import Config, rewrite
-from native_bridge.runtime import META, offload
+from native_bridge.runtime import META, dispatch
 from native_bridge.runtime.offload import Offloader
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
@@ -97,7 +96,7 @@ def test_the_worker_gives_what_the_inline_path_gives():
 @pytest.fixture
 def small_offload(monkeypatch):
     monkeypatch.setattr(
-        addon_module, "OFFLOAD_BYTES", 10_000
+        dispatch, "OFFLOAD_BYTES", 10_000
     )  # above a round (2-5 KB), below the bodies (14 KB and up)
 
 
@@ -123,7 +122,7 @@ def _flow(raw: bytes):
 def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload, mode):
     s = Session("chat", parallel=1, seed=4)
     raws = [s.body(r) for r in (3, 4, 5)]
-    assert all(len(r) >= addon_module.OFFLOAD_BYTES for r in raws)
+    assert all(len(r) >= dispatch.OFFLOAD_BYTES for r in raws)
     nb, ctx = _addon(mode)
     ref, ref_ctx = _addon(mode)
     try:
@@ -139,7 +138,7 @@ def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload
                 assert META not in f.metadata  # nothing happened yet: the loop was free
                 asyncio.run(pending)
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
+                mp.setattr(dispatch, "OFFLOAD_BYTES", 10**9)
                 assert ref.request(g) is None  # inline
             assert f.metadata[META] == g.metadata[META]
             assert f.comment == g.comment and f.marked == g.marked
@@ -153,7 +152,7 @@ def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload
         for a, c in ((nb, ctx), (ref, ref_ctx)):
             a.done()
             c.__exit__(None, None, None)
-    assert nb.offloader is None
+    assert nb.state.dispatch.offloader is None
 
 
 def test_a_failing_worker_fails_open(small_offload, monkeypatch):
@@ -175,14 +174,13 @@ def test_a_failing_worker_fails_open(small_offload, monkeypatch):
 
 
 def test_offload_threshold_is_above_the_common_case():
-    assert offload.OFFLOAD_BYTES >= 256 * 1024
+    assert dispatch.OFFLOAD_BYTES >= 256 * 1024
 
 
 def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(monkeypatch):
     """The planner hop: a SendUserCascadeMessage at or above the threshold is corrected in a
     thread; flow, metadata and ledger end as the inline path leaves them."""
     from mitmproxy.proxy import mode_specs
-    from native_bridge.planner_hop import addon as planner_addon
     from native_bridge.planner_hop.addon import PlannerHop
     from native_bridge.planner_hop.h2c import H2CListener
     from native_bridge.runtime.state import BridgeState
@@ -193,7 +191,7 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
     body = b"\0" + len(message).to_bytes(4, "big") + message
 
     def run(threshold: int):
-        monkeypatch.setattr(planner_addon, "OFFLOAD_BYTES", threshold)
+        monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", threshold)
         state, h2c = BridgeState(), H2CListener()
         chat = ChatHop(state)  # declares the bridge option
         pb = PlannerHop(state, h2c)
@@ -229,7 +227,7 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
     nb, ctx = _addon("observe")
     ref = _flow(raw)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
+        mp.setattr(dispatch, "OFFLOAD_BYTES", 10**9)
         assert nb.request(ref) is None  # inline, no loop: the reference verdict
     nb.state.store.close()
     nb.state.store = type(nb.state.store)()  # forget what the reference observed
@@ -282,11 +280,11 @@ def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_
 
     try:
         f, g = asyncio.run(run())
-        assert nb.memo.hits == 1 and nb.offloader is not None
+        assert nb.memo.hits == 1 and nb.state.dispatch.offloader is not None
         for flow, raw in ((f, first), (g, second)):
             again = _flow(raw)
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
+                mp.setattr(dispatch, "OFFLOAD_BYTES", 10**9)
                 assert ref.request(again) is None
             assert flow.metadata[META] == again.metadata[META] and flow.comment == again.comment
             assert flow.request.raw_content == raw
@@ -306,16 +304,16 @@ def test_a_large_body_whose_new_part_is_large_is_read_in_the_worker(small_offloa
     try:
         first = _flow(s.body(2))
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(addon_module, "OFFLOAD_BYTES", 10**9)
+            mp.setattr(dispatch, "OFFLOAD_BYTES", 10**9)
             assert nb.request(first) is None  # read inline: the memo holds it
         far = s.body(12)
         kept = nb.memo.continues(far)
-        assert kept and len(far) - kept >= addon_module.OFFLOAD_BYTES
+        assert kept and len(far) - kept >= dispatch.OFFLOAD_BYTES
         pending = nb.request(_flow(far))
         assert pending is not None, "a large new part must be read off the loop"
         asyncio.run(pending)
         near = s.body(13)
-        assert 0 < len(near) - nb.memo.continues(near) < addon_module.OFFLOAD_BYTES
+        assert 0 < len(near) - nb.memo.continues(near) < dispatch.OFFLOAD_BYTES
         assert nb.request(_flow(near)) is None  # its new part is small: read here
     finally:
         nb.done()

@@ -21,7 +21,8 @@ from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.websocket import WS_META, wire
 from native_bridge.inspect import commands, view
 from native_bridge.records.writer import after_doc
-from native_bridge.runtime import MARKER, META, offload
+from native_bridge.runtime import MARKER, META, dispatch
+from native_bridge.runtime.worker import JobFailed
 from wsproto.frame_protocol import Opcode
 
 CODEX_UA = "codex_exec/0.171.0 (Debian 12.0.0; x86_64) dumb (codex_exec; 0.171.0)"
@@ -543,14 +544,14 @@ def test_a_large_frame_is_bridged_in_the_worker_as_on_the_loop(bridge, tmp_path,
     tctx.configure(nb, bridge_mode=mode)
     ref = ws_flow()
     i_ref = send(nb, ref, conversation(nb, ref))  # small: on the loop
-    monkeypatch.setattr(offload, "OFFLOAD_BYTES", 200)  # now it counts as large
+    monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", 200)  # now it counts as large
     f = ws_flow()
     raw = conversation(nb, f)
     i, pending = send_held(nb, f, raw)
     assert pending is not None, "a large frame must not be parsed on the loop"
     assert f.websocket.messages[i].content == raw and WS_META not in f.metadata  # nothing happened yet
     asyncio.run(pending)
-    assert nb.offloader is not None and nb.offloader.pid is not None  # the worker did it
+    assert nb.state.dispatch.offloader is not None and nb.state.dispatch.offloader.pid is not None  # the worker did it
     assert f.websocket.messages[i].content == ref.websocket.messages[i_ref].content
     assert f.metadata[WS_META][str(i)] == ref.metadata[WS_META][str(i_ref)]
     assert f.metadata[WS_META][str(i)]["context"] == [exec_call("k1", "ls /nope")]
@@ -563,7 +564,7 @@ def test_a_large_frame_is_bridged_in_the_worker_as_on_the_loop(bridge, tmp_path,
 
 def test_a_large_frame_that_is_no_model_call_is_left_alone(bridge, monkeypatch):
     nb, _ = bridge
-    monkeypatch.setattr(offload, "OFFLOAD_BYTES", 200)
+    monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", 200)
     f = ws_flow()
     other = orjson.dumps({"type": "session.update", "note": "response.create " + "x" * 400})
     i, pending = send_held(nb, f, other)
@@ -576,20 +577,21 @@ def test_a_large_frame_that_is_no_model_call_is_left_alone(bridge, monkeypatch):
 
 def test_a_large_frame_fails_open(bridge, tmp_path, monkeypatch):
     nb, _ = bridge
-    monkeypatch.setattr(offload, "OFFLOAD_BYTES", 200)
+    monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", 200)
     job = ws_module.FrameJob(FAILED, {}, nb.config, "/v1/responses", CODEX_UA, True, False)
 
     def boom(*args: Any) -> Any:
         raise ValueError("boom")
 
     monkeypatch.setattr(ws_module, "frame_outcome", boom)
-    assert ws_module.frame_work(job, None) == "ValueError: boom"  # reported, never raised in the worker
+    with pytest.raises(ValueError, match="boom"):  # raised in the worker, which reports it (JobFailed)
+        ws_module.frame_work(job, None)
 
-    class Failing:
+    class Failing:  # the offloader as the worker reports a job that raised
         async def run(self, job: Any) -> Any:
-            return "ValueError: boom"
+            raise JobFailed("ValueError: boom")
 
-    monkeypatch.setattr(nb, "worker", lambda: Failing())
+    monkeypatch.setattr(nb.state.dispatch, "offloader", Failing())
     f = ws_flow()
     i, pending = send_held(nb, f, FAILED)
     asyncio.run(pending)

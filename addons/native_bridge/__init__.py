@@ -8,7 +8,7 @@ Two pure layers and the mitmproxy addons around them:
   ``additional_steps`` splice, step corrections, the per-cascade ledger). Pure.
 - :mod:`native_bridge.chat_hop` and :mod:`native_bridge.planner_hop`: the two hops'
   mitmproxy addons, loaded through ``addons/bridge.py``; :mod:`native_bridge.runtime`:
-  what both share (state, worker process, flow metadata); :mod:`native_bridge.records`:
+  what both share (state, the one dispatch and its worker process, flow metadata); :mod:`native_bridge.records`:
   the records; :mod:`native_bridge.inspect`: views, commands, explain, offline replay.
 
 The public surface is small: :func:`rewrite` for a chat body.

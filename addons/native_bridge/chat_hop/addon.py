@@ -14,12 +14,12 @@ from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from ..planner_hop.h2c import H2CListener, is_planner
 from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_directory
 from ..runtime import META
-from ..runtime.later import Original, after_forward, back_up, deferrable, original, running_loop
-from ..runtime.offload import OFFLOAD_BYTES, Offloader
+from ..runtime.dispatch import Dispatch
+from ..runtime.later import Original, back_up, deferrable, original
 from ..runtime.state import BridgeState
 from . import websocket
-from .jobs import Job, Outcome, bridge, observed, resume
-from .verdict import announce, comment, failed, record_job
+from .jobs import Job, Outcome, bridge, resume
+from .verdict import announce, comment, error, record_job
 
 logger = logging.getLogger(__name__)
 
@@ -103,10 +103,28 @@ def record_limits(opts) -> Limits:
     return Limits(max_record, max_total, max_age, opts.bridge_records_skipped_bodies)
 
 
+def decode(req: http.Request) -> tuple[bytes | None, Rewrite | None]:
+    """The decoded body, or why it cannot be rewritten."""
+    limit = ctx.options.bridge_max_body
+    too_big = Rewrite("skipped", f"body larger than bridge_max_body ({limit} bytes)")
+    if req.stream or req.raw_content is None:
+        return None, Rewrite("skipped", "body is streamed (stream_large_bodies), it cannot be rewritten")
+    if len(req.raw_content) > limit:
+        return None, too_big
+    try:
+        raw = req.get_content()
+    except ValueError as e:
+        return None, Rewrite("skipped", f"cannot decode the body: {e}")
+    if raw is None or len(raw) > limit:
+        return None, too_big
+    return raw, None
+
+
 class ChatHop:
     record_limits = Limits()  # the bridge_records_* options (configure)
 
     def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None) -> None:
+        self._own_state = state is None  # a hop on its own (tests) stops the worker it started
         self.state = state or BridgeState()
         self.h2c = h2c  # the planner listeners: their gRPC flows are never chat requests
         self.config = Config()
@@ -115,7 +133,6 @@ class ChatHop:
         # The conversations this addon has read: a resumed one costs only its new part. Light
         # (configure) in observe mode without records: then it holds about one body per conversation.
         self.memo = Memo()
-        self.offloader: Offloader | None = None  # large bodies: bridged in a worker process (offload.py)
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
 
     def load(self, loader) -> None:
@@ -217,9 +234,8 @@ class ChatHop:
     def done(self) -> None:
         if self.recorder is not None:
             self.recorder.close()
-        if self.offloader is not None:
-            self.offloader.close()
-            self.offloader = None
+        if self._own_state:
+            self.state.dispatch.close()
 
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         if not ctx.options.bridge or META in flow.metadata:
@@ -236,12 +252,6 @@ class ChatHop:
 
     def websocket_message(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return websocket.on_message(self, flow)  # Responses over WebSocket: response.create client frames
-
-    def worker(self) -> Offloader:
-        """The worker process for large bodies and frames, started when first needed."""
-        if self.offloader is None:
-            self.offloader = Offloader()
-        return self.offloader
 
     def responseheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         reading = self.state.readings.get(flow.id)
@@ -291,121 +301,11 @@ class ChatHop:
         return self._after(reading, lambda: None) if reading is not None else None
 
     def run(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """Bridge one selected flow. A body of ``OFFLOAD_BYTES`` or more is bridged in a worker
-        process: then this returns an awaitable (mitmproxy awaits what a hook returns) and the
-        event loop serves every other connection meanwhile."""
-        req = flow.request
-        raw: bytes | None = None
-        try:
-            raw, skipped = self._decode(req)
-            if skipped is not None:
-                out = Outcome(skipped.status, skipped.reason)
-            else:
-                assert raw is not None
-                job = Job(
-                    raw,
-                    self.config,
-                    req.path,
-                    req.headers.get("user-agent"),
-                    emit=ctx.options.bridge_mode == "rewrite",
-                    record=self.recorder is not None,
-                )
-                # Observe mode with the state in this process: the body goes as it came, so it need
-                # not wait for the reading; this process's planner hop waits for it (a shared state
-                # file is written first: another proxy may serve the gateway's planner call).
-                reads_later = not job.emit and not self.state.store.shared and deferrable(flow)
-                big = len(raw) >= OFFLOAD_BYTES
-                if big and self.memo.light and len(raw) - self.memo.continues(raw) < OFFLOAD_BYTES:
-                    # A conversation this process holds: its new part is read here, the rest never.
-                    # A large new part (a fork from early on) and rewriting (the new body is written
-                    # whole) go to the worker.
-                    if reads_later:
-                        after_forward(lambda: self._resume(flow, raw, job))
-                        return None
-                    out = resume(job, self.memo)
-                    if out is None:  # it needs a full read after all
-                        return self._offloaded(flow, raw, job)
-                elif big:
-                    loop = running_loop()
-                    if reads_later and loop is not None:  # read in the worker while the request goes on
-                        self._read_meanwhile(flow, raw, job, loop)
-                        return None
-                    return self._offloaded(flow, raw, job)
-                elif reads_later:
-                    after_forward(lambda: self._apply(flow, raw, self._bridge(flow, job)))
-                    return None
-                else:
-                    out = bridge(job, self.memo, rewrite)
-        except Exception as e:  # fail open: the original request goes upstream untouched
-            out = failed(logger, f"flow {flow.id}", e, "request")
-        self._apply(flow, raw, out, later=deferrable(flow))
-        return None
+        """Bridge one selected flow; the dispatch decides where and when (runtime/dispatch.py):
+        an awaitable when the request waits for a reading in the worker process."""
+        return self.state.dispatch.run(_Request(self, flow))
 
-    def _bridge(self, flow: http.HTTPFlow, job: Job) -> Outcome:
-        try:
-            return bridge(job, self.memo, rewrite)
-        except Exception as e:  # fail open, as in run()
-            return failed(logger, f"flow {flow.id}", e, "request")
-
-    def _resume(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
-        """After forwarding: the new part of a large body read here, or (when it needs a full
-        read after all) the whole body read in the worker."""
-        try:
-            out = resume(job, self.memo)
-        except Exception as e:  # fail open, as in run()
-            out = failed(logger, f"flow {flow.id}", e, "request")
-        if out is not None:
-            self._apply(flow, raw, out)
-            return
-        loop = running_loop()
-        if loop is None:  # a test calling the hook directly
-            self._apply(flow, raw, self._bridge(flow, job))
-            return
-        self._read_meanwhile(flow, raw, job, loop)
-
-    def _read_meanwhile(self, flow: http.HTTPFlow, raw: bytes, job: Job, loop: asyncio.AbstractEventLoop) -> None:
-        """Read a large body in the worker while its request goes on; the reply and this
-        process's planner hop wait for it (state.readings)."""
-        self.state.readings[flow.id] = loop.create_task(self._read_off_loop(flow, raw, job))
-
-    async def _read_off_loop(self, flow: http.HTTPFlow, raw: bytes, job: Job) -> None:
-        """Read a large body in the worker after the request went on (observe mode): the reply
-        and this process's planner hop wait for it, so its verdict is made at once."""
-        try:
-            await self._offloaded(flow, raw, job, forwarded=True)
-        finally:
-            del self.state.readings[flow.id]
-
-    async def _offloaded(self, flow: http.HTTPFlow, raw: bytes, job: Job, forwarded: bool = False) -> None:
-        try:
-            out = await self.worker().run(job)
-            if out.entry is not None and self.memo.light:  # the worker's reading of this conversation
-                self.memo.adopt(out.entry, raw)
-                out.entry = None
-        except Exception as e:  # fail open, as inline
-            out = failed(logger, f"flow {flow.id}", e, "request")
-        self._apply(flow, raw, out, later=not forwarded and deferrable(flow))
-
-    def _apply(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome, later: bool = False) -> None:
-        """Hand the observations over and write the new body (rewrite mode); then back up,
-        annotate and record, ``later``: once the request has gone upstream."""
-        req = flow.request
-        came: Original | None = None
-        try:
-            if out.observations:
-                self.state.store.observe(out.observations)
-            if out.status == "rewritten":
-                assert out.body is not None
-                came = original(req)
-                req.set_content(out.body)  # encodes first: on failure the request is unchanged
-        except Exception as e:  # fail open: the original request goes upstream untouched
-            out, came = failed(logger, f"flow {flow.id}", e, "request"), None
-        if later:
-            after_forward(lambda: self._account(flow, raw, out, came))
-        else:
-            self._account(flow, raw, out, came)
-
-    def _account(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome, came: Original | None = None) -> None:
+    def account(self, flow: http.HTTPFlow, raw: bytes | None, out: Outcome, came: Original | None = None) -> None:
         """The backup of a rewritten flow (mitmweb's revert: ``came``, the request as it came),
         the verdict on the flow (mark, comment, metadata), its log line and its record."""
         if came is not None:
@@ -419,22 +319,69 @@ class ChatHop:
             omit = out.status == "skipped" and not self.record_limits.skipped_bodies
             self.recorder.submit(record_job(flow, out, before, flow.comment, omit_before=omit))
 
-    def _observe(self, result: Rewrite) -> None:
-        """Hand the planner hop what the client's own results say (core/observe.py)."""
-        self.state.store.observe(observed(result, self.config.tool_kinds))
 
-    def _decode(self, req: http.Request) -> tuple[bytes | None, Rewrite | None]:
-        """The decoded body, or why it cannot be rewritten."""
-        limit = ctx.options.bridge_max_body
-        too_big = Rewrite("skipped", f"body larger than bridge_max_body ({limit} bytes)")
-        if req.stream or req.raw_content is None:
-            return None, Rewrite("skipped", "body is streamed (stream_large_bodies), it cannot be rewritten")
-        if len(req.raw_content) > limit:
-            return None, too_big
-        try:
-            raw = req.get_content()
-        except ValueError as e:
-            return None, Rewrite("skipped", f"cannot decode the body: {e}")
-        if raw is None or len(raw) > limit:
-            return None, too_big
-        return raw, None
+class _Request:
+    """One chat request as the dispatch runs it (runtime/dispatch.Work): decoded, read on the loop
+    (its new part only, when a large history goes on from the memo) or in the worker, applied
+    (observations; the new body in rewrite mode) and accounted."""
+
+    original = "request"
+    wait = False
+
+    def __init__(self, hop: ChatHop, flow: http.HTTPFlow) -> None:
+        self.hop, self.flow = hop, flow
+        self.where = f"flow {flow.id}"
+        self.emit = ctx.options.bridge_mode == "rewrite"
+        # Observe mode with the state in this process: the body goes as it came, so it need not
+        # wait for the reading; this process's planner hop waits for it (a shared state file is
+        # written first: another proxy may serve the gateway's planner call).
+        self.later = not self.emit and not hop.state.store.shared and deferrable(flow)
+        self.size = 0
+        self.raw: bytes | None = None
+        self.job: Job | None = None
+        self.came: Original | None = None
+
+    def prepare(self) -> Outcome | None:
+        req = self.flow.request
+        raw, skipped = decode(req)
+        if skipped is not None:
+            return Outcome(skipped.status, skipped.reason)
+        assert raw is not None
+        self.raw, self.size = raw, len(raw)
+        ua = req.headers.get("user-agent")
+        self.job = Job(raw, self.hop.config, req.path, ua, emit=self.emit, record=self.hop.recorder is not None)
+        return None
+
+    def fresh(self) -> int:
+        # A conversation this process holds: only its new part is read (a light memo; rewriting
+        # and recording keep whole entries in the worker, and the new body is written whole).
+        memo = self.hop.memo
+        return self.size - memo.continues(self.raw or b"") if memo.light else self.size
+
+    def here(self, whole: bool) -> Outcome | None:
+        assert self.job is not None
+        return bridge(self.job, self.hop.memo, rewrite) if whole else resume(self.job, self.hop.memo)
+
+    async def away(self, dispatch: Dispatch) -> Outcome:
+        assert self.job is not None and self.raw is not None
+        out = await dispatch.worker.run(self.job)
+        memo = self.hop.memo
+        if out.entry is not None and memo.light:  # the worker's reading of this conversation
+            memo.adopt(out.entry, self.raw)
+            out.entry = None
+        return out
+
+    def failed(self, e: Exception) -> Outcome:
+        return error(e)
+
+    def apply(self, out: Outcome) -> None:
+        if out.observations:
+            self.hop.state.store.observe(out.observations)
+        if out.status == "rewritten":
+            assert out.body is not None
+            came = original(self.flow.request)
+            self.flow.request.set_content(out.body)  # encodes first: on failure the request is unchanged
+            self.came = came
+
+    def account(self, out: Outcome) -> None:
+        self.hop.account(self.flow, self.raw, out, self.came)

@@ -3,7 +3,7 @@
 :func:`bridge` is the whole job, pure: bytes, config and the caller's memo in, an
 :class:`Outcome` out, with the observations for the planner hop already reduced to
 digests. :func:`resume` is the same job when the body goes on from the memo and only its
-new part needs reading (a large body then stays on the loop: runtime/offload.py). In
+new part needs reading (a large body then stays on the loop: runtime/dispatch.py). In
 observe mode without records the worker keeps nothing: it hands back the light memo entry
 it made (memo.py: a few bytes per call, no body, no parsed history) and the proxy's own
 memo takes it with the body it already holds, so the next turn of that conversation is

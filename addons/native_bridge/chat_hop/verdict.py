@@ -41,10 +41,9 @@ def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome)
         log.warning(f"bridge: {where}: passed through untouched: {out.reason}")
 
 
-def failed(log: logging.Logger, where: str, e: Exception, original: str) -> Outcome:
-    """Fail open: the traceback logged and an ``error`` outcome; the ``original`` (request or
-    frame) goes upstream as the client sent it. Call it from the ``except`` block."""
-    log.exception(f"bridge: {where}: rewrite failed, sending the original {original}")
+def error(e: Exception) -> Outcome:
+    """The fail-open outcome: the request or frame goes upstream as the client sent it (the
+    traceback is logged where the work failed: runtime/dispatch.py)."""
     return Outcome("error", f"{type(e).__name__}: {e}")
 
 

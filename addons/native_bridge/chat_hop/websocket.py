@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -47,11 +47,10 @@ from ..core.dialects import responses
 from ..core.pipeline import STEPPED, Config, Rewrite, rewrite
 from ..inspect import explain
 from ..records.writer import RecordJob
-from ..runtime import offload
 from ..runtime.worker import by_reference
 from . import jobs
 from .jobs import Outcome
-from .verdict import announce, comment, failed, record_job
+from .verdict import announce, comment, error, record_job
 
 
 class FrameHost(Protocol):
@@ -63,7 +62,6 @@ class FrameHost(Protocol):
     memo: Any
     recorder: Any
     state: Any
-    worker: Any
 
 
 logger = logging.getLogger(__name__)
@@ -262,8 +260,9 @@ def bridge_body(
 
 def on_message(nb: FrameHost, flow: http.HTTPFlow) -> Awaitable[None] | None:
     """The ``websocket_message`` hook: bridge the newest message when it is a selected client frame.
-    A frame of ``OFFLOAD_BYTES`` or more is read and bridged in the worker process: then this
-    returns an awaitable (mitmproxy holds the frame until it is done) and the loop serves the rest."""
+    The dispatch decides where (runtime/dispatch.py): a frame of ``OFFLOAD_BYTES`` or more is read
+    and bridged in the worker process, and then this returns an awaitable (mitmproxy holds the
+    frame until it is done) while the loop serves the rest."""
     ws = flow.websocket
     if not ctx.options.bridge or ws is None or not ws.messages:
         return None
@@ -275,19 +274,7 @@ def on_message(nb: FrameHost, flow: http.HTTPFlow) -> Awaitable[None] | None:
         return None
     if nb.filter is None or not nb.filter(flow):
         return None
-    content = message.content
-    limit = ctx.options.bridge_max_body
-    if len(content) > limit:
-        if _FRAME_MARK not in content:
-            return None
-        bridge_frame(nb, flow, index, Outcome("skipped", f"frame larger than bridge_max_body ({limit} bytes)"))
-    elif len(content) >= offload.OFFLOAD_BYTES:
-        if _FRAME_MARK not in content:  # cheap: every frame the bridge wants names its type
-            return None
-        return bridge_frame_off_loop(nb, flow, index)  # parsing it here would hold the loop
-    elif frame_type(content) == FRAME_TYPE:
-        bridge_frame(nb, flow, index)
-    return None  # not a model call (or not JSON): nothing of the bridge's
+    return nb.state.dispatch.run(_Frame(nb, flow, index))
 
 
 def frame_outcome(
@@ -324,7 +311,7 @@ class FrameJob:
 
     __reduce__ = by_reference  # the frame crosses to the worker without a copy
 
-    def run(self, memo: Any) -> FrameDone | str | None:
+    def run(self, memo: Any) -> FrameDone | None:
         """The worker's part (offload.work calls it): :func:`frame_work`."""
         return frame_work(self, memo)
 
@@ -332,72 +319,88 @@ class FrameJob:
 FrameDone = tuple[list[dict[str, Any]], Outcome, bytes | None]  # context, outcome, frame to send
 
 
-def frame_work(job: FrameJob, memo: Any) -> FrameDone | str | None:
-    """The worker's part for a large frame: None when it is no model call, a message when it
-    failed (the frame then goes as it came), else what :func:`frame_outcome` gives."""
+def frame_work(job: FrameJob, memo: Any) -> FrameDone | None:
+    """The worker's part for a large frame: None when it is no model call, else what
+    :func:`frame_outcome` gives. A failure raises (the worker reports it, the dispatch fails open)."""
     try:
         doc = orjson.loads(job.raw)
     except orjson.JSONDecodeError:
         return None
     if not isinstance(doc, dict) or doc.get("type") != FRAME_TYPE:
         return None
-    try:
-        context, _ = answered_context(doc, job.held.get)
-        del doc  # the core parses the frame again: not both at once (a frame may be 30 MB)
-        out, sent = frame_outcome(job.raw, context, job.config, job.path, memo, job.hint, job.emit, job.record)
-    except Exception as e:  # fail open: reported, not raised (the worker stays up)
-        return f"{type(e).__name__}: {e}"
+    context, _ = answered_context(doc, job.held.get)
+    del doc  # the core parses the frame again: not both at once (a frame may be 30 MB)
+    out, sent = frame_outcome(job.raw, context, job.config, job.path, memo, job.hint, job.emit, job.record)
     return context, out, sent
 
 
-async def bridge_frame_off_loop(nb: FrameHost, flow: http.HTTPFlow, index: int) -> None:
-    """:func:`bridge_frame` for a large frame, read and bridged in the worker process."""
-    assert flow.websocket is not None
-    message = flow.websocket.messages[index]
-    raw, req = message.content, flow.request
-    context: list[dict[str, Any]] = []
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What became of a frame: its outcome (None: not a model call, nothing of the bridge's),
+    the frame sent instead (None: as the client sent it) and the server-held calls it answers."""
+
+    out: Outcome | None
     sent: bytes | None = None
-    try:
-        held = held_calls(flow, index) if b'"previous_response_id"' in raw else {}
-        emit = ctx.options.bridge_mode == "rewrite"
-        job = FrameJob(raw, held, nb.config, req.path, req.headers.get("user-agent"), emit, nb.recorder is not None)
-        done = await nb.worker().run(job)
+    context: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Frame:
+    """One client frame as the dispatch runs it (runtime/dispatch.Work): observed or rewritten
+    on the loop, or in the worker when large; annotated and recorded."""
+
+    original = "frame"
+    later = False  # the frame waits: a rewritten one replaces it
+    wait = False
+
+    def __init__(self, nb: FrameHost, flow: http.HTTPFlow, index: int) -> None:
+        assert flow.websocket is not None
+        self.nb, self.flow, self.index = nb, flow, index
+        self.message = flow.websocket.messages[index]
+        self.raw = self.message.content  # as the client sent it
+        self.where = f"flow {flow.id} message {index}"
+        self.size = len(self.raw)
+        self.emit = ctx.options.bridge_mode == "rewrite"
+
+    def prepare(self) -> Done | None:
+        content, limit = self.raw, ctx.options.bridge_max_body
+        if _FRAME_MARK not in content:  # cheap: every frame the bridge wants names its type
+            return Done(None)
+        if len(content) > limit:
+            return Done(Outcome("skipped", f"frame larger than bridge_max_body ({limit} bytes)"))
+        return None  # whether it is a model call is known once parsed, here or in the worker
+
+    def fresh(self) -> int:
+        return self.size
+
+    def here(self, whole: bool) -> Done:
+        raw, req = self.raw, self.flow.request
+        if frame_type(raw) != FRAME_TYPE:
+            return Done(None)
+        context, _ = context_for(self.flow, self.index, orjson.loads(raw))
+        ua, record = req.headers.get("user-agent"), self.nb.recorder is not None
+        out, sent = frame_outcome(raw, context, self.nb.config, req.path, self.nb.memo, ua, self.emit, record)
+        return Done(out, sent, context)
+
+    async def away(self, dispatch: Any) -> Done:
+        raw, req = self.raw, self.flow.request
+        held = held_calls(self.flow, self.index) if b'"previous_response_id"' in raw else {}
+        ua, record = req.headers.get("user-agent"), self.nb.recorder is not None
+        done = await dispatch.worker.run(FrameJob(raw, held, self.nb.config, req.path, ua, self.emit, record))
         if done is None:
-            return  # not a model call: nothing of the bridge's
-        if isinstance(done, str):
-            raise RuntimeError(done)
+            return Done(None)  # not a model call: nothing of the bridge's
         context, out, sent = done
-        if sent is not None:
-            message.content = sent
-    except Exception as e:  # fail open: the frame goes upstream as the client sent it
-        message.content, sent, context = raw, None, []
-        out = failed(logger, f"flow {flow.id} message {index}", e, "frame")
-    _annotate(nb, flow, index, raw, out, sent, context)
+        return Done(out, sent, context)
 
+    def failed(self, e: Exception) -> Done:
+        return Done(error(e))
 
-def bridge_frame(nb: FrameHost, flow: http.HTTPFlow, index: int, result: Outcome | None = None) -> Outcome:
-    """Observe or rewrite the client frame at ``index``; annotate and record it. Fails open."""
-    assert flow.websocket is not None
-    message = flow.websocket.messages[index]
-    raw = message.content
-    req = flow.request
-    sent: bytes | None = None
-    context: list[dict[str, Any]] = []
-    if result is None:
-        try:
-            context, _ = context_for(flow, index, orjson.loads(raw))
-            emit = ctx.options.bridge_mode == "rewrite"
-            result, sent = frame_outcome(
-                raw, context, nb.config, req.path, nb.memo, req.headers.get("user-agent"), emit, nb.recorder is not None
-            )
-            if sent is not None:
-                message.content = sent  # the last step: on any failure before it the frame is untouched
-        except Exception as e:  # fail open: the frame goes upstream as the client sent it
-            message.content, sent, context = raw, None, []
-            result = failed(logger, f"flow {flow.id} message {index}", e, "frame")
-    _annotate(nb, flow, index, raw, result, sent, context)
-    return result
+    def apply(self, done: Done) -> None:
+        if done.sent is not None:
+            self.message.content = done.sent  # the last step: on any failure before it the frame is untouched
 
+    def account(self, done: Done) -> None:
+        if done.out is not None:
+            _annotate(self.nb, self.flow, self.index, self.raw, done.out, done.sent, done.context)
 
 def _annotate(
     nb: FrameHost,

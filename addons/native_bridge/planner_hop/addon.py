@@ -10,7 +10,6 @@ call delivered the steps, so a failed send is sent again in full next time.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -28,8 +27,8 @@ from ..inspect.planner_view import DIALECT
 from ..records.planner import PlannerJob
 from ..records.writer import Recorder, RecordJob
 from ..runtime import MARKER, META
-from ..runtime.later import Original, after_forward, back_up, deferrable, original
-from ..runtime.offload import OFFLOAD_BYTES
+from ..runtime.dispatch import Dispatch
+from ..runtime.later import Original, back_up, original
 from ..runtime.state import BridgeState
 from ..runtime.store import StoreEvidence
 from .h2c import H2CListener, is_planner
@@ -167,72 +166,19 @@ class PlannerHop:
             self.own_recorder.close()
 
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        """Correct one call of the table (cascade.calls). A body of ``OFFLOAD_BYTES`` or more is corrected in
-        a thread (the field scan is Python that gives the GIL up every few milliseconds), and a
-        correction waits for the chat hop's readings still in its worker (their evidence): then
-        this returns an awaitable, which mitmproxy awaits while the loop serves the rest."""
+        """Correct one call of the table (cascade.calls). The dispatch decides where and when
+        (runtime/dispatch.py): a correction waits for the chat hop's readings still in its worker
+        (their evidence), and a body of ``OFFLOAD_BYTES`` or more is corrected in a thread (the
+        field scan is Python that gives the GIL up every few milliseconds); then this returns an
+        awaitable, which mitmproxy awaits while the loop serves the rest."""
         if not ctx.options.bridge or META in flow.metadata or not is_planner(flow.client_conn, self.h2c.specs):
             return None
         call = call_of(flow.request.path)
         if call is None:
             return None  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
-        readings = list(self.state.readings.values())
-        if readings:  # the chat hop still reads a large request in its worker: its evidence comes first
-            return self._after_readings(flow, call, readings)
-        return self._send(flow, call)
+        return self.state.dispatch.run(_Call(self, flow, call))
 
-    async def _after_readings(self, flow: http.HTTPFlow, call: Call, readings: list[asyncio.Future[None]]) -> None:
-        await asyncio.wait(readings)
-        correcting = self._send(flow, call)
-        if correcting is not None:
-            await correcting
-
-    def _send(self, flow: http.HTTPFlow, call: Call) -> Awaitable[None] | None:
-        """Correct one call (see request)."""
-        req = flow.request
-        if HANDLED_HEADER in req.headers:
-            result = PlannerResult(
-                "skipped",
-                f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})",
-                method=call.method,
-            )
-        elif req.stream or req.raw_content is None:
-            result = PlannerResult(
-                "skipped", "body is streamed (stream_large_bodies), it cannot be corrected", method=call.method
-            )
-        elif len(req.raw_content) >= OFFLOAD_BYTES:
-            return self._correct_off_loop(flow, call)
-        else:
-            result = self._correct(flow, call)
-        self._apply(flow, result)
-        return None
-
-    async def _correct_off_loop(self, flow: http.HTTPFlow, call: Call) -> None:
-        try:
-            result = await asyncio.to_thread(self._correct, flow, call)
-        except Exception as e:  # correct_request never raises; a failure to run it must not stop traffic
-            result = PlannerResult("skipped", f"internal error: {type(e).__name__}: {e}", method=call.method)
-        self._apply(flow, result)
-
-    def _apply(self, flow: http.HTTPFlow, result: PlannerResult) -> None:
-        """Put the corrected body on the request; the rest (backup, comment, metadata, log,
-        record) is made once the request has gone upstream, while the language server works."""
-        req = flow.request
-        came = original(req)
-        if result.status == "corrected":
-            assert result.body is not None
-            req.raw_content = result.body  # framed and compressed as it came
-            req.headers[HANDLED_HEADER] = "corrected"
-        # Whichever call delivered steps (a send, a replay): the ledger learns them once accepted. An
-        # interaction, a skipped call and a send withheld for being empty deliver nothing.
-        if result.cascade_id is not None and result.status != "skipped" and result.delivery is not None:
-            self._pending[flow.id] = _Pending(result.cascade_id, result.delivery)
-        if deferrable(flow):
-            after_forward(lambda: self._account(flow, result, came))
-        else:
-            self._account(flow, result, came)
-
-    def _account(self, flow: http.HTTPFlow, result: PlannerResult, came: Original) -> None:
+    def account(self, flow: http.HTTPFlow, result: PlannerResult, came: Original) -> None:
         req = flow.request
         if result.status == "corrected":
             back_up(flow, came)  # mitmweb shows the flow as modified and can revert it
@@ -261,7 +207,7 @@ class PlannerHop:
         if self.recorder is not None:
             self._record(flow, result, came[0])
 
-    def _correct(self, flow: http.HTTPFlow, call: Call) -> PlannerResult:
+    def correct(self, flow: http.HTTPFlow, call: Call) -> PlannerResult:
         req = flow.request
         headers = {k.lower(): v for k, v in req.headers.items()}
         body = req.raw_content or b""
@@ -314,3 +260,58 @@ class PlannerHop:
                 native=PlannerJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
             )
         )
+
+
+class _Call:
+    """One planner call as the dispatch runs it (runtime/dispatch.Work): after the chat hop's
+    readings in flight, corrected on the loop or (large) in a thread; the corrected body put on
+    the request, the ledger entry kept until the reply says it was accepted; accounted."""
+
+    original = "request"
+    later = False  # the corrected body is what goes upstream
+    wait = True  # the chat hop's readings still in its worker: their evidence comes first
+
+    def __init__(self, hop: PlannerHop, flow: http.HTTPFlow, call: Call) -> None:
+        self.hop, self.flow, self.call = hop, flow, call
+        self.where = f"planner flow {flow.id}"
+        self.size = 0
+        self.came: Original | None = None  # the request as it came (apply)
+
+    def prepare(self) -> PlannerResult | None:
+        req, method = self.flow.request, self.call.method
+        if HANDLED_HEADER in req.headers:
+            reason = f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})"
+            return PlannerResult("skipped", reason, method=method)
+        if req.stream or req.raw_content is None:
+            reason = "body is streamed (stream_large_bodies), it cannot be corrected"
+            return PlannerResult("skipped", reason, method=method)
+        self.size = len(req.raw_content)
+        return None
+
+    def fresh(self) -> int:
+        return self.size
+
+    def here(self, whole: bool) -> PlannerResult:
+        return self.hop.correct(self.flow, self.call)
+
+    def away(self, dispatch: Dispatch) -> Awaitable[PlannerResult]:
+        return dispatch.thread(lambda: self.hop.correct(self.flow, self.call))
+
+    def failed(self, e: Exception) -> PlannerResult:
+        return PlannerResult("skipped", f"internal error: {type(e).__name__}: {e}", method=self.call.method)
+
+    def apply(self, result: PlannerResult) -> None:
+        req = self.flow.request
+        self.came = original(req)
+        if result.status == "corrected":
+            assert result.body is not None
+            req.raw_content = result.body  # framed and compressed as it came
+            req.headers[HANDLED_HEADER] = "corrected"
+        # Whichever call delivered steps (a send, a replay): the ledger learns them once accepted. An
+        # interaction, a skipped call and a send withheld for being empty deliver nothing.
+        if result.cascade_id is not None and result.status != "skipped" and result.delivery is not None:
+            self.hop._pending[self.flow.id] = _Pending(result.cascade_id, result.delivery)
+
+    def account(self, result: PlannerResult) -> None:
+        assert self.came is not None
+        self.hop.account(self.flow, result, self.came)

@@ -1,12 +1,12 @@
-"""Large bodies read in a worker process, off the event loop (both hops use it).
+"""Large bodies read in a worker process, off the event loop (the dispatch sends them: dispatch.py).
 
 mitmproxy runs every addon on one event loop: while a hook runs, no other connection
 moves. A resumed conversation costs a fraction of a millisecond, but the first sight of a
 large history costs a full parse, decide and write, and orjson holds the GIL for all of
-it (about 0.3 s to parse 32 MB). So a hop reads a body below ``OFFLOAD_BYTES`` inline
-(the common case pays nothing extra) and hands a larger one to a worker process
-(:class:`Offloader`, the record renderer's plain child process), awaiting it from an async
-hook while the loop serves everyone else. A job names its own work (``job.run(memo)``), so
+it (about 0.3 s to parse 32 MB). So a body below ``dispatch.OFFLOAD_BYTES`` is read inline
+(the common case pays nothing extra) and a larger one in a worker process (:class:`Offloader`,
+the record renderer's plain child process), awaited from an async hook while the loop serves
+everyone else. A job names its own work (``job.run(memo)``), so
 this module imports no hop's code.
 """
 
@@ -18,9 +18,6 @@ from typing import Any
 from ..core.memo import Memo
 from .worker import Renderer
 
-# Bodies at least this large (decoded) are read in the worker process. Below it even a
-# first sight stays well under 20 ms on the loop (about 5 ms for 200 KB on a slow core).
-OFFLOAD_BYTES = 512 * 1024
 # Rewriting or recording, the worker remembers conversations up to this size (memo.py): a resumed
 # turn then costs only its new part. A full entry holds about 3.5x its body (body and parsed
 # items); a larger history is bridged afresh every turn instead, and its memory freed after each.

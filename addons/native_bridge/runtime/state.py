@@ -9,6 +9,7 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions
 
+from .dispatch import Dispatch
 from .store import MemoryStore, SQLiteStore, Store
 
 logger = logging.getLogger(__name__)
@@ -16,13 +17,15 @@ logger = logging.getLogger(__name__)
 
 class BridgeState:
     """What both hops share, handed to each (addons/bridge.py): the store (ledger and observations),
-    the chat hop's readings still in the worker and its record writer. Neither hop holds the other."""
+    the dispatch (where and when each hop's work runs, and the worker process), the chat hop's
+    readings still in the worker and its record writer. Neither hop holds the other."""
 
     def __init__(self) -> None:
         self.store: Store = MemoryStore()
         # Chat requests still being read in the worker, by flow id: the planner hop waits for
         # their evidence before it corrects a step.
         self.readings: dict[str, asyncio.Future[None]] = {}
+        self.dispatch = Dispatch(self.readings)
         self.recorder: Any = None  # the chat hop's records.writer.Recorder (the planner hop's too, by default)
 
     def load(self, loader) -> None:
@@ -48,4 +51,5 @@ class BridgeState:
             logger.info(f"bridge: state in {path}")
 
     def done(self) -> None:
+        self.dispatch.close()
         self.store.close()

@@ -1,0 +1,193 @@
+"""Where and when a hop's work runs: decided here, in one place for both hops, with the one fail-open.
+
+mitmproxy runs every addon on one event loop: while a hook runs, no other connection moves.
+A hop hands each request (or WebSocket frame) over as a :class:`Work`, and :meth:`Dispatch.run`
+decides:
+
+- **on the loop** when the body is below ``OFFLOAD_BYTES`` (a first sight of 200 KB costs a few
+  ms), or when what is new in it is (``fresh``: a large history whose earlier turns this process
+  already read). A reading here that finds it needs the whole body after all goes
+  off the loop;
+- **off the loop** otherwise: in the worker process or a thread (the work's ``away``), awaited
+  from the hook while the loop serves everyone else;
+- **after the request has gone upstream** when the request need not wait for it (``later``:
+  observe mode with the state in this process). A reading off the loop is then kept in
+  ``readings`` by flow id until it ends: the reply and the planner hop wait for it;
+- **after the readings in flight** when the work needs their evidence (``wait``: the planner hop).
+
+Whatever fails (preparing, reading here or away, applying) fails open, here: the traceback is
+logged, the work's ``failed`` result is applied and accounted instead, and the request or frame
+goes upstream as it came. The verdict (annotations, log line, record: ``account``) is made once
+the request has gone upstream when it still goes (later.deferrable), else at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+from mitmproxy import http
+
+from .later import after_forward, deferrable, running_loop
+from .offload import Offloader
+
+logger = logging.getLogger(__name__)
+
+# Bodies at least this large (decoded) are read off the loop, unless what is new in them is
+# smaller. Below it even a first sight stays well under 20 ms on the loop (about 5 ms for
+# 200 KB on a slow core).
+OFFLOAD_BYTES = 512 * 1024
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+class Work(Protocol[R]):
+    """One request's or frame's work for a hop, as the dispatch runs it (R: the hop's result)."""
+
+    flow: http.HTTPFlow
+    where: str  # for the log line: "flow <id>", "planner flow <id>", "flow <id> message <i>"
+    original: str  # what goes upstream as it came on a failure: "request" or "frame"
+    later: bool  # its request need not wait for the reading
+    wait: bool  # the readings in flight come first (their evidence)
+    size: int  # the body's size, known once prepared
+
+    def prepare(self) -> R | None:
+        """The result when there is nothing to read (skipped, not the hop's), else None (then ``size`` is set)."""
+
+    def fresh(self) -> int:
+        """The bytes a reading here would parse: ``size``, or a large history's new part when
+        this process holds the rest."""
+
+    def here(self, whole: bool) -> R | None:
+        """Read on the loop: the whole body (``whole``), or only what is new (None: that is not enough)."""
+
+    def away(self, dispatch: Dispatch) -> Awaitable[R]:
+        """Read off the loop: in ``dispatch.worker`` or ``dispatch.thread``."""
+
+    def failed(self, e: Exception) -> R:
+        """The fail-open result (applying it changes nothing)."""
+
+    def apply(self, result: R) -> None:
+        """Hand the result over and change the request or frame; must not change it when it raises."""
+
+    def account(self, result: R) -> None:
+        """The verdict: annotations, log line, record."""
+
+
+class Dispatch:
+    """Runs the hops' work (module docstring); holds the worker process, started when first needed."""
+
+    def __init__(self, readings: dict[str, asyncio.Future[None]] | None = None) -> None:
+        # Chat requests still being read off the loop after they went upstream, by flow id.
+        self.readings: dict[str, asyncio.Future[None]] = {} if readings is None else readings
+        self.offloader: Offloader | None = None
+
+    @property
+    def worker(self) -> Offloader:
+        """The worker process for large bodies and frames, started when first needed."""
+        if self.offloader is None:
+            self.offloader = Offloader()
+        return self.offloader
+
+    @staticmethod
+    def thread(fn: Callable[[], T]) -> Awaitable[T]:
+        """``fn`` in a thread: for work that needs this process's state (Python that gives the GIL up)."""
+        return asyncio.to_thread(fn)
+
+    def close(self) -> None:
+        if self.offloader is not None:
+            self.offloader.close()
+            self.offloader = None
+
+    def run(self, work: Work[Any]) -> Awaitable[None] | None:
+        """Run ``work`` as the module docstring says. An awaitable when the hook must wait for it
+        (mitmproxy awaits what a hook returns), None when it is done or goes on by itself."""
+        try:
+            known = work.prepare()
+        except Exception as e:
+            known = self._failed(work, e)
+        if known is not None:
+            self._finish(work, known, forwarded=False)
+            return None
+        in_flight = list(self.readings.values()) if work.wait else []
+        if in_flight:
+            return self._after(in_flight, work)
+        return self._start(work)
+
+    def _start(self, work: Work[Any]) -> Awaitable[None] | None:
+        try:
+            here = work.size < OFFLOAD_BYTES or work.fresh() < OFFLOAD_BYTES
+        except Exception as e:
+            self._finish(work, self._failed(work, e), forwarded=False)
+            return None
+        loop = running_loop()
+        if work.later and loop is not None:  # the request goes on now; the reading follows it
+            if here:
+                after_forward(lambda: self._here(work, forwarded=True))
+            else:
+                self._meanwhile(work, loop)
+            return None
+        return self._here(work, forwarded=False) if here else self._away(work, forwarded=False)
+
+    def _here(self, work: Work[Any], forwarded: bool) -> Awaitable[None] | None:
+        whole = work.size < OFFLOAD_BYTES
+        try:
+            result = work.here(whole)
+        except Exception as e:
+            result = self._failed(work, e)
+        if result is not None:
+            self._finish(work, result, forwarded)
+            return None
+        if not forwarded:  # it needs the whole body after all: off the loop, awaited
+            return self._away(work, forwarded=False)
+        loop = running_loop()
+        if loop is None:  # a test calling the hook directly: nothing else to serve
+            asyncio.run(self._away(work, forwarded=True))
+        else:
+            self._meanwhile(work, loop)
+        return None
+
+    def _meanwhile(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
+        """Read off the loop after the request went on, kept in ``readings`` until done."""
+        key = work.flow.id
+
+        async def read() -> None:
+            try:
+                await self._away(work, forwarded=True)
+            finally:
+                del self.readings[key]
+
+        self.readings[key] = loop.create_task(read())
+
+    async def _away(self, work: Work[Any], forwarded: bool) -> None:
+        try:
+            result = await work.away(self)
+        except Exception as e:
+            result = self._failed(work, e)
+        self._finish(work, result, forwarded)
+
+    async def _after(self, in_flight: list[asyncio.Future[None]], work: Work[Any]) -> None:
+        await asyncio.wait(in_flight)
+        pending = self._start(work)
+        if pending is not None:
+            await pending
+
+    def _finish(self, work: Work[R], result: R, forwarded: bool) -> None:
+        try:
+            work.apply(result)
+        except Exception as e:  # the request or frame is unchanged (Work.apply)
+            result = self._failed(work, e)
+            work.apply(result)
+        if not forwarded and deferrable(work.flow):
+            after_forward(lambda: work.account(result))
+        else:
+            work.account(result)
+
+    @staticmethod
+    def _failed(work: Work[R], e: Exception) -> R:
+        """Fail open: the traceback logged (call it from an ``except`` block) and the work's ``failed`` result."""
+        logger.exception(f"bridge: {work.where}: rewrite failed, sending the original {work.original}")
+        return work.failed(e)
