@@ -21,6 +21,7 @@ import orjson
 import pytest
 from native_bridge.chat_hop.jobs import observed
 from native_bridge.core import memo as memo_module
+from native_bridge.core import pipeline
 from native_bridge.core.memo import LIGHT_ITEMS, Gone, LazyItems, Memo
 from native_bridge.core.pipeline import Config, Rewrite, rewrite
 from support.histories import DIALECT_PATHS
@@ -294,3 +295,45 @@ def test_a_light_memo_hands_over_every_observation_once_the_history_is_read(dial
         handed |= set(observed(rewrite(s.body(rounds), Config(), path, memo, hint, emit=False), TOOLS))
     alone = set(observed(rewrite(s.body(24), Config(), path, None, hint, emit=False), TOOLS))
     assert memo.hits >= 20 and alone and handed == alone
+
+
+# ---- a client no user agent names ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_client_no_user_agent_names_is_resumed_from_the_bytes(dialect: str, light: bool) -> None:
+    """No user agent: the resume reads only the new part (pipeline.resume, which never parses
+    the whole body, answers), and agrees with a full read."""
+    memo, s, path = Memo(light=light), Session(dialect, 1, seed=11), DIALECT_PATHS[dialect]
+    same(s.body(20), dialect, memo)
+    for rounds in range(21, 26):
+        raw = s.body(rounds)
+        resumed = pipeline.resume(raw, Config(), path, memo.copy(), None, emit=not light)
+        assert resumed is not None, f"turn {rounds}: a full read was needed"
+        same(raw, dialect, memo)
+
+
+def _with_tools(raw: bytes, tools: list[dict[str, Any]]) -> bytes:
+    return orjson.dumps({**orjson.loads(raw), "tools": tools})  # after the history: outside the shared bytes
+
+
+CLAUDE_TOOLS = [{"name": n, "input_schema": {"type": "object"}} for n in ("Bash", "Read", "Edit", "Write")]
+MINI_TOOLS = [{"name": "bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
+
+
+def test_an_unnamed_client_is_told_by_its_tools_on_a_resume_too(light: bool) -> None:
+    """The tools come after the history, so a turn may declare another client's while its history's
+    bytes go on from a remembered one: the client is told from the new part's read (as a full read
+    tells it), and an entry of another client's never serves."""
+    s, path = Session("anthropic", 1, seed=12), DIALECT_PATHS["anthropic"]
+    memo = Memo(light=light)
+    first = _with_tools(s.body(20), CLAUDE_TOOLS)
+    assert rewrite(first, Config(), path, memo, None, emit=not light).history.client == "claude-code"
+    for tools, client in ((CLAUDE_TOOLS, "claude-code"), (MINI_TOOLS, "mini-swe-agent"), ([], None)):
+        raw = _with_tools(s.body(21), tools)
+        before = memo.hits
+        got = rewrite(raw, Config(), path, memo, None, emit=not light)
+        assert got.history.client == client == rewrite(raw, Config(), path, None, None).history.client
+        same(raw, "anthropic", memo.copy())
+        if client == "claude-code":
+            assert memo.hits == before + 1  # resumed from the claude-code entry

@@ -46,6 +46,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
@@ -287,11 +288,19 @@ class Memo:
             self._entries.clear()
             self._bytes = 0
 
-    def find(self, raw: bytes, dialect: ModuleType, config: Any) -> tuple[Entry, Mark] | None:
-        """The entry this body continues furthest, and its latest mark the body keeps."""
+    def find(
+        self, raw: bytes, dialect: ModuleType, config: Any, any_client: bool = False
+    ) -> tuple[Entry, Mark] | None:
+        """The entry this body continues furthest, and its latest mark the body keeps.
+        ``any_client``: the client is not known yet (``config`` has none): an entry made for
+        any client serves, and the caller checks the client once it has read the new part."""
 
         def serves(entry: Entry) -> bool:
-            return entry.dialect is dialect and (entry.config is config or entry.config == config)
+            if entry.dialect is not dialect:
+                return False
+            if any_client:
+                return replace(entry.config, client=None) == config
+            return entry.config is config or entry.config == config
 
         with self._lock:
             found, self._found = self._found, None
@@ -565,9 +574,20 @@ def _thin(marks: list[Mark]) -> list[Mark]:
 # ---- continuing from a mark ---------------------------------------------------------------
 
 
-def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: str) -> Resumed | None:
-    """Everything a rewrite of ``raw`` needs, from a remembered cut; None: do a full rewrite."""
-    found = memo.find(raw, dialect, config)
+def resume(
+    memo: Memo,
+    raw: bytes,
+    dialect: ModuleType,
+    config: Any,
+    steps_key: str,
+    client_of: Callable[[dict[str, Any]], str | None] | None = None,
+) -> Resumed | None:
+    """Everything a rewrite of ``raw`` needs, from a remembered cut; None: do a full rewrite.
+
+    ``client_of``: the client is not known before parsing (no user agent names it); it is told
+    from the parsed part (its declared tools, which lie outside the items: clients.identify),
+    the same answer a full read gives, and the entry must have been made for that client."""
+    found = memo.find(raw, dialect, config, any_client=client_of is not None)
     if found is None:
         memo.misses += 1
         return None
@@ -584,6 +604,11 @@ def resume(memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: 
     new = doc.get(dialect.ITEMS)
     if type(new) is not list:
         return None
+    if client_of is not None:
+        client = client_of(doc)
+        if client != entry.config.client:  # another client's decisions: an entry of this one may serve
+            return resume(memo, raw, dialect, replace(entry.config, client=client), steps_key)
+        config = entry.config
     b = mark.index
     items = entry.items[:b] + new
     cur = mark.cursor

@@ -5,7 +5,7 @@ This is the core's public entry point; it knows nothing of mitmproxy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Literal
@@ -194,9 +194,13 @@ def _rewrite(
     early = config.client or identify(hint, None)
     if early is not None:
         config = replace(config, client=early)
-    if memo is not None and dialect is not None and early is not None:
-        resumed = _resume(memo, raw, dialect, config)
+    tried = memo is not None and dialect is not None  # a resume from the bytes as they came
+    if tried:
+        # A client no user agent names is told by its declared tools, read with the new part.
+        client_of = None if early is not None else (lambda doc: identify(hint, doc))
+        resumed = _resume(memo, raw, dialect, config, client_of)  # type: ignore[arg-type]
         if resumed is not None:
+            config = resumed.entry.config
             result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit, resumed.delta)
             _fresh(result, resumed.fresh, resumed.decisions, config)
             memo.put(resumed.entry, resumed.replaces)
@@ -214,7 +218,7 @@ def _rewrite(
             config = replace(config, client=identify(hint, body))
         items = body.get(dialect.ITEMS)
         canon = _canonical(body, raw) if memo is not None and isinstance(items, list) else None
-        if canon is not None and (canon is not raw or early is None):
+        if canon is not None and (canon is not raw or not tried):
             # Not orjson's own bytes (pretty-printed, other escapes): the memo speaks orjson's.
             resumed = _resume(memo, canon, dialect, config)  # type: ignore[arg-type]
             if resumed is not None:
@@ -255,10 +259,16 @@ def _rewrite(
     return result
 
 
-def _resume(memo: _memo.Memo, raw: bytes, dialect: ModuleType, config: Config) -> _memo.Resumed | None:
+def _resume(
+    memo: _memo.Memo,
+    raw: bytes,
+    dialect: ModuleType,
+    config: Config,
+    client_of: Callable[[dict[str, Any]], str | None] | None = None,
+) -> _memo.Resumed | None:
     """The memo's head start, or None; a fault in it costs only speed (the full rewrite runs)."""
     try:
-        return _memo.resume(memo, raw, dialect, config, STEPS_KEY)
+        return _memo.resume(memo, raw, dialect, config, STEPS_KEY, client_of)
     except _memo.Gone:  # a light entry no longer holds an item the resume would read
         memo.misses += 1
         return None
