@@ -14,6 +14,9 @@ import random
 import bench
 import pytest
 from native_bridge.core import exitstatus
+from native_bridge.core.clients import BY_ID
+from native_bridge.core.rules.exit_frames import RULES
+from native_bridge.core.rules.types import ANY
 
 
 def _failed(targets: list[bench.Target]) -> list[str]:
@@ -37,7 +40,7 @@ def test_exit_status_screens_say_what_the_rules_say() -> None:
     """exitstatus tries one combined pattern per place before its rules one by one: the
     combined pattern must accept a line exactly when one of the rules does."""
     rng = random.Random(7)
-    lines = [ln for rule in exitstatus.RULES for ex in rule.examples for ln in ex.splitlines()]
+    lines = [ln for rule in RULES for ex in rule.examples for ln in ex.splitlines()]
     lines += [
         "Exit code: 2", "exit status 1", "[exit code: 3]", "(exit code 5)", "EXIT CODE 4", "Exit code 1",
         "Process exited with code 0", "Command exited with code 12", "Signal: 9", "Exit Code: (none)",
@@ -51,7 +54,7 @@ def test_exit_status_screens_say_what_the_rules_say() -> None:
     assert set(exitstatus._TABLES) == {
         (w, c, f)
         for w in exitstatus._BY_WHERE
-        for c in (*exitstatus.BY_ID, exitstatus.ANY, exitstatus.GENERIC)
+        for c in (*BY_ID, ANY, exitstatus.GENERIC)
         for f in (False, True)
     }
     for (where, client, flagged), (rules, screen) in exitstatus._TABLES.items():

@@ -14,8 +14,9 @@ import pytest
 from native_bridge.core.clients import CLIENTS, identify
 from native_bridge.core.exitstatus import parse_exit_status
 from native_bridge.core.history import ToolResult
-from native_bridge.core.kinds import EVIDENCE, KINDS, Refusal, signals_failure
+from native_bridge.core.kinds import KINDS, Refusal, signals_failure
 from native_bridge.core.pipeline import Config, rewrite
+from native_bridge.core.rules.success_evidence import EVIDENCE
 
 CHAT = "/v1/chat/completions"
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from native_bridge.core.exitstatus import ANY, RULES, Rule, parse_exit_status
+from native_bridge.core.exitstatus import parse_exit_status
 from native_bridge.core.pipeline import Config, rewrite
+from native_bridge.core.rules.exit_frames import RULES
+from native_bridge.core.rules.types import ANY, Rule
 
 CASES = [(rule, example) for rule in RULES for example in rule.examples]
 

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import doc_tables
-from native_bridge.core.exitstatus import RULES
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.rules.exit_frames import RULES
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

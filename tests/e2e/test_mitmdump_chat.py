@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 import pytest
 import zstandard
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 from native_bridge.records import writer as records
 from support.histories.bundled import chat_session
 from support.reference_planner import PAUSE_HEADER

@@ -22,7 +22,7 @@ import brotli
 import orjson
 import pytest
 import zstandard
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 from native_bridge.records import writer as records
 from support import reference_planner
 from support.histories.bundled import generator

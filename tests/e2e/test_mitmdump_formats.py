@@ -19,7 +19,8 @@ from typing import Any
 import orjson
 import pytest
 from native_bridge.core.clients import BY_ID
-from native_bridge.core.exitstatus import ANY, RULES, Rule
+from native_bridge.core.rules.exit_frames import RULES
+from native_bridge.core.rules.types import ANY, Rule
 
 from .conftest import CHAT, Bridge
 
@@ -40,7 +41,7 @@ USER_AGENT = {
     "opencode": "opencode/1.18.33 ai-sdk/provider-utils/4.0.23 runtime/bun/1.3.14",
     "kilo": "Kilo-Code/7.7.7 ai-sdk/provider-utils/4.0.27 runtime/bun/1.3.14",
 }
-# Each client's shell tool (kinds.DEFAULT_TOOL_KINDS maps it to run_command).
+# Each client's shell tool (rules/tool_names.py maps it to run_command).
 SHELL_TOOL = {
     "claude-code": "Bash",
     "codex": "shell_command",
