@@ -18,8 +18,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "addons"))
 
-from native_bridge.core.clients import CLIENTS  # noqa: E402
 from native_bridge.core.kinds import KINDS  # noqa: E402
+from native_bridge.core.rules.clients import CLIENTS  # noqa: E402
 from native_bridge.core.rules.exit_frames import RULES  # noqa: E402
 from native_bridge.core.rules.not_run import NOT_RUN  # noqa: E402
 from native_bridge.core.rules.structures import STRUCTURED  # noqa: E402

@@ -11,11 +11,12 @@ from typing import Any
 
 import orjson
 import pytest
-from native_bridge.core.clients import CLIENTS, identify
+from native_bridge.core.clients import identify
 from native_bridge.core.exitstatus import parse_exit_status
 from native_bridge.core.history import ToolResult
 from native_bridge.core.kinds import KINDS, Refusal, signals_failure
 from native_bridge.core.pipeline import Config, rewrite
+from native_bridge.core.rules.clients import CLIENTS
 from native_bridge.core.rules.success_evidence import EVIDENCE
 
 CHAT = "/v1/chat/completions"
