@@ -215,8 +215,8 @@ TABLES = {
 
 # Which page holds which tables: each beside the rules it is generated from.
 PAGES = {
-    "addons/native_bridge/core/CLIENTS.md": ("measured", "clients", "tools", "evidence"),
-    "addons/native_bridge/core/EXIT_STATUS.md": ("formats", "not-run"),
+    "addons/native_bridge/core/rules/CLIENTS.md": ("measured", "clients", "tools", "evidence"),
+    "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "not-run"),
 }
 
 

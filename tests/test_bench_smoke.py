@@ -52,10 +52,7 @@ def test_exit_status_screens_say_what_the_rules_say() -> None:
             i = rng.randrange(len(ln))
             mutated += [ln[:i] + ln[i + 1 :], ln[:i] + "x" + ln[i:], ln.upper(), ln + " ", "a" + ln]
     assert set(exitstatus._TABLES) == {
-        (w, c, f)
-        for w in exitstatus._BY_WHERE
-        for c in (*BY_ID, ANY, exitstatus.GENERIC)
-        for f in (False, True)
+        (w, c, f) for w in exitstatus._BY_WHERE for c in (*BY_ID, ANY, exitstatus.GENERIC) for f in (False, True)
     }
     for (where, client, flagged), (rules, screen) in exitstatus._TABLES.items():
         # each client's table holds the rules that count for it, in their order of precedence

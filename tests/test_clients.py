@@ -1,6 +1,6 @@
 """Issue 10: each client's own words decide, for that client only.
 
-Client identification (clients.py), positive evidence of non-shell success (kinds.EVIDENCE,
+Client identification (clients.py), positive evidence of non-shell success (rules/success_evidence.py,
 truth rule 5), and the false claims issue 10 lists, each with the real result text captured
 from the client named (interop runs through mitmdump, client version in the comment).
 """

@@ -1,7 +1,7 @@
-"""Every client format in exitstatus.RULES, with its realistic example, through the
+"""Every client format in rules/exit_frames.py, with its realistic example, through the
 real path: a shell result in a request body → rewrite() → the step's exit code.
 
-One test per rule example (core/EXIT_STATUS.md, "Exit status formats" lists the same table).
+One test per rule example (core/rules/EXIT_STATUS.md, "Exit status formats" lists the same table).
 """
 
 from __future__ import annotations

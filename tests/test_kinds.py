@@ -827,7 +827,7 @@ def test_command_that_never_ran_is_refused(text: str) -> None:
 def test_a_fetched_page_lands_in_web_document_text(monkeypatch: pytest.MonkeyPatch) -> None:
     """Officially read_url_content has no summary (no field 5): the result is web_document (2), a
     KnowledgeBaseItem, whose text (2) is where dwgx/WindsurfAPI writes a WebFetch result too. No
-    client's words count as success for a fetch today (core/CLIENTS.md: Success evidence), so the evidence
+    client's words count as success for a fetch today (core/rules/CLIENTS.md: Success evidence), so the evidence
     is stood in for here."""
     from native_bridge.core import encoder, kinds
 

@@ -86,7 +86,7 @@ def special_ids(session: dict[str, Any]) -> dict[str, set[str]]:
         "failed_read": {i for i in by_name("Read") if result_of[i].startswith("<tool_use_error>")},
         # Claude Code's LS answers with a tree; a step's flat children list cannot state it.
         "nested_ls": by_name("LS"),
-        # No words of Claude Code say these succeeded (core/CLIENTS.md, "Success evidence"): its WebFetch
+        # No words of Claude Code say these succeeded (core/rules/CLIENTS.md, "Success evidence"): its WebFetch
         # (a model's summary of the page) and a content-mode Grep (the matching lines, bare).
         "no_words": by_name("WebFetch") | {c["id"] for c in grep if args(c).get("output_mode") == "content"},
     }

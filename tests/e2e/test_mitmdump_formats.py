@@ -1,4 +1,4 @@
-"""Every client exit-status format (exitstatus.RULES, core/EXIT_STATUS.md, "Exit status formats")
+"""Every client exit-status format (rules/exit_frames.py, core/rules/EXIT_STATUS.md, "Exit status formats")
 through a real mitmdump, from the client that writes it, in the dialect that client
 speaks, and identified the way that client identifies itself: its User-Agent where one
 was captured from the real client (tests/fixtures/corpus), otherwise the tool set it declares
