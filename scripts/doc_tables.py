@@ -18,9 +18,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "addons"))
 
-from native_bridge.core.clients import CLIENTS  # noqa: E402
-from native_bridge.core.exitstatus import ANY, NOT_RUN, RULES, STRUCTURED  # noqa: E402
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, EVIDENCE, KINDS  # noqa: E402
+from native_bridge.core.kinds import KINDS  # noqa: E402
+from native_bridge.core.rules.clients import CLIENTS  # noqa: E402
+from native_bridge.core.rules.exit_frames import RULES  # noqa: E402
+from native_bridge.core.rules.not_run import NOT_RUN  # noqa: E402
+from native_bridge.core.rules.structures import STRUCTURED  # noqa: E402
+from native_bridge.core.rules.success_evidence import EVIDENCE  # noqa: E402
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS  # noqa: E402
+from native_bridge.core.rules.types import ANY  # noqa: E402
 
 _WHERE = {
     "header": "header above `Output:`",
@@ -115,7 +120,7 @@ def not_run_list() -> str:
 
 def _clients() -> dict[str, str]:
     """The client named in the comment beside each entry of DEFAULT_TOOL_KINDS."""
-    source = (ROOT / "addons" / "native_bridge" / "core" / "kinds.py").read_text()
+    source = (ROOT / "addons" / "native_bridge" / "core" / "rules" / "tool_names.py").read_text()
     return dict(re.findall(r'^\s+"([^"]+)": "[a-z_0-9]+",\s+# (.+)$', source, re.M))
 
 
@@ -210,8 +215,8 @@ TABLES = {
 
 # Which page holds which tables: each beside the rules it is generated from.
 PAGES = {
-    "addons/native_bridge/core/CLIENTS.md": ("measured", "clients", "tools", "evidence"),
-    "addons/native_bridge/core/EXIT_STATUS.md": ("formats", "not-run"),
+    "addons/native_bridge/core/rules/CLIENTS.md": ("measured", "clients", "tools", "evidence"),
+    "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "not-run"),
 }
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = "addons/native_bridge/core"
+RULES = f"{PKG}/rules"
 DEFAULT_TESTS = ["tests", "--ignore=tests/e2e", "tests/e2e/test_mitmdump_chat.py"]
 
 
@@ -165,7 +166,7 @@ MUTATIONS: list[Mutation] = [
         "Claude Code's frame (`Exit code N` on the first line) deleted",
         "3",
         Edit(
-            f"{PKG}/exitstatus.py",
+            f"{RULES}/exit_frames.py",
             r'\.scoped\(\("claude-code",\), flag=True\),\n(\s+)_r\(\n\s+"claude-code-timeout"',
             r'.scoped((), flag=True),\n\1_r(\n\1    "claude-code-timeout"',
         ),
@@ -175,7 +176,7 @@ MUTATIONS: list[Mutation] = [
         "Codex's frame (the header above `Output:`) deleted",
         "3",
         Edit(
-            f"{PKG}/exitstatus.py",
+            f"{RULES}/exit_frames.py",
             r'\.scoped\(\("codex", "agents-sdk"\)\),\n(\s+)_r\(\n\s+"codex-exec-running"',
             r'.scoped(()),\n\1_r(\n\1    "codex-exec-running"',
         ),
@@ -196,8 +197,8 @@ MUTATIONS: list[Mutation] = [
         "3",
         Edit(
             f"{PKG}/exitstatus.py",
-            r'signalled = signal not in _NONE and signal != "0"',
-            r"signalled = signal not in _NONE",
+            r'signalled = signal not in GEMINI_NONE and signal != "0"',
+            r"signalled = signal not in GEMINI_NONE",
         ),
     ),
     _m(
@@ -245,7 +246,9 @@ MUTATIONS: list[Mutation] = [
         "the non-shell failure phrases deleted (a failed list/edit in words is not a failure)",
         "5",
         Edit(
-            f"{PKG}/kinds.py", r"_TOOL_FAILED = re\.compile\(\n", r"_TOOL_FAILED = re.compile(r'(?!)') or re.compile(\n"
+            f"{RULES}/tool_failed.py",
+            r"TOOL_FAILED: re\.Pattern\[str\] = re\.compile\(\n",
+            r"TOOL_FAILED: re.Pattern[str] = re.compile(r'(?!)') or re.compile(\n",
         ),
     ),
     _m(
@@ -268,8 +271,8 @@ MUTATIONS: list[Mutation] = [
 
 
 def _frame_deletions() -> list[Mutation]:
-    """One mutation per client frame in exitstatus.RULES: the frame counts for no client."""
-    text = (ROOT / PKG / "exitstatus.py").read_text()
+    """One mutation per client frame in rules/exit_frames.py: the frame counts for no client."""
+    text = (ROOT / RULES / "exit_frames.py").read_text()
     names = re.findall(r'_r\(\n\s+"([a-z0-9-]+)",', text)
     return [
         _m(
@@ -277,7 +280,7 @@ def _frame_deletions() -> list[Mutation]:
             f"the client frame {name} deleted (counts for no client)",
             "3",
             Edit(
-                f"{PKG}/exitstatus.py",
+                f"{RULES}/exit_frames.py",
                 rf'(_r\(\n\s+"{re.escape(name)}",\n(?:(?!    _r\().*\n)*?\s+\)\.scoped\()\([^)]*\)',
                 r"\1()",
             ),

@@ -13,7 +13,8 @@ from mitmproxy.net import encoding
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop import addon as addon_module
 from native_bridge.chat_hop.addon import DEFAULT_FILTER, ChatHop, parse_tool_map
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS
+from native_bridge.core.kinds import KINDS
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 from native_bridge.evidence import match_key
 from native_bridge.records import writer as records
 from native_bridge.records.redact import REDACTED

@@ -14,6 +14,9 @@ import random
 import bench
 import pytest
 from native_bridge.core import exitstatus
+from native_bridge.core.clients import BY_ID
+from native_bridge.core.rules.exit_frames import RULES
+from native_bridge.core.rules.types import ANY
 
 
 def _failed(targets: list[bench.Target]) -> list[str]:
@@ -37,7 +40,7 @@ def test_exit_status_screens_say_what_the_rules_say() -> None:
     """exitstatus tries one combined pattern per place before its rules one by one: the
     combined pattern must accept a line exactly when one of the rules does."""
     rng = random.Random(7)
-    lines = [ln for rule in exitstatus.RULES for ex in rule.examples for ln in ex.splitlines()]
+    lines = [ln for rule in RULES for ex in rule.examples for ln in ex.splitlines()]
     lines += [
         "Exit code: 2", "exit status 1", "[exit code: 3]", "(exit code 5)", "EXIT CODE 4", "Exit code 1",
         "Process exited with code 0", "Command exited with code 12", "Signal: 9", "Exit Code: (none)",
@@ -49,10 +52,7 @@ def test_exit_status_screens_say_what_the_rules_say() -> None:
             i = rng.randrange(len(ln))
             mutated += [ln[:i] + ln[i + 1 :], ln[:i] + "x" + ln[i:], ln.upper(), ln + " ", "a" + ln]
     assert set(exitstatus._TABLES) == {
-        (w, c, f)
-        for w in exitstatus._BY_WHERE
-        for c in (*exitstatus.BY_ID, exitstatus.ANY, exitstatus.GENERIC)
-        for f in (False, True)
+        (w, c, f) for w in exitstatus._BY_WHERE for c in (*BY_ID, ANY, exitstatus.GENERIC) for f in (False, True)
     }
     for (where, client, flagged), (rules, screen) in exitstatus._TABLES.items():
         # each client's table holds the rules that count for it, in their order of precedence

@@ -1,6 +1,6 @@
 """Issue 10: each client's own words decide, for that client only.
 
-Client identification (clients.py), positive evidence of non-shell success (kinds.EVIDENCE,
+Client identification (clients.py), positive evidence of non-shell success (rules/success_evidence.py,
 truth rule 5), and the false claims issue 10 lists, each with the real result text captured
 from the client named (interop runs through mitmdump, client version in the comment).
 """
@@ -11,11 +11,13 @@ from typing import Any
 
 import orjson
 import pytest
-from native_bridge.core.clients import CLIENTS, identify
+from native_bridge.core.clients import identify
 from native_bridge.core.exitstatus import parse_exit_status
 from native_bridge.core.history import ToolResult
-from native_bridge.core.kinds import EVIDENCE, KINDS, Refusal, signals_failure
+from native_bridge.core.kinds import KINDS, Refusal, signals_failure
 from native_bridge.core.pipeline import Config, rewrite
+from native_bridge.core.rules.clients import CLIENTS
+from native_bridge.core.rules.success_evidence import EVIDENCE
 
 CHAT = "/v1/chat/completions"
 

@@ -1,15 +1,17 @@
-"""Every client format in exitstatus.RULES, with its realistic example, through the
+"""Every client format in rules/exit_frames.py, with its realistic example, through the
 real path: a shell result in a request body → rewrite() → the step's exit code.
 
-One test per rule example (core/EXIT_STATUS.md, "Exit status formats" lists the same table).
+One test per rule example (core/rules/EXIT_STATUS.md, "Exit status formats" lists the same table).
 """
 
 from __future__ import annotations
 
 import orjson
 import pytest
-from native_bridge.core.exitstatus import ANY, RULES, Rule, parse_exit_status
+from native_bridge.core.exitstatus import parse_exit_status
 from native_bridge.core.pipeline import Config, rewrite
+from native_bridge.core.rules.exit_frames import RULES
+from native_bridge.core.rules.types import ANY, Rule
 
 CASES = [(rule, example) for rule in RULES for example in rule.examples]
 

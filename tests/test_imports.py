@@ -162,3 +162,42 @@ def test_the_layering_checker_sees_a_planner_hop_that_reaches_into_the_chat_hop(
 
 def test_each_layer_imports_only_what_it_may() -> None:
     assert layering(graph()) == []
+
+
+# Layers that are data only (issue 18): the tables of core/rules/ import nothing of the package
+# but each other, so the logic reads them and never the other way round.
+SELF_CONTAINED = ("native_bridge.core.rules",)
+
+
+def outside_imports(edges: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for name, targets in sorted(edges.items()):
+        for layer in SELF_CONTAINED:
+            if name == layer or name.startswith(layer + "."):
+                bad += [f"{name} -> {t}" for t in sorted(targets) if not (t == layer or t.startswith(layer + "."))]
+    return bad
+
+
+def test_the_self_contained_checker_sees_a_table_that_imports_the_logic() -> None:
+    edges = {
+        "native_bridge.core.rules.exit_frames": {"native_bridge.core.rules.types", "native_bridge.core.clients"},
+        "native_bridge.core.exitstatus": {"native_bridge.core.rules.exit_frames"},
+    }
+    assert outside_imports(edges) == ["native_bridge.core.rules.exit_frames -> native_bridge.core.clients"]
+
+
+# What a table may build itself with, from outside the package: plain data, patterns, record types.
+DATA_ONLY_MODULES = frozenset({"__future__", "re", "dataclasses", "typing", "collections.abc"})
+
+
+def test_the_rules_import_nothing_but_the_rules() -> None:
+    edges = graph()
+    assert "native_bridge.core.rules.exit_frames" in edges["native_bridge.core.exitstatus"]
+    assert "native_bridge.core.rules.types" in edges["native_bridge.core.rules.exit_frames"]
+    assert outside_imports(edges) == []
+    for path in (PACKAGE / "core" / "rules").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                assert {a.name for a in node.names} <= DATA_ONLY_MODULES, f"{path.name}: import {node.names[0].name}"
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                assert node.module in DATA_ONLY_MODULES, f"{path.name}: from {node.module} import ..."

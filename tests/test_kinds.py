@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from native_bridge.core.encoder import encode_step, step_json
 from native_bridge.core.history import ToolResult
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS, Refusal, path_uri
+from native_bridge.core.kinds import KINDS, Refusal, path_uri
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 
 
 def kind_of(name: str):
@@ -297,7 +298,7 @@ OPENHANDS_OK = (
 )
 ZED_FAILED = 'Command "cargo test" failed with exit code 101.\n\n```\nerror[E0425]\n```'
 
-# Other clients' tool names (kinds.DEFAULT_TOOL_KINDS names the client of each).
+# Other clients' tool names (rules/tool_names.py names the client of each).
 CASES |= {
     "PowerShell": (
         {"command": "Get-ChildItem C:\\repo", "description": "List files"},
@@ -826,7 +827,7 @@ def test_command_that_never_ran_is_refused(text: str) -> None:
 def test_a_fetched_page_lands_in_web_document_text(monkeypatch: pytest.MonkeyPatch) -> None:
     """Officially read_url_content has no summary (no field 5): the result is web_document (2), a
     KnowledgeBaseItem, whose text (2) is where dwgx/WindsurfAPI writes a WebFetch result too. No
-    client's words count as success for a fetch today (core/CLIENTS.md: Success evidence), so the evidence
+    client's words count as success for a fetch today (core/rules/CLIENTS.md: Success evidence), so the evidence
     is stood in for here."""
     from native_bridge.core import encoder, kinds
 

@@ -45,7 +45,7 @@ BASH_RESULTS = [
     ("Process running with session ID 5\nOutput:\n{r}", False, None),
 ]
 # The client is Codex (CLIENT): its shell frames count; the non-shell tools below have no
-# Codex wording that states their success (kinds.EVIDENCE), so they stay messages.
+# Codex wording that states their success (rules/success_evidence.py), so they stay messages.
 READ_RESULTS = [
     ("     1\t{r} text", False, None),
     ("<tool_use_error>{r} does not exist</tool_use_error>", False, None),

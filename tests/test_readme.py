@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import doc_tables
-from native_bridge.core.exitstatus import RULES
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.rules.exit_frames import RULES
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -18,8 +18,8 @@ PAGES = (
     "proto/README.md",
     "addons/README.md",
     "addons/native_bridge/records/RECORDS.md",
-    "addons/native_bridge/core/CLIENTS.md",
-    "addons/native_bridge/core/EXIT_STATUS.md",
+    "addons/native_bridge/core/rules/CLIENTS.md",
+    "addons/native_bridge/core/rules/EXIT_STATUS.md",
     "scripts/BENCH.md",
     "tests/README.md",
 )
@@ -36,8 +36,8 @@ def test_generated_tables_match_the_code() -> None:
 
 
 def test_every_rule_and_tool_name_is_in_the_pages() -> None:
-    formats = DOCS["addons/native_bridge/core/EXIT_STATUS.md"]
-    tools = DOCS["addons/native_bridge/core/CLIENTS.md"]
+    formats = DOCS["addons/native_bridge/core/rules/EXIT_STATUS.md"]
+    tools = DOCS["addons/native_bridge/core/rules/CLIENTS.md"]
     for rule in RULES:
         assert f"| {rule.name} |" in formats
     for name in DEFAULT_TOOL_KINDS:

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS, KINDS
+from native_bridge.core.kinds import KINDS
 from native_bridge.core.pipeline import Config
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 from support.histories import DIALECT_PATHS as PATHS
 from support.histories.seeds import SEEDS, make_seed
 

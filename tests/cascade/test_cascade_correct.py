@@ -605,8 +605,8 @@ def test_correct_is_idempotent_deterministic_and_never_adds(steps: list[bytes], 
 def test_what_the_chat_hop_observes_is_what_a_correction_takes() -> None:
     """One Observation from the chat hop's reading (core/observe.py) to the planner's match."""
     from native_bridge.core.history import History, ToolCall, ToolResult
-    from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
     from native_bridge.core.observe import observations
+    from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
     from native_bridge.evidence import match_key
 
     history = History(

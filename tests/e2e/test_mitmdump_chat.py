@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 import pytest
 import zstandard
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 from native_bridge.records import writer as records
 from support.histories.bundled import chat_session
 from support.reference_planner import PAUSE_HEADER
@@ -86,7 +86,7 @@ def special_ids(session: dict[str, Any]) -> dict[str, set[str]]:
         "failed_read": {i for i in by_name("Read") if result_of[i].startswith("<tool_use_error>")},
         # Claude Code's LS answers with a tree; a step's flat children list cannot state it.
         "nested_ls": by_name("LS"),
-        # No words of Claude Code say these succeeded (core/CLIENTS.md, "Success evidence"): its WebFetch
+        # No words of Claude Code say these succeeded (core/rules/CLIENTS.md, "Success evidence"): its WebFetch
         # (a model's summary of the page) and a content-mode Grep (the matching lines, bare).
         "no_words": by_name("WebFetch") | {c["id"] for c in grep if args(c).get("output_mode") == "content"},
     }

@@ -22,7 +22,7 @@ import brotli
 import orjson
 import pytest
 import zstandard
-from native_bridge.core.kinds import DEFAULT_TOOL_KINDS
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 from native_bridge.records import writer as records
 from support import reference_planner
 from support.histories.bundled import generator
@@ -169,7 +169,7 @@ def a_special(doc: dict[str, Any]) -> dict[str, set[str]]:
         },
         "background": {c["id"] for c in calls if c["input"].get("run_in_background")},
         "validity": set(A_PINNED),
-        # No words of Claude Code say these succeeded (core/CLIENTS.md, "Success evidence"): its WebFetch
+        # No words of Claude Code say these succeeded (core/rules/CLIENTS.md, "Success evidence"): its WebFetch
         # (a model's summary of the page) and a content-mode Grep (the matching lines, bare).
         "no_words": {
             c["id"]
@@ -192,7 +192,7 @@ def r_special(doc: dict[str, Any]) -> dict[str, set[str]]:
         "running": {i for i, out in outputs.items() if "\nProcess running with session ID " in out},
         "rejected": {i for i, out in outputs.items() if out == "exec command rejected by user"},
         # Codex's non-shell results carry no words of success (its read_file returns the lines as
-        # they are: core/CLIENTS.md, "Success evidence"), so only its shell pairs become steps.
+        # they are: core/rules/CLIENTS.md, "Success evidence"), so only its shell pairs become steps.
         "no_words": {
             it["call_id"]
             for it in calls

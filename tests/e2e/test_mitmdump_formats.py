@@ -1,4 +1,4 @@
-"""Every client exit-status format (exitstatus.RULES, core/EXIT_STATUS.md, "Exit status formats")
+"""Every client exit-status format (rules/exit_frames.py, core/rules/EXIT_STATUS.md, "Exit status formats")
 through a real mitmdump, from the client that writes it, in the dialect that client
 speaks, and identified the way that client identifies itself: its User-Agent where one
 was captured from the real client (tests/fixtures/corpus), otherwise the tool set it declares
@@ -19,7 +19,8 @@ from typing import Any
 import orjson
 import pytest
 from native_bridge.core.clients import BY_ID
-from native_bridge.core.exitstatus import ANY, RULES, Rule
+from native_bridge.core.rules.exit_frames import RULES
+from native_bridge.core.rules.types import ANY, Rule
 
 from .conftest import CHAT, Bridge
 
@@ -40,7 +41,7 @@ USER_AGENT = {
     "opencode": "opencode/1.18.33 ai-sdk/provider-utils/4.0.23 runtime/bun/1.3.14",
     "kilo": "Kilo-Code/7.7.7 ai-sdk/provider-utils/4.0.27 runtime/bun/1.3.14",
 }
-# Each client's shell tool (kinds.DEFAULT_TOOL_KINDS maps it to run_command).
+# Each client's shell tool (rules/tool_names.py maps it to run_command).
 SHELL_TOOL = {
     "claude-code": "Bash",
     "codex": "shell_command",

@@ -17,7 +17,8 @@ from typing import Any, Literal
 from .._proto import cortex_pb2
 from .encoder import encode_step, step_doc
 from .history import History, ToolCall, ToolResult
-from .kinds import DEFAULT_TOOL_KINDS, KINDS, Kind, Refusal
+from .kinds import KINDS, Kind, Refusal
+from .rules.tool_names import DEFAULT_TOOL_KINDS
 
 # Why an item stayed in the messages, machine-readable (the record's "code").
 KeepCode = Literal[

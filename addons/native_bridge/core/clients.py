@@ -2,8 +2,8 @@
 
 Every client frames its tool results in its own words, and the program's own output can
 print any of those words. So a frame is read only for the client that writes it: the
-exit-status rules (exitstatus.RULES) and the success wordings of non-shell tools
-(kinds.EVIDENCE) each name the clients they belong to. A client that cannot be
+exit-status rules (rules/exit_frames.py) and the success wordings of non-shell tools
+(rules/success_evidence.py) each name the clients they belong to. A client that cannot be
 identified gets every known exit-status frame read at its place, and no client's
 success wording (exitstatus.py says how; truth rules 3 and 5).
 
@@ -15,194 +15,23 @@ A client is identified from what the request itself carries, never from a tool r
    parameters of one of them) that only that client declares together.
 
 Clients that share their tool code share a *family* (Gemini CLI and its fork Qwen Code;
-opencode and its fork Kilo CLI): a rule may name a family instead of each member.
-core/CLIENTS.md, "Clients", is generated from :data:`CLIENTS`.
+opencode and its fork Kilo CLI): a rule may name a family instead of each member. The
+clients are a table, rules/clients.py; core/rules/CLIENTS.md, "Clients", is generated from it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from .rules.clients import CLIENTS
+from .rules.types import Client
 
-@dataclass(frozen=True, slots=True)
-class Client:
-    id: str
-    name: str
-    family: str  # rules name a client by its id or by its family
-    user_agent: re.Pattern[str] | None  # matched at the start of the User-Agent header
-    # Tool-set signatures: the request declares every name of one of them. A name may carry
-    # the parameters its schema must declare ("bash(command)" : a tool "bash" whose
-    # parameters are exactly {"command"}).
-    tools: tuple[frozenset[str], ...]
-    source: str  # where the user agent and tool names were read
-
-
-def _c(id: str, name: str, family: str, ua: str | None, tools: Iterable[Iterable[str]], source: str) -> Client:
-    return Client(id, name, family, re.compile(ua) if ua else None, tuple(frozenset(t) for t in tools), source)
-
-
-CLIENTS: tuple[Client, ...] = (
-    _c(
-        "claude-code",
-        "Claude Code",
-        "claude-code",
-        r"claude-cli/",
-        [{"Bash", "Read", "Edit", "Write"}],
-        "captured requests of @anthropic-ai/claude-code 2.1.332 (user agent `claude-cli/2.1.332 (external, sdk-cli)`)",
-    ),
-    _c(
-        "codex",
-        "Codex CLI",
-        "codex",
-        r"codex_[a-z_]+/",
-        [
-            {"exec_command", "write_stdin", "update_plan"},
-            {"shell", "update_plan", "apply_patch"},
-            {"shell_command", "update_plan"},
-        ],
-        "openai/codex codex-rs/login/src/auth/default_client.rs (originator codex_cli_rs, codex_exec, ...); "
-        "codex-rs/core/src/tools/spec.rs",
-    ),
-    _c(
-        "agents-sdk",
-        "OpenAI Agents SDK",
-        "agents-sdk",
-        r"Agents/(?:Python|JS)",
-        [],
-        "openai/openai-agents-python src/agents/models/openai_responses.py (_USER_AGENT)",
-    ),
-    _c(
-        "gemini-cli",
-        "Gemini CLI",
-        "gemini-cli",
-        r"GeminiCLI",
-        [{"run_shell_command", "read_file", "replace", "write_file", "google_web_search"}],
-        "google-gemini/gemini-cli packages/core/src/core/contentGenerator.ts (user agent GeminiCLI/<version>); "
-        "packages/core/src/tools/tool-names.ts",
-    ),
-    _c(
-        "qwen-code",
-        "Qwen Code",
-        "gemini-cli",
-        r"QwenCode/",
-        [{"run_shell_command", "read_file", "edit", "write_file", "todo_write"}],
-        "QwenLM/qwen-code packages/core/src/core/openaiContentGenerator (user agent QwenCode/<version>); "
-        "packages/core/src/tools/tool-names.ts",
-    ),
-    _c(
-        "opencode",
-        "opencode",
-        "opencode",
-        r"opencode/",
-        [{"bash", "read", "edit", "write", "glob", "grep", "todowrite"}],
-        "sst/opencode packages/opencode/src/provider (user agent opencode/<version>); packages/opencode/src/tool/",
-    ),
-    _c(
-        "kilo",
-        "Kilo CLI",
-        "opencode",
-        r"(?:kilo|Kilo-Code)/",
-        [],
-        "Kilo-Org/kilocode (an opencode fork: same tools; user agent kilo/<version> or Kilo-Code/<version>)",
-    ),
-    _c(
-        "openhands",
-        "OpenHands",
-        "openhands",
-        None,
-        [{"terminal", "file_editor"}, {"execute_bash", "str_replace_editor"}],
-        "OpenHands/software-agent-sdk openhands-tools/openhands/tools/terminal (tool terminal); "
-        "All-Hands-AI/OpenHands openhands/agenthub/codeact_agent/tools (execute_bash)",
-    ),
-    _c(
-        "mini-swe-agent",
-        "mini-swe-agent",
-        "mini-swe-agent",
-        None,
-        [{"bash(command)!"}],
-        "SWE-agent/mini-swe-agent src/minisweagent/models/utils/actions_toolcall.py BASH_TOOL (its only tool)",
-    ),
-    _c(
-        "cline",
-        "Cline",
-        "cline",
-        None,
-        [{"execute_command", "replace_in_file", "attempt_completion"}],
-        "cline/cline src/core/prompts/system-prompt/tools",
-    ),
-    _c(
-        "roo-code",
-        "Roo Code",
-        "roo-code",
-        None,
-        [{"execute_command", "apply_diff", "attempt_completion"}],
-        "RooCodeInc/Roo-Code src/core/prompts/tools",
-    ),
-    _c(
-        "goose",
-        "goose",
-        "goose",
-        r"goose/",
-        [{"developer__shell"}],
-        "block/goose crates/goose/src/agents/platform_extensions/developer",
-    ),
-    _c(
-        "crush",
-        "Crush",
-        "crush",
-        r"[Cc]rush/",
-        [{"bash", "view", "edit", "ls", "job_output"}],
-        "charmbracelet/crush internal/agent/tools",
-    ),
-    _c(
-        "continue",
-        "Continue",
-        "continue",
-        None,
-        [{"run_terminal_command", "read_file", "create_new_file"}],
-        "continuedev/continue core/tools/builtIn.ts",
-    ),
-    _c(
-        "swe-agent",
-        "SWE-agent",
-        "swe-agent",
-        None,
-        [{"bash", "str_replace_editor", "submit"}],
-        "SWE-agent/SWE-agent tools/registry, tools/edit_anthropic, tools/review_on_submit_m (function-calling tools)",
-    ),
-    _c(
-        "void",
-        "Void",
-        "void",
-        None,
-        [{"run_command", "run_persistent_command", "open_persistent_terminal"}],
-        "voideditor/void src/vs/workbench/contrib/void/common/toolsServiceTypes.ts (builtin tool names)",
-    ),
-    _c(
-        "continue-cli",
-        "Continue CLI",
-        "continue-cli",
-        None,
-        [{"Bash", "List", "Checklist", "CheckBackgroundJob"}],
-        "continuedev/continue extensions/cli/src/tools/ (captured tool names of @continuedev/cli 1.5.47; its user "
-        "agent is the bundled OpenAI SDK's)",
-    ),
-    _c(
-        "zed",
-        "Zed",
-        "zed",
-        r"Zed/",
-        [{"terminal", "find_path", "read_file", "edit_file"}],
-        "zed-industries/zed crates/agent/src/tools",
-    ),
-)
-
+# The table (rules/clients.py) by id, and the names a rule may give for its clients.
 BY_ID: Mapping[str, Client] = {c.id: c for c in CLIENTS}
 FAMILIES: frozenset[str] = frozenset(c.family for c in CLIENTS)
-# A name a rule may give for its clients: a client id or a family.
+# A client id or a family.
 NAMES: frozenset[str] = frozenset(BY_ID) | FAMILIES
 
 

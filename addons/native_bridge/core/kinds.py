@@ -1,10 +1,14 @@
-"""Step kinds: which tool names map to which kind, and how a call's arguments and
-its result become the fields of that kind's step body.
+"""Step kinds: how a call's arguments and its result become the fields of its kind's step body.
 
 Translation is strict on purpose (truth rule 5): an argument that changes what the
 tool did but has no field in the step body, or a result the body cannot state
 truthfully (a failed read, a command still running), refuses the step and the
 pair stays in the message history.
+
+What is known of the clients is data in rules/: which tool name is which kind
+(tool_names.py), argument names by meaning (arguments.py), each client's words for a
+tool's success (success_evidence.py) and the words that say it failed (tool_failed.py,
+not_run.py). This module reads them.
 """
 
 from __future__ import annotations
@@ -20,136 +24,22 @@ from typing import Any
 import orjson
 
 from .clients import counts_for
-from .exitstatus import NOT_RUN, parse_exit_status, strip_frame
+from .exitstatus import parse_exit_status, strip_frame
 from .history import ToolResult
+from .rules.arguments import CWD_ARGS, DIR_ARGS, FILE_ARGS, IGNORABLE_ARGS
+from .rules.not_run import NOT_RUN
+from .rules.success_evidence import EVIDENCE
+from .rules.tool_failed import TOOL_FAILED
+from .rules.tool_names import DEFAULT_TOOL_KINDS
+from .rules.types import Evidence
 
 
 class Refusal(Exception):
     """This pair cannot become a step; the message says why."""
 
 
-# Tool names → step kind: the design brief's names and those of the clients in
-# core/CLIENTS.md, "Tool names" (each client's source is named there). Extend or override
-# without code with the addon option bridge_tools (name=kind).
-DEFAULT_TOOL_KINDS: Mapping[str, str] = {
-    # view_file
-    "Read": "view_file",  # Claude Code
-    "read_file": "view_file",  # Gemini CLI, Codex, Cline, Roo Code, Zed, Continue
-    "view_file": "view_file",  # Cascade
-    "read": "view_file",  # opencode
-    "view": "view_file",  # Crush
-    # run_command
-    "Bash": "run_command",  # Claude Code, Continue CLI
-    "PowerShell": "run_command",  # Claude Code (Windows)
-    "shell": "run_command",  # Codex, goose
-    "shell_command": "run_command",  # Codex
-    "exec_command": "run_command",  # Codex, OpenAI Agents SDK sandbox
-    "local_shell": "run_command",  # OpenAI Responses local_shell_call
-    "shell_call": "run_command",  # OpenAI Responses shell_call
-    "run_command": "run_command",  # Cascade
-    "run_shell_command": "run_command",  # Gemini CLI
-    "execute_command": "run_command",  # Cline, Roo Code
-    "bash": "run_command",  # opencode, Crush
-    "terminal": "run_command",  # Zed
-    "execute_bash": "run_command",  # OpenHands
-    "developer__shell": "run_command",  # goose (MCP developer extension)
-    "run_terminal_command": "run_command",  # Continue
-    "run_terminal_cmd": "run_command",  # Cursor
-    "run_commands": "run_command",  # Cline v4 (one command per call only)
-    # find
-    "Glob": "find",  # Claude Code
-    "glob": "find",  # Gemini CLI, opencode, Crush
-    "find": "find",  # Cascade
-    "find_path": "find",  # Zed
-    "file_glob_search": "find",  # Continue
-    # grep_search_v2
-    "Grep": "grep_search_v2",  # Claude Code
-    "grep": "grep_search_v2",  # opencode, Crush, Zed
-    "grep_search": "grep_search_v2",  # Cascade, Gemini CLI, Continue
-    "grep_search_v2": "grep_search_v2",  # Cascade
-    "search_file_content": "grep_search_v2",  # Gemini CLI (before 2026-02)
-    "search_files": "grep_search_v2",  # Cline, Roo Code
-    "grep_files": "grep_search_v2",  # Codex
-    # write_to_file
-    "Write": "write_to_file",  # Claude Code
-    "write_to_file": "write_to_file",  # Cascade, Cline, Roo Code
-    "write_file": "write_to_file",  # Gemini CLI
-    "write": "write_to_file",  # opencode, Crush, goose
-    "create_new_file": "write_to_file",  # Continue
-    # list_directory
-    "LS": "list_directory",  # Claude Code (older builds)
-    "list_dir": "list_directory",  # Cascade
-    "list_directory": "list_directory",  # Gemini CLI, Zed
-    "list": "list_directory",  # opencode
-    "ls": "list_directory",  # Crush, Continue
-    "list_files": "list_directory",  # Cline, Roo Code
-    # propose_code
-    "Edit": "propose_code",  # Claude Code
-    "MultiEdit": "propose_code",  # Claude Code (older builds)
-    "edit": "propose_code",  # opencode, Crush, goose
-    "multiedit": "propose_code",  # Crush, opencode
-    "replace": "propose_code",  # Gemini CLI
-    "single_find_and_replace": "propose_code",  # Continue
-    "multi_edit": "propose_code",  # Continue
-    # search_web
-    "WebSearch": "search_web",  # Claude Code
-    "web_search": "search_web",  # Cline, Crush
-    "google_web_search": "search_web",  # Gemini CLI
-    "search_web": "search_web",  # Continue
-    "websearch": "search_web",  # opencode
-    # read_url_content
-    "WebFetch": "read_url_content",  # Claude Code
-    "webfetch": "read_url_content",  # opencode
-    "fetch": "read_url_content",  # Crush, Zed
-    "fetch_url_content": "read_url_content",  # Continue
-    "web_fetch": "read_url_content",  # Cline (Gemini CLI's has no url: refused)
-    "read_url_content": "read_url_content",  # Cascade
-}
-
-# Arguments that only steer how the client ran the tool (a label, a time limit,
-# a sandbox or approval request, output paging for the model) and do not change
-# what the step states.
-_IGNORABLE = frozenset(
-    {
-        "description",
-        "display_description",
-        "explanation",
-        "justification",
-        "timeout",
-        "timeout_ms",
-        "timeout_secs",
-        "delay_ms",
-        "dangerouslyDisableSandbox",
-        "with_escalated_permissions",
-        "sandbox_permissions",
-        "additional_permissions",
-        "prefix_rule",
-        "requires_approval",
-        "security_risk",
-        "auto_background_after",
-        "SafeToAutoRun",
-        "WaitMsBeforeAsync",
-        "yield_time_ms",
-        "max_output_tokens",
-        "max_output_length",
-        "login",
-        "tty",
-        "shell",
-        "environment_id",
-        "prompt",
-        "format",
-        "toolSummary",
-        "task_progress",
-        "respect_git_ignore",
-        "respect_gemini_ignore",
-    }
-)
+# Values that set nothing: such an argument is no leftover whatever its name.
 _EMPTY: tuple[Any, ...] = (None, False, "", [], {})
-
-# Argument names by meaning, across clients.
-_FILE = ("file_path", "absolute_path", "path", "filePath", "filepath", "target_file", "AbsolutePath", "absolutePath")
-_DIR = ("path", "dir_path", "DirectoryPath", "directory_path", "dirPath", "dirpath", "target_directory", "directory")
-_CWD = ("workdir", "cwd", "Cwd", "working_directory", "working_dir", "dir_path", "directory", "cd")
 
 
 class _Args:
@@ -200,7 +90,7 @@ class _Args:
 
     def done(self, fields: dict[str, Any]) -> dict[str, Any]:
         for key, value in self.args.items():
-            if key in self.used or key in _IGNORABLE or value in _EMPTY:
+            if key in self.used or key in IGNORABLE_ARGS or value in _EMPTY:
                 continue
             raise Refusal(f"{self.kind}: argument {key!r} has no field in the step")
         return {k: v for k, v in fields.items() if v is not None}
@@ -231,25 +121,6 @@ def _result_text(result: ToolResult, kind: str) -> str:
     return result.text
 
 
-# Wordings that say a non-shell tool failed or did not run. Only ever a reason to keep a
-# pair as messages (or, on the planner hop, to drop a step), never a claim: so they are
-# recognised whatever the client. Success needs the client's own words (EVIDENCE).
-_TOOL_FAILED = re.compile(
-    r"(?is)\A(?:The tool execution failed with the following error"  # Cline
-    r"|\S+ failed with the message:"  # Continue
-    r"|The tool call returned the following error"  # goose
-    r"|An error occurred while running the tool"  # OpenAI Agents SDK
-    r"|failed to read file:"  # Codex read_file
-    r"|(?:Error: )?File does not exist\."  # Claude Code Read
-    r"|Error executing "  # Cline, Roo Code
-    r"|(?:Error: )?File not found"  # Gemini CLI, Qwen Code, opencode
-    r"|Error (?:listing directory|reading file|reading directory|writing file)"  # Gemini CLI, opencode
-    r"|Error: oldString not found|Failed to edit"  # opencode, Gemini CLI
-    r"|\{\s*\"(?:error|status\"\s*:\s*\"error)\""  # JSON error objects (Cline v4, Roo Code)
-    r")"
-)
-
-
 def signals_failure(result: ToolResult, client: str | None = None) -> bool:
     """True when the client marked this result as a failure, or it says the tool did not run.
 
@@ -258,288 +129,7 @@ def signals_failure(result: ToolResult, client: str | None = None) -> bool:
     if result.is_error:
         return True
     text, flagged = strip_frame(result.text or "")
-    return flagged or bool(NOT_RUN.match(text) or _TOOL_FAILED.match(text))
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """One client's own words for a non-shell tool's success (truth rule 5)."""
-
-    name: str
-    kind: str
-    clients: tuple[str, ...]  # ids or families (clients.py)
-    tool: str  # the client's tool name, for the README
-    pattern: re.Pattern[str]  # matched at the start of the result
-    source: str
-    example: str  # a real result (tests/test_kinds_evidence.py)
-    file_created: bool | None = None  # write_to_file: what the wording says (None: it does not say)
-    # list_directory: one entry line of the listing after the matched header; group "name".
-    entry: re.Pattern[str] | None = None
-    # The dialect's explicit "not an error" is the client's own success channel (Gemini API
-    # ``{"output": …}`` against ``{"error": …}``): with it, the result needs no words.
-    unflagged: bool = False
-
-
-def _e(
-    name: str,
-    kind: str,
-    clients: tuple[str, ...],
-    tool: str,
-    pattern: str,
-    source: str,
-    example: str,
-    file_created: bool | None = None,
-    entry: str | None = None,
-) -> Evidence:
-    return Evidence(
-        name,
-        kind,
-        clients,
-        tool,
-        re.compile(pattern),
-        source,
-        example,
-        file_created,
-        re.compile(entry) if entry else None,
-    )
-
-
-_CC = "Claude Code 2.1.332 (captured; the wording is in its published binary)"
-_GEM = "google-gemini/gemini-cli packages/core/src/tools/"
-_QWEN = "QwenLM/qwen-code packages/core/src/tools/"
-_OC = "sst/opencode packages/opencode/src/tool/"
-
-EVIDENCE: tuple[Evidence, ...] = (
-    # ---- Claude Code ----------------------------------------------------------------
-    _e(
-        "claude-read",
-        "view_file",
-        ("claude-code",),
-        "Read",
-        r"[ \t]*\d+(?:\t|\u2192)",
-        _CC + " Read",
-        "1\thello interop\n2\tsecond line\n3\n",
-    ),
-    _e(
-        "claude-write-created",
-        "write_to_file",
-        ("claude-code",),
-        "Write",
-        r"File created successfully at: \S",
-        _CC + " Write",
-        "File created successfully at: /w/new.txt",
-        file_created=True,
-    ),
-    _e(
-        "claude-write-updated",
-        "write_to_file",
-        ("claude-code",),
-        "Write",
-        r"The file \S.* has been updated successfully\.",
-        _CC + " Write",
-        "The file /w/hello.txt has been updated successfully.",
-        file_created=False,
-    ),
-    _e(
-        "claude-edit",
-        "propose_code",
-        ("claude-code",),
-        "Edit",
-        r"The file \S.* has been updated(?: successfully)?\.",
-        _CC + " Edit",
-        "The file /w/hello.txt has been updated successfully. (file state is current in your context)",
-    ),
-    _e(
-        "claude-glob",
-        "find",
-        ("claude-code",),
-        "Glob",
-        r"(?:No files found|/[^\n]*)(?:\n|\Z)",
-        _CC + " Glob",
-        "/w/a.py\n/w/b.py",
-    ),
-    _e(
-        "claude-grep",
-        "grep_search_v2",
-        ("claude-code",),
-        "Grep",
-        r"(?:Found \d+ files?\b[^\n]*|No files found|No matches found)(?:\n|\Z)",
-        _CC + " Grep",
-        "Found 2 files\n/w/a.py\n/w/b.py",
-    ),
-    _e(
-        "claude-web-search",
-        "search_web",
-        ("claude-code",),
-        "WebSearch",
-        r'Web search results for query: ".*"\n',
-        _CC + " WebSearch",
-        'Web search results for query: "mitmproxy"\n\nLinks: []\n',
-    ),
-    # ---- Gemini CLI family (Gemini CLI, Qwen Code) ------------------------------------
-    _e(
-        "gemini-write-created",
-        "write_to_file",
-        ("gemini-cli",),
-        "write_file",
-        r"Successfully created and wrote to new file: \S",
-        _GEM + "write-file.ts; " + _QWEN + "write-file.ts",
-        "Successfully created and wrote to new file: /w/new.txt.",
-        file_created=True,
-    ),
-    _e(
-        "gemini-write-overwrote",
-        "write_to_file",
-        ("gemini-cli",),
-        "write_file",
-        r"Successfully overwrote file: \S",
-        _GEM + "write-file.ts; " + _QWEN + "write-file.ts",
-        "Successfully overwrote file: /w/hello.txt.",
-        file_created=False,
-    ),
-    _e(
-        "gemini-edit",
-        "propose_code",
-        ("gemini-cli",),
-        "replace",
-        r"Successfully modified file: \S.* \(\d+ replacements?\)\.",
-        _GEM + "edit.ts",
-        "Successfully modified file: /w/hello.txt (1 replacements).\nHere is the updated code:\n...",
-    ),
-    _e(
-        "qwen-edit",
-        "propose_code",
-        ("qwen-code",),
-        "edit",
-        r"The file: \S.* has been updated\.",
-        _QWEN + "edit.ts",
-        "The file: /w/hello.txt has been updated.",
-    ),
-    _e(
-        "gemini-list",
-        "list_directory",
-        ("gemini-cli",),
-        "list_directory",
-        r"Directory listing for \S.*:\n",
-        _GEM + "ls.ts",
-        "Directory listing for /w:\n[DIR] src\nhello.txt (26 bytes)",
-        entry=r"\[DIR\] (?P<name>.+)|(?P<file>.+) \(\d+ bytes\)",
-    ),
-    _e(
-        "qwen-list",
-        "list_directory",
-        ("qwen-code",),
-        "list_directory",
-        r"Listed \d+ item\(s\) in \S.*:\n---\n",
-        _QWEN + "ls.ts",
-        "Listed 2 item(s) in /w:\n---\n[DIR] src\nhello.txt",
-        entry=r"(?:\[DIR\] )?(?P<name>.+)",
-    ),
-    _e(
-        "gemini-glob",
-        "find",
-        ("gemini-cli",),
-        "glob",
-        r'(?:Found \d+ file\(s\) matching ".*"|No files found matching pattern ".*")',
-        _GEM + "glob.ts",
-        'Found 1 file(s) matching "*.txt" within /w, sorted by modification time (newest first):\n/w/hello.txt',
-    ),
-    _e(
-        "gemini-grep",
-        "grep_search_v2",
-        ("gemini-cli",),
-        "grep_search",
-        r'(?:Found \d+ match(?:es)? for pattern ".*"|No matches found for pattern ".*")',
-        _GEM + "grep.ts",
-        'Found 1 match for pattern "hello" in path "/w":\n---\nFile: hello.txt\nL1: hello interop\n---',
-    ),
-    _e(
-        "gemini-web-search",
-        "search_web",
-        ("gemini-cli",),
-        "google_web_search",
-        r'Web search results for (?:query: )?".*"',
-        _GEM + "web-search.ts",
-        'Web search results for "mitmproxy":\n\nmitmproxy is an interactive HTTPS proxy.',
-    ),
-    Evidence(
-        "gemini-read-output",
-        "view_file",
-        ("gemini-cli",),  # Gemini CLI itself, over the Gemini API; not Qwen Code over Chat Completions
-        "read_file",
-        re.compile(r"(?!)"),
-        "google-gemini/gemini-cli packages/core/src/utils/generateContentResponseUtilities.ts "
-        "(functionResponse {output} on success, {error} on failure); captured with 0.61.0",
-        "hello interop\nsecond line\n",
-        unflagged=True,
-    ),
-    # ---- OpenHands (file_editor) ---------------------------------------------------------
-    _e(
-        "openhands-view",
-        "view_file",
-        ("openhands",),
-        "file_editor (view)",
-        r"Here's the result of running `cat -n` on \S[^\n]*:\n",
-        "OpenHands/software-agent-sdk openhands-tools/openhands/tools/file_editor/editor.py; captured with 1.58.2",
-        "Here's the result of running `cat -n` on /w/hello.txt:\n     1\thello interop\n",
-    ),
-    _e(
-        "openhands-edit",
-        "propose_code",
-        ("openhands",),
-        "file_editor (str_replace)",
-        r"The file \S.* has been edited\.",
-        "OpenHands/software-agent-sdk openhands-tools/openhands/tools/file_editor/editor.py; captured with 1.58.2",
-        "The file /w/hello.txt has been edited. Here's the result of running `cat -n` on a snippet of /w/hello.txt:",
-    ),
-    # ---- opencode family (opencode, Kilo CLI) -----------------------------------------
-    _e(
-        "opencode-read",
-        "view_file",
-        ("opencode",),
-        "read",
-        r"<path>[^\n]+</path>\n<type>file</type>\n<content>\n",
-        _OC + "read.ts",
-        "<path>/w/hello.txt</path>\n<type>file</type>\n<content>\n1: hello interop\n"
-        "(End of file - total 1 lines)\n</content>",
-    ),
-    _e(
-        "opencode-write",
-        "write_to_file",
-        ("opencode",),
-        "write",
-        r"Wrote file successfully\.",
-        _OC + "write.ts",
-        "Wrote file successfully.",
-    ),
-    _e(
-        "opencode-edit",
-        "propose_code",
-        ("opencode",),
-        "edit",
-        r"Edit applied successfully\.",
-        _OC + "edit.ts",
-        "Edit applied successfully.",
-    ),
-    _e(
-        "opencode-glob",
-        "find",
-        ("opencode",),
-        "glob",
-        r"(?:No files found|/[^\n]*)(?:\n|\Z)",
-        _OC + "glob.ts",
-        "/w/hello.txt",
-    ),
-    _e(
-        "opencode-grep",
-        "grep_search_v2",
-        ("opencode",),
-        "grep",
-        r"(?:Found \d+ matches\b[^\n]*|No files found)(?:\n|\Z)",
-        _OC + "grep.ts",
-        "Found 1 matches\n/w/hello.txt:\n  Line 1: hello interop",
-    ),
-)
+    return flagged or bool(NOT_RUN.match(text) or TOOL_FAILED.match(text))
 
 
 def evidence(result: ToolResult, kind: str, client: str | None) -> Evidence | None:
@@ -576,7 +166,7 @@ def _succeeded_text(result: ToolResult, kind: str, client: str | None) -> str:
 
 
 def _view_file_in(a: _Args) -> dict[str, Any]:
-    path = a.str(*_FILE, required=True)
+    path = a.str(*FILE_ARGS, required=True)
     if a.str("mode") not in (None, "slice"):  # Codex / Roo Code indentation mode reads a block, not a range
         raise Refusal("view_file: a read mode other than slice has no field in the step")
     return a.done({"absolute_path_uri": path_uri(path), "offset": a.uint("offset"), "limit": a.uint("limit")})
@@ -611,7 +201,7 @@ def _run_command_in(a: _Args) -> dict[str, Any]:
     if a.raw("is_input") in (True, "true"):  # OpenHands: keys sent to a running process
         raise Refusal("run_command: input to a running process is not a command")
     blocking = a.bool("Blocking", "blocking")
-    cwd = a.str(*_CWD)
+    cwd = a.str(*CWD_ARGS)
     return a.done({"command_line": command, "cwd": cwd, "blocking": True if blocking is None else blocking})
 
 
@@ -696,7 +286,7 @@ def _grep_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) 
 
 
 def _list_in(a: _Args) -> dict[str, Any]:
-    path = a.str(*_DIR, required=True)
+    path = a.str(*DIR_ARGS, required=True)
     return a.done({"directory_path_uri": path_uri(path)})
 
 
@@ -720,7 +310,7 @@ def _list_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) 
 
 
 def _write_in(a: _Args) -> dict[str, Any]:
-    path = a.str(*_FILE, "TargetFile", required=True)
+    path = a.str(*FILE_ARGS, "TargetFile", required=True)
     content = a.str("content", "CodeContent", "code_content", "contents", "file_text")
     if content is None:
         raise Refusal("write_to_file: no content")
@@ -752,7 +342,7 @@ def _replacement(e: _Args) -> dict[str, Any]:
 
 
 def _propose_in(a: _Args) -> dict[str, Any]:
-    path = a.str(*_FILE, required=True)
+    path = a.str(*FILE_ARGS, required=True)
     edits = a.raw("edits")
     if edits is not None:
         if not isinstance(edits, list) or not edits or not all(isinstance(e, dict) for e in edits):

@@ -17,7 +17,8 @@ from .builder import Part, Plan, assemble, delta_start
 from .clients import identify
 from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
-from .kinds import DEFAULT_TOOL_KINDS, KINDS
+from .kinds import KINDS
+from .rules.tool_names import DEFAULT_TOOL_KINDS
 from .settle import settle
 
 STEPS_KEY = "additional_steps"

@@ -22,7 +22,7 @@ from ..cascade.calls import Call, call_of
 from ..cascade.correct import DEFAULT_MAX_SIZE, METHOD, PlannerResult, correct_request
 from ..cascade.corrections import TYPES
 from ..cascade.ledger import Delivery
-from ..core.clients import CLIENTS
+from ..core.rules.clients import CLIENTS
 from ..inspect.planner_view import DIALECT
 from ..records.planner import PlannerJob
 from ..records.writer import Recorder, RecordJob

@@ -1,0 +1,458 @@
+"""Exit-status frames: each client's words for a shell command's outcome, one :class:`Rule` a frame.
+
+A rule says who writes the frame and where its format is defined (``client``, ``source``),
+the places of a result it counts at (``where``), what one whole line of it looks like and what
+it says (``verdict``), realistic examples (each tested in tests/test_exitstatus_clients.py), and
+the clients (ids or families of clients.py) for which it counts (``scoped``). exitstatus.py
+reads them; EXIT_STATUS.md, "Exit status formats", is generated from this table. Within a
+place, the order is the order of precedence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .types import ANY, CODE, Rule, Verdict, Where
+
+Places = Where | tuple[Where, ...]
+
+
+def _r(name: str, client: str, source: str, where: Places, pattern: str, verdict: Verdict, *examples: str) -> Rule:
+    places = (where,) if isinstance(where, str) else where
+    return Rule(name, client, source, places, re.compile(pattern), verdict, examples)
+
+
+RULES: tuple[Rule, ...] = (
+    # ---- header: lines above an "Output:" line ------------------------------------
+    _r(
+        "exit-code-header",
+        "Codex CLI shell_command; Roo Code execute_command",
+        "openai/codex codex-rs/core/src/"
+        "tools/mod.rs format_exec_output_for_model_freeform; RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts "
+        "formatExitStatus",
+        "header",
+        rf"Exit code: {CODE}",
+        "code",
+        "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nls: cannot access '/nope': No such file or directory\n",
+        "Command executed in terminal within working directory '/home/u/proj'. Command execution was not successful, "
+        "inspect the cause and adjust as needed.\nExit code: 2\nOutput:\nmake: *** [all] Error 2\n",
+    ).scoped(("codex", "roo-code")),
+    _r(
+        "codex-exec-exited",
+        "Codex CLI exec_command / write_stdin",
+        "openai/codex codex-rs/core/src/tools/context.rs ExecCommandToolOutput::response_text",
+        "header",
+        rf"Process exited with code {CODE}",
+        "code",
+        "Chunk ID: 3c1a9e\nWall time: 2.1000 seconds\nProcess exited with code 1\nOriginal token count: 5\n"
+        "Output:\nerror: test failed\n",
+    ).scoped(("codex", "agents-sdk")),
+    _r(
+        "codex-exec-running",
+        "Codex CLI exec_command",
+        "openai/codex codex-rs/core/src/tools/context.rs",
+        "header",
+        r"Process running with session ID \d+",
+        "running",
+        "Chunk ID: f800eb\nWall time: 1.0024 seconds\nProcess running with session ID 32244\nOutput:\n[vite] ready\n",
+    ).scoped(("codex", "agents-sdk")),
+    _r(
+        "cline-failed",
+        "Cline >= 3.58 execute_command",
+        "cline/cline src/integrations/terminal/CommandOrchestrator.ts",
+        ("header", "first"),
+        rf"Command failed with exit code {CODE}\.",
+        "code",
+        "[execute_command for 'npm test'] Result:\nCommand failed with exit code 1.\nOutput:\nFAIL src/a.test.ts\n",
+    ).scoped(("cline",)),
+    _r(
+        "cline-success",
+        "Cline >= 3.58 execute_command",
+        "cline/cline src/integrations/terminal/CommandOrchestrator.ts",
+        ("header", "first"),
+        r"Command executed successfully \(exit code 0\)\.",
+        "success",
+        "Command executed successfully (exit code 0).\nOutput:\nok\n",
+    ).scoped(("cline",)),
+    _r(
+        "cline-signal",
+        "Cline >= 3.58 execute_command",
+        "cline/cline src/integrations/terminal/CommandOrchestrator.ts",
+        ("header", "first"),
+        r"Command terminated by signal \w+\.",
+        "failed",
+        "Command terminated by signal SIGKILL.\nOutput:\nKilled\n",
+    ).scoped(("cline",)),
+    _r(
+        "roo-exit",
+        "Roo Code execute_command (success: one line with its prefix)",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts executeCommandInTerminal",
+        "header",
+        rf"Command executed in .*'\. Exit code: {CODE}",
+        "code",
+        "Command executed in terminal within working directory '/home/u/proj'. Exit code: 0\nOutput:\nhi\n",
+        "Command executed in '/w'. Exit code: 0\n\nOutput (61.0KB) persisted. Artifact ID: cmd-17.txt\n\n"
+        "Preview:\nok\n",
+    ).scoped(("roo-code",)),
+    _r(
+        "roo-cancelled",
+        "Roo Code execute_command (cancelled while running)",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts executeCommandInTerminal",
+        "first",
+        r"The command was cancelled by the user\..*",
+        "failed",
+        "The command was cancelled by the user.",
+    ).scoped(("roo-code",)),
+    _r(
+        "void-result",
+        "Void run_command",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult.run_command",
+        "first",
+        rf"Terminal command executed in terminal .*\. Result \(exit code {CODE}\):",
+        "code",
+        "Terminal command executed in terminal terminal 1. Result (exit code 2):\nls: cannot access '/nope'\n",
+    ).scoped(("void",)),
+    _r(
+        "void-interrupted",
+        "Void run_command (output too long: killed)",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult.run_command",
+        "first",
+        r"Terminal command executed in terminal .*\. Command was interrupted because output was too long\. Result:",
+        "failed",
+        "Terminal command executed in terminal terminal 1. Command was interrupted because output was too long. "
+        "Result:\n[0000] compiling\n",
+    ).scoped(("void",)),
+    _r(
+        "void-running",
+        "Void run_command / run_persistent_command",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult",
+        "first",
+        r"Terminal command (?:ran in terminal .*, but timed out after .*|is running in the background in .*)",
+        "running",
+        "Terminal command ran in terminal terminal 1, but timed out after 15 seconds. Result:\nwaiting\n",
+    ).scoped(("void",)),
+    _r(
+        "continue-cli-error",
+        "Continue CLI Bash (a failure with stderr)",
+        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts",
+        "first",
+        rf"(?:Error executing tool \w+: )?Error \(exit code {CODE}\): .*",
+        "code",
+        "Error executing tool Bash: Error (exit code 2): ls: cannot access '/nope': No such file or directory\n",
+    ).scoped(("continue-cli",)),
+    _r(
+        "continue-cli-timeout",
+        "Continue CLI Bash",
+        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts",
+        "last",
+        r"\[Command timed out after \d+ seconds of no output\]",
+        "failed",
+        "waiting for input\n\n[Command timed out after 180 seconds of no output]",
+    ).scoped(("continue-cli",)),
+    _r(
+        "mini-swe-agent-timeout",
+        "mini-swe-agent (timeout_template)",
+        "SWE-agent/mini-swe-agent src/minisweagent/config/default.yaml timeout_template",
+        "first",
+        r"The last command <command>.*</command> timed out and has been killed\.",
+        "failed",
+        "The last command <command>sleep 600</command> timed out and has been killed.\nThe output of the command "
+        "was:\n<output>\n\n</output>\nPlease try another command and make sure to avoid those requiring "
+        "interactive input.",
+    ).scoped(("mini-swe-agent",)),
+    _r(
+        "swe-agent-timeout",
+        "SWE-agent (command_cancelled_timeout_template)",
+        "SWE-agent/SWE-agent sweagent/agent/agents.py TemplateConfig.command_cancelled_timeout_template",
+        "first",
+        r"The command '.*' was cancelled because it took more than \d+ seconds\..*",
+        "failed",
+        "The command 'python -m http.server' was cancelled because it took more than 30 seconds. Please try a "
+        "different command that completes more quickly.",
+    ).scoped(("swe-agent",)),
+    _r(
+        "roo-signal",
+        "Roo Code execute_command",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts",
+        "header",
+        r"(?:Command executed in terminal .*\. )?Process terminated by signal \w+.*",
+        "failed",
+        "Command executed in terminal within working directory '/w'. Process terminated by signal SIGKILL\n"
+        "Output:\nKilled\n",
+    ).scoped(("roo-code",)),
+    # ---- trailer: the client's closing frame lines ----------------------------------
+    _r(
+        "openhands-finished",
+        "OpenHands execute_bash",
+        "All-Hands-AI/OpenHands openhands/events/observation/commands.py CmdOutputObservation.to_agent_observation",
+        "trailer",
+        rf"\[Command finished with exit code {CODE}\]",
+        "code",
+        "FAILED tests/test_x.py::test_a\n1 failed in 0.12s\n[The command completed with exit code 1.]\n"
+        "[Current working directory: /workspace/repo]\n[Command finished with exit code 1]",
+    ).scoped(("openhands",)),
+    _r(
+        "openhands-completed",
+        "OpenHands execute_bash",
+        "All-Hands-AI/OpenHands openhands/runtime/utils/bash.py",
+        "trailer",
+        rf"\[The command completed with exit code {CODE}\.(?: CTRL\+\w was sent\.)?\]",
+        "code",
+        "hello\n[The command completed with exit code 0.]",
+    ).scoped(("openhands",)),
+    _r(
+        "openhands-no-output",
+        "OpenHands execute_bash",
+        "All-Hands-AI/OpenHands openhands/runtime/utils/bash.py",
+        "trailer",
+        r"\[The command (?:has no new output after|timed out after) .*\]",
+        "running",
+        "Starting server...\n[The command has no new output after 30 seconds. You may wait longer to see additional "
+        "output by sending empty command '', send other commands to interact with the current process, send keys "
+        '("C-c", "C-z", "C-d") to interrupt/kill the previous command before sending your new command, or use the '
+        "timeout parameter in execute_bash for future commands.]",
+    ).scoped(("openhands",)),
+    _r(
+        "continue-status",
+        "Continue run_terminal_command",
+        "continuedev/continue core/util/messageContent.ts renderContextItemsWithStatus",
+        "trailer",
+        rf"\[Status: Command failed with exit code {CODE}\]",
+        "code",
+        "FAIL src/a.test.ts\n  x adds (3 ms)\n\n[Status: Command failed with exit code 1]",
+    ).scoped(("continue",)),
+    _r(
+        "continue-timeout",
+        "Continue run_terminal_command",
+        "continuedev/continue core/tools/implementations/runTerminalCommand.ts",
+        "trailer",
+        r"\[Timeout: process killed after .*\]",
+        "failed",
+        "waiting...\n[Timeout: process killed after 2 minutes]\n\n[Status: Command completed]",
+    ).scoped(("continue",)),
+    _r(
+        "continue-background",
+        "Continue run_terminal_command",
+        "continuedev/continue core/tools/implementations/runTerminalCommand.ts",
+        "trailer",
+        r"\[Status: Command is running in the background.*\]",
+        "running",
+        "\n[Status: Command is running in the background...]",
+    ).scoped(("continue",)),
+    _r(
+        "crush-exit",
+        "Crush bash",
+        "charmbracelet/crush internal/agent/tools/bash.go formatOutput",
+        "trailer",
+        rf"Exit code {CODE}",
+        "code",
+        "--- FAIL: TestX (0.00s)\nFAIL\nexit status 1\nExit code 1\n\n<cwd>/home/u/proj</cwd>",
+    ).scoped(("crush",)),
+    _r(
+        "crush-aborted",
+        "Crush bash",
+        "charmbracelet/crush internal/agent/tools/bash.go",
+        "trailer",
+        r"Command was aborted before completion",
+        "failed",
+        "building...\nCommand was aborted before completion\n\n<cwd>/home/u/proj</cwd>",
+    ).scoped(("crush",)),
+    _r(
+        "opencode-timeout",
+        "opencode bash",
+        "sst/opencode packages/opencode/src/tool/shell.ts",
+        "trailer",
+        r"(?:shell|bash) tool terminated command after exceeding timeout .*|User aborted the command",
+        "failed",
+        "(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 120000 ms. If this "
+        "command is expected to take longer and is not waiting for interactive input, retry with a larger timeout "
+        "value in milliseconds.\n</shell_metadata>",
+    ).scoped(("opencode",)),
+    _r(
+        "opencode-timeout-old",
+        "opencode bash (2025)",
+        "sst/opencode packages/opencode/src/tool/bash.ts",
+        "trailer",
+        r"\((?:Command timed out after \d+ ms|Command was aborted)\)",
+        "failed",
+        "compiling\n\n(Command timed out after 120000 ms)",
+    ).scoped(("opencode",)),
+    # ---- first line -------------------------------------------------------------------
+    _r(
+        "claude-code-exit",
+        "Claude Code Bash (with is_error)",
+        "Claude Code src/utils/toolErrors.ts formatError (v2.1.88; not public source)",
+        "first",
+        rf"Exit code {CODE}",
+        "code",
+        "Exit code 1\nnpm ERR! missing script: test",
+    ).scoped(("claude-code",), flag=True),
+    _r(
+        "claude-code-timeout",
+        "Claude Code Bash (older builds)",
+        "Claude Code src/utils/ShellCommand.ts",
+        "first",
+        r"(?:Error: )?Command timed out after .*",
+        "failed",
+        "Command timed out after 2m 0.0s",
+    ).scoped(("claude-code",), flag=True),
+    _r(
+        "claude-code-background",
+        "Claude Code Bash",
+        "Claude Code src/tools/BashTool/BashTool.tsx",
+        "first",
+        r"Command (?:running in background|was manually backgrounded by user|exceeded the assistant-mode blocking "
+        r"budget .*moved to the background) with ID: .*",
+        "running",
+        "Command running in background with ID: b20hid1oz. Output is being written to: /tmp/claude/b20hid1oz.output",
+    ).scoped(("claude-code",)),
+    _r(
+        "zed-failed",
+        "Zed terminal",
+        "zed-industries/zed crates/agent/src/tools/terminal_tool.rs process_content",
+        "first",
+        rf'Command ".*" failed with exit code {CODE}\.',
+        "code",
+        'Command "cargo test" failed with exit code 101.\n\n```\nerror[E0425]: cannot find value `x`\n```',
+    ).scoped(("zed",)),
+    _r(
+        "zed-success",
+        "Zed terminal",
+        "zed-industries/zed crates/agent/src/tools/terminal_tool.rs",
+        "first",
+        r"Command executed successfully\.",
+        "success",
+        "Command executed successfully.",
+    ).scoped(("zed",)),
+    _r(
+        "zed-timeout",
+        "Zed terminal",
+        "zed-industries/zed crates/agent/src/tools/terminal_tool.rs",
+        "first",
+        r'Command ".*" timed out\..*|Command terminated unexpectedly\..*|The user stopped this command\..*',
+        "failed",
+        'Command "sleep 100" timed out. No output was captured.',
+    ).scoped(("zed",)),
+    _r(
+        "codex-exec-error",
+        "Codex CLI shell (signal, sandbox error)",
+        "openai/codex codex-rs/core/src/tools/events.rs ToolEmitter::finish",
+        "first",
+        r"execution error: .*",
+        "failed",
+        "execution error: Sandbox(Signal(9))",
+    ).scoped(("codex",)),
+    _r(
+        "gemini-timeout",
+        "Gemini CLI run_shell_command",
+        "google-gemini/gemini-cli packages/core/src/tools/shell.ts",
+        "first",
+        r"Command was (?:automatically cancelled because it exceeded the timeout|cancelled by user before it "
+        r"could complete).*",
+        "failed",
+        "<untrusted_context>\nCommand was automatically cancelled because it exceeded the timeout of 5.0 minutes "
+        "without output. There was no output before it was cancelled.\n</untrusted_context>",
+    ).scoped(("gemini-cli",)),
+    _r(
+        "gemini-background",
+        "Gemini CLI run_shell_command",
+        "google-gemini/gemini-cli packages/core/src/tools/shell.ts",
+        "first",
+        r"Command (?:moved to background \(PID: \d+\)|is running in background\. PID: \d+).*",
+        "running",
+        "Command moved to background (PID: 4821). Output hidden. Press Ctrl+B to view.",
+    ).scoped(("gemini-cli",)),
+    _r(
+        "qwen-timeout",
+        "Qwen Code run_shell_command",
+        "QwenLM/qwen-code packages/core/src/tools/shell.ts (captured with 0.24.4)",
+        "first",
+        r"Command timed out after \d+ms before it could complete\..*",
+        "failed",
+        "Command timed out after 1000ms before it could complete. There was no output before it timed out.",
+    ).scoped(("qwen-code",)),
+    _r(
+        "cline-running",
+        "Cline / Roo Code execute_command",
+        "cline/cline src/integrations/terminal/"
+        "CommandOrchestrator.ts; RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts",
+        "first",
+        r"Command is (?:still running in (?:the user's )?terminal|running in the background).*|Command timed out "
+        r"after \d+ seconds\. Running in background\.|Command execution timed out after \d+ seconds\. The command "
+        r"may still be running.*",
+        "running",
+        "Command is still running in the user's terminal.\nHere's the output so far:\nListening on :3000",
+        "Command execution timed out after 30 seconds. The command may still be running in the terminal.\n"
+        "Output so far:\nwaiting",
+    ).scoped(("cline", "roo-code")),
+    _r(
+        "cline-cancelled",
+        "Cline execute_command",
+        "cline/cline src/integrations/terminal/CommandOrchestrator.ts",
+        "first",
+        r"Command (?:cancelled\.|was cancelled by the user\.).*",
+        "failed",
+        "Command was cancelled by the user.",
+    ).scoped(("cline",)),
+    _r(
+        "roo-timeout",
+        "Roo Code execute_command",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts",
+        "first",
+        r"The command was terminated after exceeding a user-configured \d+s timeout\..*",
+        "failed",
+        "The command was terminated after exceeding a user-configured 60s timeout. Do not try to re-run the command.",
+    ).scoped(("roo-code",)),
+    _r(
+        "crush-background",
+        "Crush bash",
+        "charmbracelet/crush internal/agent/tools/bash.go",
+        "first",
+        r"Command is taking longer than expected and has been moved to background\.|Background shell started "
+        r"with ID: .*",
+        "running",
+        "Background shell started with ID: 3\n\nUse job_output tool to view output or job_kill to terminate.",
+    ).scoped(("crush",)),
+    # ---- last line --------------------------------------------------------------------
+    _r(
+        "goose-exit",
+        "goose shell",
+        "block/goose crates/goose/src/agents/platform_extensions/developer/shell.rs",
+        "last",
+        rf"Command exited with code {CODE}",
+        "code",
+        "FAILED test_x\n1 failed\n\nCommand exited with code 1",
+    ).scoped(("goose",)),
+    _r(
+        "goose-timeout",
+        "goose shell",
+        "block/goose crates/goose/src/agents/platform_extensions/developer/shell.rs",
+        "last",
+        r"Command timed out(?: after \d+ seconds)?",
+        "failed",
+        "started\n\nCommand timed out after 30 seconds",
+    ).scoped(("goose",)),
+    # ---- generic families: every client, at the header, the first line, the last line ----
+    # The forms the reference fix reads for any client (design brief, truth rule 3); no
+    # client writes them with another meaning, so they count named or not.
+    _r(
+        "generic-exit-code",
+        "any client: `Exit code: N`, `Exit code N` (bracketed too)",
+        "design brief, truth rule 3 (the reference fix's families)",
+        ("header", "first", "last"),
+        rf"(?i)(?P<o1>[\[(])?exit code:? {CODE}\.?(?(o1)[\])])",
+        "code",
+        "Exit code: 2\nOutput:\nls: cannot access /nope",
+        "make: *** [all] Error 2\n[exit code: 2]",
+    ).scoped((ANY,)),
+    _r(
+        "generic-exited",
+        "any client: `… exited with code N` (bracketed too)",
+        "design brief, truth rule 3 (the reference fix's families)",
+        ("header", "first", "last"),
+        rf"(?i)(?P<o2>[\[(])?(?:(?:the )?(?:process|command|program|script|shell|task) )?exited with (?:exit )?code "
+        rf"{CODE}\.?(?(o2)[\])])",
+        "code",
+        "npm ERR! Test failed.\nProcess exited with code 1",
+    ).scoped((ANY,)),
+)

@@ -1,0 +1,37 @@
+"""Results that say the command (or tool) never ran: rejected by the user or a policy, or invalid.
+Each wording is beside the client that writes it.
+
+Recognised for every client (a refusal is never a claim): no step, whatever number the result
+carries. exitstatus.py and kinds.signals_failure read it; EXIT_STATUS.md lists it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Matched against the start of the result (after the client's prefix lines).
+NOT_RUN: re.Pattern[str] = re.compile(
+    r"(?is)\A(?:"
+    r"<tool_use_error>"  # Claude Code: validation error, the tool did not run
+    r"|The user doesn't want to (?:proceed with this tool use|take this action)"  # Claude Code
+    r"|Permission (?:to use \S+ has been denied|for this tool use was denied|to run tool denied by user)"  # Claude, Zed
+    r"|(?:exec command|patch) rejected by user|approval policy is|failed to parse function arguments"  # Codex
+    r"|exec_command failed for|unified exec is unavailable"  # Codex
+    r"|\[Operation Cancelled\]|Command was cancelled by user before it could start|Tool execution denied by policy"
+    r"|Command injection detected"  # Gemini CLI
+    r"|Blocked: standalone sleep"  # Qwen Code (captured with 0.24.4)
+    r"|(?:OBSERVATION:\s*)?Action has been rejected by the user|\[Your command \".*\" is NOT executed"  # OpenHands
+    r"|ERROR: (?:Cannot execute multiple commands|No previous running command)"  # OpenHands
+    r"|The user denied this operation|Skipping tool due to user rejecting|Tool was interrupted and not executed"
+    # Cline
+    r"|Missing value for required parameter|User denied the tool execution|Tool execution was cancelled because"
+    r"|\{\s*\"status\"\s*:\s*\"denied\"|Working directory '.*' does not exist"  # Roo Code
+    # Crush
+    r"|User denied permission|Error: user cancelled assistant tool calling|Tool call failed: arguments were not"
+    r"|The user rejected permission to use this specific tool call|The user has specified a rule which prevents"
+    r"|\[Tool execution was interrupted\]"  # opencode
+    r"|Your bash command contained syntax errors and was NOT executed"  # SWE-agent
+    r"|Command cancelled: user denied (?:permission to run|the requested sandbox)"  # Zed
+    r"|Tool execution was not approved|The user cancelled this tool call"  # OpenAI Agents SDK, Continue
+    r")"
+)
