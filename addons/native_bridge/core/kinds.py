@@ -154,7 +154,7 @@ def _succeeded(result: ToolResult, kind: str, client: str | None) -> tuple[str, 
     found = evidence(result, kind, client)
     if found is None:
         who = f"client {client}" if client else "an unidentified client"
-        raise Refusal(f"{kind}: no words of {who} say this succeeded (core/CLIENTS.md: Success evidence)")
+        raise Refusal(f"{kind}: no words of {who} say this succeeded (core/rules/CLIENTS.md: Success evidence)")
     return text, found
 
 
