@@ -57,6 +57,7 @@ from .builder import Part, Placement, Tally, assemble, delta_start
 from .dialects import Cursor, DialectError, Output
 from .history import History, ToolCall, ToolResult
 from .settle import Span, cut_ok, settle
+from .splice import Reuse, Written
 
 MAX_ENTRIES = 64  # conversations remembered
 MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost about twice as much again
@@ -183,6 +184,7 @@ def _light(entry: Entry) -> Entry:
         accounting=[_GONE] * len(entry.accounting),  # likewise
         out=[_GONE] * len(entry.out),  # a writer reads only the last, which each mark keeps
         light=True,
+        written=None,  # nothing is written
     )
 
 
@@ -224,6 +226,12 @@ class Entry:
     out: list[Any]
     first_pos: dict[str, int]  # each id: the position of the first call or result carrying it
     light: bool = False  # made by a light memo: serves only a light memo (see the module's docstring)
+    written: Written | None = None  # the rewritten body's arrays, which the next turn copies (splice.py)
+
+    @property
+    def size(self) -> int:
+        """The bytes it holds that count against the memo's bound."""
+        return len(self.raw) + (len(self.written.body) if self.written is not None else 0)
 
     def __reduce__(self) -> Any:
         # From the worker: without its body (adopt() gives it back) and with its dialect by name.
@@ -252,6 +260,7 @@ class Resumed:
     fresh: History | None = None  # the calls and results after the cut: the only ones decided now
     decisions: list[Any] | None = None  # their decisions, before settle pinned any (observe.py)
     delta: int = 0  # delta_start (made here: it looks back at the calls before the cut)
+    reuse: Reuse | None = None  # what the rewritten body may copy of the entry's (splice.py)
 
 
 class Memo:
@@ -349,14 +358,14 @@ class Memo:
             entry = _light(entry)
         with self._lock:
             if replaces is not None and self._entries.pop(id(replaces), None) is not None:
-                self._bytes -= len(replaces.raw)
-            if len(entry.raw) > self.max_bytes:
+                self._bytes -= replaces.size
+            if entry.size > self.max_bytes:
                 return
             self._entries[id(entry)] = entry
-            self._bytes += len(entry.raw)
+            self._bytes += entry.size
             while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
                 _, old = self._entries.popitem(last=False)
-                self._bytes -= len(old.raw)
+                self._bytes -= old.size
 
 
 def _longest_kept(entry: Entry, raw: bytes, beyond: int = 0) -> Mark | None:
@@ -676,4 +685,7 @@ def resume(
     # old fork), both are kept.
     replaces = entry if 2 * b >= len(entry.items) else None
     delta = delta_start(whole, step_calls)
-    return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions, delta)
+    reuse = None
+    if entry.written is not None:  # the items before the pending one and the steps before the cut
+        reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps)
+    return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions, delta, reuse)

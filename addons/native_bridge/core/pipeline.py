@@ -20,6 +20,7 @@ from .history import History
 from .kinds import KINDS
 from .rules.tool_names import DEFAULT_TOOL_KINDS
 from .settle import settle
+from .splice import Reuse, Written, encode
 
 STEPS_KEY = "additional_steps"
 DELTA_KEY = "additional_steps_delta_start"
@@ -56,6 +57,7 @@ class Rewrite:
     # read) and, when made for every kind, those decisions: observe.py needs nothing else.
     fresh: History | None = field(default=None, repr=False)
     decisions: list[Any] | None = field(default=None, repr=False)
+    written: Written | None = field(default=None, repr=False)  # the body's arrays, for the memo (splice.py)
 
     def summary(self) -> dict[str, Any]:
         if self.plan is None:
@@ -216,10 +218,7 @@ def _rewrite(
         resumed = _resume(memo, raw, dialect, config, client_of)  # type: ignore[arg-type]
         if resumed is not None:
             config = resumed.entry.config
-            result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit, resumed.delta)
-            _fresh(result, resumed.fresh, resumed.decisions, config)
-            memo.put(resumed.entry, resumed.replaces)
-            return result
+            return _resumed(memo, dialect, resumed, emit, config)  # type: ignore[arg-type]
     if resume_only:
         return None
     try:
@@ -238,10 +237,7 @@ def _rewrite(
             resumed = _resume(memo, canon, dialect, config)  # type: ignore[arg-type]
             if resumed is not None:
                 del body, items  # the memo holds the items before the cut: free these first
-                result = _finish(dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit, resumed.delta)
-                _fresh(result, resumed.fresh, resumed.decisions, config)
-                memo.put(resumed.entry, resumed.replaces)  # type: ignore[union-attr]
-                return result
+                return _resumed(memo, dialect, resumed, emit, config)  # type: ignore[arg-type]
         if canon is not None:  # read the same way, noting where the memo may cut
             history = History(client=config.client)
             reads = _memo.read_marked(dialect, items, Cursor(), history)
@@ -264,13 +260,28 @@ def _rewrite(
 
     # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
     part, out, writes, spans = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)  # type: ignore[misc]
-    result = _finish(dialect, body, history, part, out.items, emit)
+    keep = canon is not None and not memo.light  # type: ignore[union-attr]
+    result = _finish(dialect, body, history, part, out.items, emit, keep=keep)
     _fresh(result, history, decisions, config)
     if canon is None:
         return result
     entry = _memo.remember(canon, body, dialect, config, history, reads, part, out.items, writes, spans)
     if entry is not None:
+        entry.written = result.written
         memo.put(entry)  # type: ignore[union-attr]
+    return result
+
+
+def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit: bool, config: Config) -> Rewrite:
+    """The rewrite a resume made, finished; its entry remembered (with the body's arrays, which
+    the next turn copies: splice.py)."""
+    reuse = resumed.reuse if not memo.light else None
+    result = _finish(
+        dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit, resumed.delta, not memo.light, reuse
+    )
+    _fresh(result, resumed.fresh, resumed.decisions, config)
+    resumed.entry.written = result.written
+    memo.put(resumed.entry, resumed.replaces)
     return result
 
 
@@ -319,9 +330,12 @@ def _finish(
     out: list[Any] | None,
     emit: bool = True,
     delta: int | None = None,
+    keep: bool = False,
+    reuse: Reuse | None = None,
 ) -> Rewrite:
     """The rewrite's result from its plan; ``out`` is the written history (None: write it now);
-    ``delta``: delta_start, when a resume made it."""
+    ``delta``: delta_start, when a resume made it; ``keep``: the memo keeps the body's arrays
+    (``Rewrite.written``), and ``reuse`` holds the previous turn's (splice.py)."""
     if delta is None:
         delta = delta_start(history, part.step_calls)
     plan = Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
@@ -336,13 +350,20 @@ def _finish(
         return Rewrite("unchanged", "no pair became a step", dialect.NAME, plan=plan, notes=notes, history=history)
     if not emit:  # observe mode: the body would not be sent, so it is not written
         return Rewrite("observed", "", dialect.NAME, None, plan, steps, notes, history)
-    new = dict(body)
-    new[dialect.ITEMS] = dialect.write(body, plan.stepped) if out is None else out
-    new[STEPS_KEY] = steps
-    new[DELTA_KEY] = plan.delta_start
+    items = dialect.write(body, plan.stepped) if out is None else out
     try:
-        data = orjson.dumps(new)
+        written = None
+        if keep or reuse is not None:
+            written = encode(body, dialect.ITEMS, items, STEPS_KEY, steps, DELTA_KEY, plan.delta_start, reuse)
+        if written is not None:  # the very bytes orjson.dumps writes for the whole (splice.py)
+            data = written.body
+        else:
+            new = dict(body)
+            new[dialect.ITEMS], new[STEPS_KEY], new[DELTA_KEY] = items, steps, plan.delta_start
+            data = orjson.dumps(new)
     except orjson.JSONEncodeError as e:  # orjson reads 1024 levels deep but writes only 254
         reason = f"the rewritten body cannot be encoded: {e}"
         return Rewrite("skipped", reason, dialect.NAME, plan=plan, notes=notes, history=history)
-    return Rewrite("rewritten", "", dialect.NAME, data, plan, steps, notes, history)
+    done = Rewrite("rewritten", "", dialect.NAME, data, plan, steps, notes, history)
+    done.written = written if keep else None
+    return done
