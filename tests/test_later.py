@@ -44,6 +44,7 @@ def chat_hop(request, tmp_path):
             tctx.configure(state, bridge_state=str(tmp_path / "state.sqlite"))
         yield nb
         nb.done()
+        state.done()  # the worker process and the store: the state owns them
 
 
 def chat_flow(raw: bytes, live: bool = True):
@@ -189,6 +190,6 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
     try:
         g = asyncio.run(run())
     finally:
-        chat.done()  # the worker process
+        chat.state.dispatch.close()  # the worker process (the shared state's)
     exit_changes = [c for c in g.metadata[META]["change_list"] if c["action"] == "exit_code"]
     assert exit_changes and all(c["reason"].startswith("exit_code 0 -> 1") for c in exit_changes), exit_changes

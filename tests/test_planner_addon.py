@@ -43,6 +43,7 @@ def planner():
             tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
         tctx.configure(pb, mode=["regular", SPEC], bridge_planner=[SPEC])
         yield pb, tctx
+    state.dispatch.close()  # a worker a test started (the state owns it)
 
 
 def planner_flow(body: bytes, spec: str = SPEC, path: str = SEND, ok: bool = True) -> http.HTTPFlow:

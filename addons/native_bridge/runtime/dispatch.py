@@ -143,11 +143,7 @@ class Dispatch:
             return None
         if not forwarded:  # it needs the whole body after all: off the loop, awaited
             return self._away(work, forwarded=False)
-        loop = running_loop()
-        if loop is None:  # a test calling the hook directly: nothing else to serve
-            asyncio.run(self._away(work, forwarded=True))
-        else:
-            self._meanwhile(work, loop)
+        self._meanwhile(work, asyncio.get_running_loop())  # after forwarding: on the loop (_start)
         return None
 
     def _meanwhile(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
