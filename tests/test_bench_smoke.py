@@ -1,4 +1,4 @@
-"""The bench in CI: fast, and red only on gross regressions (scripts/bench.py --quick).
+"""The bench in CI: fast, and red only on gross regressions (scripts/bench --quick).
 
 Timings on a shared machine are noisy, so the quick targets are several times looser
 than the real ones (scripts/BENCH.md): they catch a slowdown of the kind that
@@ -11,25 +11,26 @@ from __future__ import annotations
 
 import random
 
-import bench
 import pytest
+from bench.cli import run
+from bench.targets import Target
 from native_bridge.core import exitstatus
 
 
-def _failed(targets: list[bench.Target]) -> list[str]:
+def _failed(targets: list[Target]) -> list[str]:
     return [f"{t.name}: {t.measured}" for t in targets if t.ok is False]
 
 
 def test_quick_core_bench_has_no_gross_regression() -> None:
     lines: list[str] = []
-    targets = bench.run(quick=True, only=("golden", "core", "nohist"), log=lines.append)
+    targets = run(quick=True, only=("golden", "core", "nohist"), log=lines.append)
     assert targets and not _failed(targets), "\n".join(lines)
 
 
 @pytest.mark.e2e
 def test_quick_mitmdump_bench_has_no_gross_regression() -> None:
     lines: list[str] = []
-    targets = bench.run(quick=True, only=("e2e",), log=lines.append)
+    targets = run(quick=True, only=("e2e",), log=lines.append)
     assert targets and not _failed(targets), "\n".join(lines)
 
 
