@@ -17,14 +17,20 @@ from .golden import golden_check, golden_digests
 from .loopmem import LoopMemRow, loop_memory
 from .planner import PlannerRow, planner_hop
 from .proxies import serve_planner
-from .shapes import ShapeRow, shapes
+from .shapes import SHAPES, SHAPES_QUICK, Shape, ShapeRow, shapes
 from .stall import StallRow, stall
 from .targets import Target, table, targets
 
 SECTIONS = ("golden", "core", "nohist", "shapes", "stall", "loopmem", "planner")
 
 
-def run(quick: bool = False, only: Sequence[str] = SECTIONS, log: Callable[[str], None] = print) -> list[Target]:
+def run(
+    quick: bool = False,
+    only: Sequence[str] = SECTIONS,
+    log: Callable[[str], None] = print,
+    shape_plan: Sequence[Shape] | None = None,
+) -> list[Target]:
+    """The sections in ``only``, then the target table; ``shape_plan``: the shapes to run (all of them)."""
     t0 = time.perf_counter()
     golden = series = sized = nohist = e2e_rows = None
     shape_rows: list[ShapeRow] = []
@@ -47,7 +53,7 @@ def run(quick: bool = False, only: Sequence[str] = SECTIONS, log: Callable[[str]
         e2e_rows = e2e(quick, log)
     if "shapes" in only:
         log("traffic shapes: mitmdump plain / naive peer / bridge rewrite / observe / observe+records, p50 vs plain")
-        shape_rows = shapes(quick, log)
+        shape_rows = shapes(quick, log, shape_plan)
     if "stall" in only:
         log("a cold body bridged while small requests run (p99), and peak memory")
         stall_rows = stall(quick, log)
@@ -82,7 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="seconds, not minutes: the CI smoke; fails only on gross regressions"
     )
     parser.add_argument(
-        "--only", default=",".join(SECTIONS), help="comma-separated sections (also: e2e, the older mitmdump cases)"
+        "--only", help=f"comma-separated sections (default: {','.join(SECTIONS)}; also: e2e, the older mitmdump cases)"
+    )
+    parser.add_argument(
+        "--shape",
+        help='shapes: only the rows whose label holds one of these comma-separated words, e.g. "agent loop" or '
+        '"200 KB agent loop" (alone, it implies --only shapes)',
     )
     parser.add_argument("--golden-save", type=Path, help="write the digests of every golden case to this file")
     parser.add_argument("--golden-check", type=Path, help="compare the digests of every golden case with this file")
@@ -105,5 +116,13 @@ def main(argv: list[str] | None = None) -> int:
         diff = sorted(k for k in saved if saved[k] != digests.get(k))
         print(f"{len(saved)} cases, {len(diff)} differ" + (f": {', '.join(diff)}" if diff else ""))
         return 1 if diff else 0
-    ts = run(args.quick, [s.strip() for s in args.only.split(",") if s.strip()])
+    only = [s.strip() for s in (args.only or ("shapes" if args.shape else ",".join(SECTIONS))).split(",") if s.strip()]
+    plan = None
+    if args.shape:
+        words = [w.strip().lower() for w in args.shape.split(",") if w.strip()]
+        plan = [s for s in (SHAPES_QUICK if args.quick else SHAPES) if any(w in s.label.lower() for w in words)]
+        if not plan:
+            labels = ", ".join(s.label for s in (SHAPES_QUICK if args.quick else SHAPES))
+            parser.error(f"--shape {args.shape!r}: no such shape (the shapes: {labels})")
+    ts = run(args.quick, only, shape_plan=plan)
     return 1 if any(t.ok is False for t in ts) else 0
