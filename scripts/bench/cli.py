@@ -52,7 +52,10 @@ def run(
         log("end to end: mitmdump --mode reverse, plain against -s addons/bridge.py, same local planner")
         e2e_rows = e2e(quick, log)
     if "shapes" in only:
-        log("traffic shapes: mitmdump plain / naive peer / bridge rewrite / observe / observe+records, p50 vs plain")
+        log(
+            "traffic shapes: mitmdump plain / naive peer / bridge rewrite / observe / observe+records / observe+state, "
+            "p50 vs plain (agent loops: turn by turn, paired; [the ratio's 90% interval])"
+        )
         shape_rows = shapes(quick, log, shape_plan)
     if "stall" in only:
         log("a cold body bridged while small requests run (p99), and peak memory")

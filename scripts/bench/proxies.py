@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import subprocess
 import sys
 import tempfile
@@ -369,6 +370,49 @@ async def _client(url: str, bodies: list[bytes], latencies: list[float], gap: fl
                 await asyncio.sleep(gap)
     finally:
         writer.close()
+
+
+class Connection:
+    """One keep-alive connection to a proxy, as an agent's client holds one, and blocking: ``post``
+    sends a chat request and returns the seconds until its whole reply is read (the request is
+    built before the clock starts; no event loop between the clock and the socket)."""
+
+    def __init__(self, url: str, ua: bytes = AGENT_UA) -> None:
+        host, port = url.removeprefix("http://").split(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=120)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.ua, self.rest = ua, b""
+
+    def post(self, body: bytes) -> float:
+        req = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: planner\r\ncontent-type: application/json\r\n"
+            b"user-agent: %s\r\ncontent-length: %d\r\n\r\n" % (self.ua, len(body))
+        ) + body
+        t0 = time.perf_counter()
+        self.sock.sendall(req)
+        buf = self.rest
+        while (end := buf.find(b"\r\n\r\n")) < 0:
+            buf += self._recv()
+        head = buf[:end]
+        length = next(
+            int(v) for k, _, v in (ln.partition(b":") for ln in head.split(b"\r\n")) if k.lower() == b"content-length"
+        )
+        while len(buf) < end + 4 + length:
+            buf += self._recv()
+        took = time.perf_counter() - t0
+        self.rest = buf[end + 4 + length :]
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise RuntimeError(f"proxy answered {head.splitlines()[0]!r}")
+        return took
+
+    def _recv(self) -> bytes:
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise RuntimeError("the proxy closed the connection")
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 def send_batch(url: str, w: Workload, ua: bytes = b"") -> tuple[list[float], float]:

@@ -162,7 +162,7 @@ def _shape_targets(
             add(
                 f"{label}: {mode} p50{'' if limit is None else f' <= {limit}x'} plain"
                 + ("" if by_limit else ", ahead of the naive peer"),
-                f"{ratio:.2f}x (naive {st['naive']['p50'] / plain:.2f}x)",
+                f"{ratio:.2f}x{_interval(st[mode])} (naive {st['naive']['p50'] / plain:.2f}x{_interval(st['naive'])})",
                 None if quick else (limit is None or ratio <= limit) and (by_limit or ahead),
             )
         if r.shape.clients > 1:
@@ -230,6 +230,11 @@ def _shape_targets(
             f"{ratio:.2f}x (plain {r.stats['plain']['p50'] * 1e3:.2f} ms)",
             None if quick else ratio <= 1.2,
         )
+
+
+def _interval(st: dict[str, float]) -> str:
+    """A paired row's 90% interval of the p50 ratio (the run's own uncertainty), when it has one."""
+    return f" [{st['lo']:.2f}-{st['hi']:.2f}]" if "lo" in st else ""
 
 
 def table(ts: Sequence[Target]) -> str:
