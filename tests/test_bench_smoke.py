@@ -1,39 +1,118 @@
-"""The bench in CI: fast, and red only on gross regressions (scripts/bench.py --quick).
+"""The bench in CI: fast, and red only on gross regressions (scripts/bench --quick).
 
 Timings on a shared machine are noisy, so the quick targets are several times looser
 than the real ones (scripts/BENCH.md): they catch a slowdown of the kind that
 undoes an optimisation (the memo no longer resuming, protobuf back on the hot path,
 a parse of bodies without tool history), not a few percent. The equivalence checks are
-exact: every fast path must give what its reference path gives.
+exact: every fast path must give what its reference path gives. And the method's own
+arithmetic, with fake proxies of known cost: the agent loop's turns paired across proxies.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
+from itertools import pairwise
 
-import bench
 import pytest
+from bench.cli import run
+from bench.shapes import balanced_orders, paired_stats, paired_turns
+from bench.targets import Target
 from native_bridge.core import exitstatus
 from native_bridge.core.clients import BY_ID
 from native_bridge.core.rules.exit_frames import RULES
 from native_bridge.core.rules.types import ANY
 
 
-def _failed(targets: list[bench.Target]) -> list[str]:
+def _failed(targets: list[Target]) -> list[str]:
     return [f"{t.name}: {t.measured}" for t in targets if t.ok is False]
 
 
 def test_quick_core_bench_has_no_gross_regression() -> None:
     lines: list[str] = []
-    targets = bench.run(quick=True, only=("golden", "core", "nohist"), log=lines.append)
+    targets = run(quick=True, only=("golden", "core", "nohist"), log=lines.append)
     assert targets and not _failed(targets), "\n".join(lines)
 
 
 @pytest.mark.e2e
 def test_quick_mitmdump_bench_has_no_gross_regression() -> None:
     lines: list[str] = []
-    targets = bench.run(quick=True, only=("e2e",), log=lines.append)
+    targets = run(quick=True, only=("e2e", "shapes"), log=lines.append)
     assert targets and not _failed(targets), "\n".join(lines)
+    assert any(line.startswith("  200 KB agent loop ") for line in lines), lines  # paired, through real proxies
+
+
+# ---- the agent loop, paired turn by turn (bench/shapes.py) ------------------------------------------
+
+
+@pytest.mark.parametrize("n", range(2, 8))
+def test_balanced_orders_put_every_proxy_everywhere_and_after_every_other_alike(n: int) -> None:
+    names = [f"p{i}" for i in range(n)]
+    orders = balanced_orders(names)
+    assert len(orders) == (n if n % 2 == 0 else 2 * n)
+    assert all(sorted(o) == names for o in orders)
+    places = Counter((o[i], i) for o in orders for i in range(n))
+    assert set(places.values()) == {len(orders) // n} and len(places) == n * n
+    follows = Counter(pair for o in orders for pair in pairwise(o))
+    assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1
+
+
+def _fake_proxies(cost: dict[str, float], busy_turns: set[int]):
+    """A send to fake proxies: latency = the proxy's cost times the machine's load, which depends on
+    the moment (the call's place in time, one turn's worth of calls at a time): 8x in busy moments."""
+    calls: list[tuple[str, bytes]] = []
+
+    def send(name: str, body: bytes) -> float:
+        moment = len(calls) // len(cost)
+        calls.append((name, body))
+        return cost[name] * (8.0 if moment in busy_turns else 1.0)
+
+    return send, calls
+
+
+def test_paired_turns_send_each_turn_to_every_proxy_before_the_next() -> None:
+    cost = {"plain": 1.0, "naive": 1.4, "observe": 1.2, "rewrite": 1.3, "observe+state": 1.25}
+    convs = [[b"c%d-t%d" % (c, t) for t in range(5)] for c in range(4)]
+    send, calls = _fake_proxies(cost, set())
+    after: list[int] = []
+    lat = paired_turns(convs, list(cost), send, after=lambda: after.append(len(calls)))
+    n = len(cost)
+    assert after == [n * 5 * (c + 1) for c in range(4)]  # after each conversation, not during one
+    for k in range(4 * 5):  # turn k of the run: every proxy, each once, the same body
+        turn = calls[k * n : (k + 1) * n]
+        assert sorted(name for name, _ in turn) == sorted(cost) and {b for _, b in turn} == {convs[k // 5][k % 5]}
+    for name in cost:  # each proxy its own agent loop: the turns of each conversation in order
+        assert [b for who, b in calls if who == name] == [b for conv in convs for b in conv]
+        assert [len(run) for run in lat[name]] == [5] * 4
+    firsts = Counter(calls[k * n][0] for k in range(4 * 5))  # 20 turns: twice the 10 orders of 5
+    assert set(firsts.values()) == {20 // n} and set(firsts) == set(cost)
+
+
+def test_paired_ratios_are_the_proxies_costs_through_noise_bursts() -> None:
+    """The machine is 8x slower in a third of the moments: paired turns meet them together, so each
+    proxy's p50 ratio to plain is its cost ratio exactly (batches, one proxy after another, would
+    give each proxy a different share of the busy moments)."""
+    cost = {"plain": 3.0, "naive": 4.5, "observe": 3.6, "rewrite": 3.9, "observe+records": 4.2, "observe+state": 3.75}
+    convs = [[b"x"] * 40 for _ in range(10)]
+    busy = set(range(0, 400, 3))
+    send, _ = _fake_proxies(cost, busy)
+    stats = paired_stats(paired_turns(convs, list(cost), send))
+    for name, c in cost.items():
+        st = stats[name]
+        assert st["p50"] / stats["plain"]["p50"] == pytest.approx(c / cost["plain"])
+        assert st["lo"] == pytest.approx(c / cost["plain"]) == st["hi"]
+        assert st["rps"] == pytest.approx(len(convs) * 40 / sum(c * (8.0 if m in busy else 1.0) for m in range(400)))
+
+
+def test_paired_stats_interval_holds_the_ratio_and_widens_with_the_spread() -> None:
+    rng = random.Random(3)
+    plain = [[1.0 + rng.random() * 0.01 for _ in range(40)] for _ in range(12)]
+    steady = [[1.2 * x for x in run] for run in plain]
+    shaky = [[x * (1.2 + (0.4 if c % 2 else -0.1)) for x in run] for c, run in enumerate(plain)]
+    stats = paired_stats({"plain": plain, "steady": steady, "shaky": shaky})
+    assert stats["steady"]["lo"] == pytest.approx(1.2) == stats["steady"]["hi"]
+    s = stats["shaky"]
+    assert s["lo"] <= s["p50"] / stats["plain"]["p50"] <= s["hi"] and s["hi"] - s["lo"] > 0.2
 
 
 def test_exit_status_screens_say_what_the_rules_say() -> None:

@@ -16,16 +16,16 @@ import re
 import tracemalloc
 from typing import Any
 
-import bench  # its golden digest (everything a rewrite reports), client hints and agent conversations
 import orjson
 import pytest
+from bench.golden import outcome_digest  # everything a rewrite reports, as one digest
 from native_bridge.chat_hop.jobs import observed
 from native_bridge.core import memo as memo_module
 from native_bridge.core import pipeline
 from native_bridge.core.memo import LIGHT_ITEMS, Gone, LazyItems, Memo
 from native_bridge.core.pipeline import Config, Rewrite, rewrite
 from support.histories import DIALECT_PATHS
-from support.histories.agent import Session, mutations
+from support.histories.agent import CLIENT_HINTS, AgentConversation, Session, mutations
 from support.histories.bundled import SESSIONS, session_dialect
 
 DIALECTS = list(DIALECT_PATHS)
@@ -49,7 +49,7 @@ def same(raw: bytes, dialect: str, memo: Memo, config: Config | None = None, hin
     else:
         alone = rewrite(raw, config or Config(), path, memo=None)
         remembered = rewrite(raw, config or Config(), path, memo=memo)
-        assert bench.outcome_digest(remembered) == bench.outcome_digest(alone), (remembered.status, remembered.reason)
+        assert outcome_digest(remembered) == outcome_digest(alone), (remembered.status, remembered.reason)
     assert memo.errors == 0
 
 
@@ -184,7 +184,7 @@ def test_a_light_memo_resumes_from_the_bytes_when_the_client_is_named(dialect: s
     memo = Memo(light=True)
     s = Session(dialect, 2, seed=13)
     for rounds in range(1, 31):
-        same(s.body(rounds), dialect, memo, hint=bench.CLIENT_HINTS[dialect])
+        same(s.body(rounds), dialect, memo, hint=CLIENT_HINTS[dialect])
     assert memo.hits >= 25
 
 
@@ -196,7 +196,7 @@ def _held(memo_light: bool, bodies: list[bytes]) -> tuple[int, int]:
     try:
         memo = Memo(light=memo_light)
         for raw in bodies:
-            rewrite(raw, Config(), DIALECT_PATHS["chat"], memo, bench.CLIENT_HINTS["chat"], emit=False)
+            rewrite(raw, Config(), DIALECT_PATHS["chat"], memo, CLIENT_HINTS["chat"], emit=False)
         gc.collect()
         return tracemalloc.get_traced_memory()[0], memo.hits
     finally:
@@ -206,7 +206,7 @@ def _held(memo_light: bool, bodies: list[bytes]) -> tuple[int, int]:
 def test_a_light_memo_holds_little_beyond_the_body() -> None:
     """A light entry keeps the last body (made before tracing: not counted) and a few hundred
     bytes per tool call; a full one holds the parsed history again, about twice the body."""
-    conv = bench.AgentConversation(600_000, 21, 6)
+    conv = AgentConversation(600_000, 21, 6)
     bodies = [conv.body(t) for t in range(6)]
     light, hits = _held(True, bodies)
     full, _ = _held(False, bodies)
@@ -218,7 +218,7 @@ def test_a_light_entry_reads_again_only_its_last_items() -> None:
     s = Session("chat", 1, seed=17)
     raw = s.body(12)
     memo = Memo(light=True)
-    rewrite(raw, Config(), DIALECT_PATHS["chat"], memo, bench.CLIENT_HINTS["chat"], emit=False)
+    rewrite(raw, Config(), DIALECT_PATHS["chat"], memo, CLIENT_HINTS["chat"], emit=False)
     entry = memo.only()
     assert entry is not None and isinstance(entry.items, LazyItems)
     items = orjson.loads(raw)["messages"]
@@ -246,13 +246,13 @@ def test_a_resume_that_needs_an_item_a_light_entry_dropped_reads_in_full(
     memo = Memo(light=True)
     s = Session(dialect, 4, seed=19)
     for rounds in (*range(2, 16), 9, 16, 17):
-        same(s.body(rounds), dialect, memo, hint=bench.CLIENT_HINTS[dialect])
+        same(s.body(rounds), dialect, memo, hint=CLIENT_HINTS[dialect])
     assert memo.errors == 0
 
 
 def test_a_light_entry_crosses_from_a_worker_without_its_body() -> None:
     s = Session("anthropic", 2, seed=23, out=(1000, 5000))
-    hint, path = bench.CLIENT_HINTS["anthropic"], DIALECT_PATHS["anthropic"]
+    hint, path = CLIENT_HINTS["anthropic"], DIALECT_PATHS["anthropic"]
 
     def made(raw: bytes) -> Any:
         worker = Memo(light=True)
@@ -275,7 +275,7 @@ def test_a_full_memo_never_resumes_from_a_light_entry() -> None:
     """A light entry cannot write a body or record steps: a full memo does not take it."""
     s = Session("chat", 1, seed=29)
     light = Memo(light=True)
-    rewrite(s.body(8), Config(), DIALECT_PATHS["chat"], light, bench.CLIENT_HINTS["chat"], emit=False)
+    rewrite(s.body(8), Config(), DIALECT_PATHS["chat"], light, CLIENT_HINTS["chat"], emit=False)
     full = Memo()
     full.adopt(light.only(), s.body(8))  # type: ignore[arg-type]
     assert not full.continues(s.body(9))
@@ -287,7 +287,7 @@ def test_a_full_memo_never_resumes_from_a_light_entry() -> None:
 def test_a_light_memo_hands_over_every_observation_once_the_history_is_read(dialect: str) -> None:
     """Turn by turn a resume hands the planner hop only what is new; together the turns hand over
     exactly what one full read of the last body does."""
-    memo, hint = Memo(light=True), bench.CLIENT_HINTS[dialect]
+    memo, hint = Memo(light=True), CLIENT_HINTS[dialect]
     s = Session(dialect, 2, seed=31)
     path = DIALECT_PATHS[dialect]
     handed: set[Any] = set()

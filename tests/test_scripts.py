@@ -109,6 +109,17 @@ def test_the_fuzzer_runs_as_its_readme_command_says() -> None:
     assert proc.stdout.startswith("fuzz: 20 cases (5 also through the addon)") and "failures:  0" in proc.stdout
 
 
+def test_the_bench_runs_as_its_readme_command_says() -> None:
+    """``.venv/bin/python scripts/bench ...`` (scripts/BENCH.md): the package's folder, run as a script."""
+    proc = subprocess.run(
+        [sys.executable, "scripts/bench", "--quick", "--only", "golden"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("golden: fast paths against reference paths"), proc.stdout
+    assert "PASS  output identical to the reference paths" in proc.stdout
+
+
 # The planner-hop scripts, still being written by another change: to move to cli.run when it lands.
 NOT_YET = {"fake_language_server.py", "interop.py", "real_gateway.py"}
 

@@ -9,6 +9,10 @@ sees exactly the prefix it saw before. The same seed gives the same bytes: the b
 golden digests are taken over them.
 
     Session("chat", parallel=4, seed=3).body(26)   # the request after 26 rounds
+    AgentConversation(200_000, seed=600, turns=40).body(t)   # the agent loop's turn t, about 200 KB
+
+``AgentConversation`` is the bench's agent loop (and the memo tests'); ``CLIENT_HINTS`` the
+User-Agent each dialect's sessions are sent with.
 """
 
 from __future__ import annotations
@@ -313,6 +317,36 @@ def session_for_size(dialect: str, target: int, parallel: int, seed: int = 7) ->
     while rounds > 1 and len(s.body(rounds - 1)) >= target:
         rounds -= 1
     return s, rounds
+
+
+# The User-Agent of the client each dialect's sessions imitate (Claude Code; Codex for Responses):
+# with it the bridge knows the client before parsing (whose words count), as it does for theirs.
+CLIENT_HINTS = {
+    "chat": "claude-cli/2.1.332 (external, cli)",
+    "anthropic": "claude-cli/2.1.332 (external, cli)",
+    "responses": "codex_cli_rs/0.50.0 (Ubuntu 24.4.0; x86_64) xterm-256color",
+}
+
+
+def _agent_out(size: int) -> tuple[int, int]:
+    """Tool output sizes that let a 40-turn conversation stay near ``size``."""
+    return (60, 240) if size < 50_000 else (1000, 5000)
+
+
+class AgentConversation:
+    """A Claude Code session over Chat Completions of Bash and Read rounds: turn t is the
+    history after ``first + t`` rounds, so each request is the previous one plus one round."""
+
+    def __init__(self, size: int, seed: int, turns: int) -> None:
+        self.s = Session("chat", 1, seed, tools=("bash", "read"), out=_agent_out(size))
+        # the middle turn is about ``size``
+        mid = 1
+        while len(self.s.body(mid)) < size:
+            mid = max(mid + 1, int(mid * size / max(len(self.s.body(mid)), 1)))
+        self.first = max(1, mid - turns // 2)
+
+    def body(self, turn: int) -> bytes:
+        return self.s.body(self.first + turn)
 
 
 # ---- variants: the truth rules' hard cases -----------------------------------------------

@@ -1,0 +1,84 @@
+"""loopmem: peak memory in the agent loop, beyond each proxy's idle memory."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.histories.agent import AgentConversation
+
+from .proxies import (
+    AGENT_UA,
+    BRIDGE,
+    PeakRSS,
+    Planner,
+    Workload,
+    reverse_proxy,
+    rss_tree,
+    send_batch,
+)
+from .timing import size_label
+
+
+@dataclass(slots=True)
+class LoopMemRow:
+    size: int  # the conversation's middle body
+    turns: int
+    growth: dict[str, int]  # proxy -> peak RSS over the turns after the first, beyond its idle RSS
+
+
+LOOP_MEM_PROXIES = {
+    "plain": (False, ()),
+    "observe": (True, ("--set", "bridge_mode=observe")),
+    "observe+state": (True, ("--set", "bridge_mode=observe")),  # bridge_state added per run
+    "rewrite": (True, ("--set", "bridge_mode=rewrite")),
+}
+
+
+def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
+    """Peak memory in the agent loop: one conversation, each request the previous one plus a
+    round. A proxy's figure is its process tree's peak RSS over the turns after the first, less
+    its idle RSS before the conversation (after a warm-up that starts the bridge's worker): what
+    the conversation costs it, the body it keeps between turns included. The first turn is a
+    first sight (the worker reads it; the stall section measures that) and is left out."""
+    plan = ((2_000_000, 4),) if quick else ((2_000_000, 20), (30_000_000, 6))
+    small = AgentConversation(10_000, 42, 2).body(1)
+    warm_big = AgentConversation(600_000, 44, 2).body(1)
+    rows = []
+    with Planner() as planner, tempfile.TemporaryDirectory(prefix="bridge-loopmem-") as tmp:
+        bridge = BRIDGE
+        for size, turns in plan:
+            conv = AgentConversation(size, 46, turns)
+            bodies = [conv.body(t) for t in range(turns)]
+            growth = {}
+            for name, (bridged, opts) in LOOP_MEM_PROXIES.items():
+                if name == "observe+state":
+                    opts = (*opts, "--set", f"bridge_state={tmp}/{size}.db")
+                proxy = reverse_proxy(
+                    planner.url, bridge if bridged else None, None, Path(tmp) / f"{name}-{size}", opts
+                )
+                proxy.start()
+                try:
+                    send_batch(proxy.url, Workload(10_000, 1, bodies=[[small] * 10, [warm_big]]), AGENT_UA)
+                    time.sleep(0.5)
+                    base = rss_tree(proxy._proc.pid)
+                    send_batch(proxy.url, Workload(size, 1, bodies=[bodies[:1]]), AGENT_UA)
+                    peak = PeakRSS(proxy._proc.pid)
+                    with peak:
+                        peak.base = base
+                        send_batch(proxy.url, Workload(size, 1, bodies=[bodies[1:]]), AGENT_UA)
+                    growth[name] = peak.growth
+                finally:
+                    proxy.stop()
+            rows.append(LoopMemRow(len(bodies[turns // 2]), turns, growth))
+            log(_loop_mem_line(rows[-1]))
+    return rows
+
+
+def _loop_mem_line(r: LoopMemRow) -> str:
+    parts = [f"  {size_label(r.size):>7} agent loop, {r.turns} turns: peak RSS growth"]
+    parts += [f"{n} {g / r.size:.2f}x" for n, g in r.growth.items()]
+    return " | ".join(parts)

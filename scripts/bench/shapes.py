@@ -1,0 +1,282 @@
+"""shapes: agent traffic through real mitmdumps in one run, side by side with a naive peer (issue 11, 20).
+
+Real agents send a different body every turn: the previous history plus one round, and many
+conversations at once. Every shape goes through six mitmdumps in one run: plain, the naive peer,
+the bridge in rewrite mode, in observe mode (the default), observe mode with records on, and
+observe mode with ``bridge_state``. The same body again and again, the agent loop (each request
+the previous history plus one round, 40-turn conversations), new conversations, 8 conversations
+at once; 10 KB / 200 KB / 2 MB / 10 MB; p50 and throughput vs plain. One agent loop is measured
+turn by turn, each turn through every proxy (``paired_turns``); the other shapes in batches,
+one proxy after another.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from support.histories.agent import AgentConversation
+
+from .proxies import (
+    AGENT_UA,
+    BRIDGE,
+    NAIVE_ADDON,
+    Connection,
+    Planner,
+    Workload,
+    drain_records,
+    retag,
+    reverse_proxy,
+    send_batch,
+)
+from .timing import median, pct
+
+
+@dataclass(slots=True)
+class Shape:
+    label: str
+    size: int
+    kind: str  # same | loop | new
+    clients: int
+    per_client: int  # requests per client per batch (an agent loop's turns)
+    reps: int  # batches (a paired agent loop: conversations)
+    records: bool = False  # also through observe + records on
+    state: bool = False  # also through observe with bridge_state (read before the request goes on)
+
+    @property
+    def paired(self) -> bool:
+        """One agent loop: measured turn by turn, paired (``paired_turns``)."""
+        return self.kind == "loop" and self.clients == 1
+
+    def conversation(self, rep: int, turns: int) -> list[bytes]:
+        """The agent loop's conversation ``rep``: each turn the previous history plus one round."""
+        conv = AgentConversation(self.size, 1000 * rep + 600, turns)
+        return [conv.body(t) for t in range(turns)]
+
+    def batch(self, rep: int) -> list[list[bytes]]:
+        out = []
+        for c in range(self.clients):
+            if self.kind == "same":  # one conversation per client, the same body again and again
+                conv = AgentConversation(self.size, 500 + c, 2)
+                out.append([conv.body(1)] * self.per_client)
+            elif self.kind == "loop":  # a new conversation each batch, turn after turn
+                conv = AgentConversation(self.size, 1000 * rep + 600 + c, self.per_client)
+                out.append([conv.body(t) for t in range(self.per_client)])
+            else:  # every request a conversation never seen before
+                base = AgentConversation(self.size, 700 + c, 2).body(1)
+                out.append([retag(base, f"[{self.label} {c}.{rep}.{i}] ") for i in range(self.per_client)])
+        return out
+
+
+SHAPES = [
+    Shape("10 KB same body", 10_000, "same", 1, 40, 5),
+    Shape("10 KB agent loop", 10_000, "loop", 1, 40, 12),
+    Shape("10 KB new conversations", 10_000, "new", 1, 40, 5),
+    Shape("200 KB same body", 200_000, "same", 1, 30, 5),
+    Shape("200 KB agent loop", 200_000, "loop", 1, 40, 16, records=True, state=True),
+    Shape("200 KB new conversations", 200_000, "new", 1, 30, 5),
+    Shape("200 KB 8 conversations", 200_000, "loop", 8, 10, 3),
+    Shape("2 MB same body", 2_000_000, "same", 1, 10, 3),
+    Shape("2 MB agent loop", 2_000_000, "loop", 1, 40, 6, state=True),
+    Shape("2 MB new conversations", 2_000_000, "new", 1, 10, 3),
+    Shape("10 MB agent loop", 10_000_000, "loop", 1, 20, 4, state=True),
+]
+SHAPES_QUICK = [Shape("200 KB agent loop", 200_000, "loop", 1, 10, 2)]
+SHAPE_PROXIES = ("plain", "naive", "rewrite", "observe", "observe+records", "observe+state")
+
+
+@dataclass(slots=True)
+class ShapeRow:
+    shape: Shape
+    stats: dict[str, dict[str, float]]  # proxy -> p50, p99 (s), rps
+
+
+def _shape_proxies(upstream: str, tmp: Path, quick: bool) -> dict[str, Any]:
+    bridge = BRIDGE
+    naive = tmp / "naive_addon.py"
+    naive.write_text(NAIVE_ADDON)
+    proxies = {
+        "plain": reverse_proxy(upstream, None, None, tmp / "p1"),
+        "naive": reverse_proxy(upstream, str(naive), None, tmp / "p2"),
+        "rewrite": reverse_proxy(upstream, bridge, None, tmp / "p3", ("--set", "bridge_mode=rewrite")),
+        "observe": reverse_proxy(upstream, bridge, None, tmp / "p4", ("--set", "bridge_mode=observe")),
+        "observe+records": reverse_proxy(
+            upstream, bridge, tmp / "records", tmp / "p5", ("--set", "bridge_mode=observe")
+        ),
+        # The documented both-hops setup: the reading is stored before the request goes on.
+        "observe+state": reverse_proxy(
+            upstream, bridge, None, tmp / "p6", ("--set", "bridge_mode=observe", "--set", f"bridge_state={tmp}/st.db")
+        ),
+    }
+    if quick:
+        del proxies["observe+records"], proxies["observe+state"]
+    return proxies
+
+
+def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None = None) -> list[ShapeRow]:
+    """Every traffic shape through every proxy: an agent loop turn by turn, paired (``paired_turns``);
+    the other shapes in batches interleaved (rotating order)."""
+    plan = plan or (SHAPES_QUICK if quick else SHAPES)
+    rows = []
+    with Planner() as planner, tempfile.TemporaryDirectory(prefix="bridge-shapes-") as tmp:
+        proxies = _shape_proxies(planner.url, Path(tmp), quick)
+        for p in proxies.values():
+            p.start()
+        try:
+            for shape in plan:
+                names = [
+                    n
+                    for n in proxies
+                    if (shape.records or n != "observe+records") and (shape.state or n != "observe+state")
+                ]
+                urls = {n: proxies[n].url for n in names}
+                if shape.paired:
+                    stats = _paired_loop(shape, urls, Path(tmp) / "records")
+                else:
+                    stats = _batches(shape, urls, Path(tmp) / "records")
+                rows.append(ShapeRow(shape, stats))
+                log(_shape_line(rows[-1]))
+        finally:
+            for p in proxies.values():
+                p.stop()
+    return rows
+
+
+def _batches(shape: Shape, urls: dict[str, str], records: Path) -> dict[str, dict[str, float]]:
+    """Whole batches (every client's requests) through one proxy after another, rotating the order."""
+    names = list(urls)
+    warm = Workload(shape.size, shape.clients, bodies=[b[:1] for b in shape.batch(10_000)])
+    for n in names:  # connections, imports and caches warmed before measuring
+        send_batch(urls[n], warm, AGENT_UA)
+    lat: dict[str, list[float]] = {n: [] for n in names}
+    rps: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(shape.reps):
+        w = Workload(shape.size, shape.clients, bodies=shape.batch(r))
+        for n in names[r % len(names) :] + names[: r % len(names)]:
+            got, per_s = send_batch(urls[n], w, AGENT_UA)
+            lat[n] += got
+            rps[n].append(per_s)
+            if n == "observe+records":
+                drain_records(records)
+        del w
+    return {n: {"p50": median(lat[n]), "p99": pct(lat[n], 0.99), "rps": median(rps[n])} for n in names}
+
+
+# ---- the agent loop, turn by turn and paired ---------------------------------------------------
+#
+# A batch (a whole conversation through one proxy, then through the next) puts each proxy's
+# requests in a different stretch of time: on a shared 2-core machine a burst of other work
+# during one batch moves that proxy's figure alone. Here every turn goes to every proxy before
+# the next turn goes to any (each proxy still sees its own agent loop, the previous history plus
+# one round), in orders that put every proxy first, second, ... and after every other proxy
+# equally often; a proxy's figure and plain's come from the same moments.
+
+
+def balanced_orders(names: Sequence[str]) -> list[list[str]]:
+    """Orders of ``names`` (a Williams design) in which every name takes every position, and
+    follows every other name, equally often: ``len(names)`` orders, twice as many for an odd count
+    (whatever a request leaves running in its proxy weighs on every other proxy alike)."""
+    n = len(names)
+    first = [0] + [(i + 1) // 2 if i % 2 else n - i // 2 for i in range(1, n)]  # 0, 1, n-1, 2, n-2, ...
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return [[names[x] for x in row] for row in rows]
+
+
+def paired_turns(
+    conversations: Iterable[Sequence[bytes]],
+    names: Sequence[str],
+    send: Callable[[str, bytes], float],
+    after: Callable[[], None] = lambda: None,
+) -> dict[str, list[list[float]]]:
+    """Every conversation turn by turn: turn t goes to every proxy (``send(name, body)``, its
+    latency) before turn t + 1 goes to any, the turns taking the orders of ``balanced_orders``
+    one after another. ``after`` runs after each conversation. Latencies [proxy][conversation][turn].
+    The client's garbage collector waits for the end of each conversation."""
+    orders = balanced_orders(names)
+    lat: dict[str, list[list[float]]] = {n: [] for n in names}
+    k = 0
+    for bodies in conversations:
+        for n in names:
+            lat[n].append([])
+        gc.collect()
+        gc.disable()
+        try:
+            for body in bodies:
+                for n in orders[k % len(orders)]:
+                    lat[n][-1].append(send(n, body))
+                k += 1
+        finally:
+            gc.enable()
+        after()
+    return lat
+
+
+def paired_stats(lat: dict[str, list[list[float]]], base: str = "plain") -> dict[str, dict[str, float]]:
+    """Per proxy: p50 and p99 of all its turns, requests per second of its busy time, and its p50
+    ratio to ``base``'s 90% interval (``lo``, ``hi``: a bootstrap over the conversations, the run's
+    own uncertainty)."""
+    rng = random.Random(0)
+    convs = len(lat[base])
+    draws = [[rng.randrange(convs) for _ in range(convs)] for _ in range(200)]
+    stats = {}
+    for n, runs in lat.items():
+        flat = [x for run in runs for x in run]
+        boot = sorted(
+            median([x for c in draw for x in runs[c]]) / median([x for c in draw for x in lat[base][c]])
+            for draw in draws
+        )
+        stats[n] = {
+            "p50": median(flat),
+            "p99": pct(flat, 0.99),
+            "rps": len(flat) / sum(flat),
+            "lo": boot[len(boot) // 20],
+            "hi": boot[-1 - len(boot) // 20],
+        }
+    return stats
+
+
+def _paired_loop(shape: Shape, urls: dict[str, str], records: Path) -> dict[str, dict[str, float]]:
+    """The agent loop turn by turn through every proxy, paired: ``shape.reps`` conversations of
+    ``shape.per_client`` turns, each a new one (its first turn a first sight), after a warm-up
+    conversation that takes every proxy through its whole path (a first sight, in the worker for
+    a large body; resumed turns; records written)."""
+    names = list(urls)
+    conns = {n: Connection(url) for n, url in urls.items()}
+
+    def after() -> None:
+        if "observe+records" in urls:  # the writer catches up before the next conversation
+            drain_records(records)
+
+    def send(name: str, body: bytes) -> float:
+        return conns[name].post(body)
+
+    try:
+        paired_turns([shape.conversation(10_000, min(8, shape.per_client))], names, send, after)
+
+        def conversations() -> Iterator[list[bytes]]:
+            for r in range(shape.reps):
+                yield shape.conversation(r, shape.per_client)
+
+        return paired_stats(paired_turns(conversations(), names, send, after))
+    finally:
+        for c in conns.values():
+            c.close()
+
+
+def _shape_line(r: ShapeRow) -> str:
+    base = r.stats["plain"]
+    parts = [f"  {r.shape.label:26} plain p50 {base['p50'] * 1e3:7.2f} ms {base['rps']:5.0f}/s"]
+    for n, st in r.stats.items():
+        if n != "plain":
+            interval = f" [{st['lo']:.2f}-{st['hi']:.2f}]" if "lo" in st else ""
+            parts.append(f"| {n} {st['p50'] / base['p50']:.2f}x{interval}")
+    if r.shape.clients > 1:
+        parts.append("| rps " + " ".join(f"{n} {st['rps'] / base['rps']:.2f}x" for n, st in r.stats.items()))
+    return " ".join(parts)
