@@ -523,6 +523,25 @@ def test_body_that_does_not_decode_passes_untouched(bridge):
 # ---- bodies that cannot be rewritten -----------------------------------------
 
 
+@pytest.mark.parametrize("flow_detail", [None, 1, 0])
+def test_a_verdict_line_per_request_unless_mitmdump_is_quiet(bridge, caplog, flow_detail):
+    """One info line per bridged request; with flow_detail=0 (mitmdump's own per-flow lines off)
+    only a verdict that needs attention (a failure stated, an unobserved call) stays at info."""
+    nb, tctx = bridge
+    if flow_detail is not None:  # mitmdump's dumper declares it; mitmweb and the tests have none
+        tctx.options.add_option("flow_detail", int, 1, "")
+        tctx.options.update(flow_detail=flow_detail)
+    caplog.set_level(logging.DEBUG, logger=BRIDGE_LOGGER)
+    lines = {}
+    for name, body in (("ok", OK_BODY), ("failed", FAILED_BODY), ("unobserved", UNOBSERVED_BODY)):
+        f = chat_flow(body)
+        nb.request(f)
+        [line] = [r for r in caplog.records if f.id in r.getMessage()]
+        lines[name] = line.levelno
+    quiet = flow_detail == 0
+    assert lines == {"ok": logging.DEBUG if quiet else logging.INFO, "failed": logging.INFO, "unobserved": logging.INFO}
+
+
 def test_streamed_body_passes_with_a_visible_skip(bridge, caplog):
     nb, _ = bridge
     caplog.set_level(logging.WARNING, logger=BRIDGE_LOGGER)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mitmproxy import http
+from mitmproxy import ctx, http
 
 from ..core.pipeline import STEPPED, Rewrite
 from ..records.writer import RecordJob
@@ -31,12 +31,18 @@ def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
 
 def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome) -> None:
     """The one log line for a bridged request or frame (``where``); the flow is marked when its
-    steps state a failure or it kept unobserved calls."""
+    steps state a failure or it kept unobserved calls. With ``flow_detail=0`` (mitmdump's own
+    lines per flow off) a verdict that needs no attention goes to the debug log: a line per
+    request costs a quiet proxy more than reading the request's new part (mitmproxy hands
+    every log record to every addon)."""
     summary = out.summary
     if out.status in STEPPED:
-        if summary["failed"] or summary["unobserved"]:
+        attention = summary["failed"] or summary["unobserved"]
+        if attention:
             flow.marked = MARKER
-        log.info(f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")
+        level = logging.DEBUG if getattr(ctx.options, "flow_detail", 1) == 0 and not attention else logging.INFO
+        if log.isEnabledFor(level):
+            log.log(level, f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")
     elif out.status == "skipped":
         log.warning(f"bridge: {where}: passed through untouched: {out.reason}")
 
