@@ -337,9 +337,13 @@ class _Request:
         # written first: another proxy may serve the gateway's planner call).
         self.later = not self.emit and not hop.state.store.shared and deferrable(flow)
         self.size = 0
-        self.raw: bytes | None = None
         self.job: Job | None = None
         self.came: Original | None = None
+
+    @property
+    def raw(self) -> bytes | None:
+        """The decoded body (None: it could not be read)."""
+        return self.job.raw if self.job is not None else None
 
     def prepare(self) -> Outcome | None:
         req = self.flow.request
@@ -347,7 +351,7 @@ class _Request:
         if skipped is not None:
             return Outcome(skipped.status, skipped.reason)
         assert raw is not None
-        self.raw, self.size = raw, len(raw)
+        self.size = len(raw)
         ua = req.headers.get("user-agent")
         self.job = Job(raw, self.hop.config, req.path, ua, emit=self.emit, record=self.hop.recorder is not None)
         return None

@@ -76,16 +76,13 @@ def is_handshake(req: http.Request) -> bool:
     return req.method.upper() == "GET" and "websocket" in req.headers.get("upgrade", "").lower()
 
 
-def frame_type(content: bytes) -> str | None:
-    """The ``type`` of a JSON-object frame (None: not a JSON object, or no string type)."""
-    if _FRAME_MARK not in content:  # cheap: every frame the bridge wants names its type
-        return None
+def model_call(content: bytes) -> dict[str, Any] | None:
+    """The frame parsed, when it is a ``response.create`` model call (None: another frame, or not JSON)."""
     try:
         doc = orjson.loads(content)
     except orjson.JSONDecodeError:
         return None
-    t = doc.get("type") if isinstance(doc, dict) else None
-    return t if isinstance(t, str) else None
+    return doc if isinstance(doc, dict) and doc.get("type") == FRAME_TYPE else None
 
 
 def frames(flow: http.HTTPFlow) -> dict[str, dict[str, Any]]:
@@ -322,11 +319,8 @@ FrameDone = tuple[list[dict[str, Any]], Outcome, bytes | None]  # context, outco
 def frame_work(job: FrameJob, memo: Any) -> FrameDone | None:
     """The worker's part for a large frame: None when it is no model call, else what
     :func:`frame_outcome` gives. A failure raises (the worker reports it, the dispatch fails open)."""
-    try:
-        doc = orjson.loads(job.raw)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(doc, dict) or doc.get("type") != FRAME_TYPE:
+    doc = model_call(job.raw)
+    if doc is None:
         return None
     context, _ = answered_context(doc, job.held.get)
     del doc  # the core parses the frame again: not both at once (a frame may be 30 MB)
@@ -374,9 +368,11 @@ class _Frame:
 
     def here(self, whole: bool) -> Done:
         raw, req = self.raw, self.flow.request
-        if frame_type(raw) != FRAME_TYPE:
+        doc = model_call(raw)
+        if doc is None:
             return Done(None)
-        context, _ = context_for(self.flow, self.index, orjson.loads(raw))
+        context, _ = context_for(self.flow, self.index, doc)
+        del doc  # the core parses the frame again: not both at once
         ua, record = req.headers.get("user-agent"), self.nb.recorder is not None
         out, sent = frame_outcome(raw, context, self.nb.config, req.path, self.nb.memo, ua, self.emit, record)
         return Done(out, sent, context)

@@ -57,7 +57,7 @@ from .builder import Part, Placement, Tally, assemble, delta_start
 from .dialects import Cursor, DialectError, Output
 from .history import History, ToolCall, ToolResult
 from .settle import Span, cut_ok, settle
-from .splice import Reuse, Written
+from .splice import Reuse, Written, around
 
 MAX_ENTRIES = 64  # conversations remembered
 MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost about twice as much again
@@ -482,17 +482,6 @@ def _marks(
     return marks
 
 
-def _tail(doc: dict[str, Any], key: str) -> tuple[bytes, bytes]:
-    """The canonical bytes before the items (through "[") and after them (from "]")."""
-    keys = list(doc)
-    at = keys.index(key)
-    before = orjson.dumps({k: doc[k] for k in keys[:at]})
-    after = orjson.dumps({k: doc[k] for k in keys[at + 1 :]})
-    head = before[:-1] + (b"," if at else b"") + orjson.dumps(key) + b":["
-    tail = b"]" + (b"," + after[1:] if len(after) > 2 else b"}")
-    return head, tail
-
-
 def remember(
     raw: bytes,
     doc: dict[str, Any],
@@ -509,7 +498,7 @@ def remember(
     items = doc.get(dialect.ITEMS)
     if not isinstance(items, list) or not items:
         return None
-    head, tail = _tail(doc, dialect.ITEMS)
+    head, tail = around(doc, dialect.ITEMS)
     if not (raw.startswith(head) and raw.endswith(tail)):
         return None
     first_pos: dict[str, int] = {}

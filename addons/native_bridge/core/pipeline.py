@@ -217,8 +217,7 @@ def _rewrite(
         client_of = None if early is not None else (lambda doc: identify(hint, doc))
         resumed = _resume(memo, raw, dialect, config, client_of)  # type: ignore[arg-type]
         if resumed is not None:
-            config = resumed.entry.config
-            return _resumed(memo, dialect, resumed, emit, config)  # type: ignore[arg-type]
+            return _resumed(memo, dialect, resumed, emit)  # type: ignore[arg-type]
     if resume_only:
         return None
     try:
@@ -237,7 +236,7 @@ def _rewrite(
             resumed = _resume(memo, canon, dialect, config)  # type: ignore[arg-type]
             if resumed is not None:
                 del body, items  # the memo holds the items before the cut: free these first
-                return _resumed(memo, dialect, resumed, emit, config)  # type: ignore[arg-type]
+                return _resumed(memo, dialect, resumed, emit)  # type: ignore[arg-type]
         if canon is not None:  # read the same way, noting where the memo may cut
             history = History(client=config.client)
             reads = _memo.read_marked(dialect, items, Cursor(), history)
@@ -272,14 +271,12 @@ def _rewrite(
     return result
 
 
-def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit: bool, config: Config) -> Rewrite:
-    """The rewrite a resume made, finished; its entry remembered (with the body's arrays, which
-    the next turn copies: splice.py)."""
-    reuse = resumed.reuse if not memo.light else None
-    result = _finish(
-        dialect, resumed.doc, resumed.history, resumed.part, resumed.out, emit, resumed.delta, not memo.light, reuse
-    )
-    _fresh(result, resumed.fresh, resumed.decisions, config)
+def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit: bool) -> Rewrite:
+    """The rewrite a resume made, finished under its entry's config (the client an unnamed one was
+    told to be); the entry remembered, with the body's arrays the next turn copies (splice.py)."""
+    r = resumed
+    result = _finish(dialect, r.doc, r.history, r.part, r.out, emit, r.delta, not memo.light, r.reuse)
+    _fresh(result, r.fresh, r.decisions, resumed.entry.config)
     resumed.entry.written = result.written
     memo.put(resumed.entry, resumed.replaces)
     return result

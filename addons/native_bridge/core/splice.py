@@ -45,6 +45,17 @@ class Reuse:
     n_steps: int
 
 
+def around(doc: dict[str, Any], key: str) -> tuple[bytes, bytes]:
+    """``doc``'s orjson bytes before the array at ``key`` (through its "[") and after it (from "]")."""
+    keys = list(doc)
+    at = keys.index(key)
+    before = orjson.dumps({k: doc[k] for k in keys[:at]})
+    after = orjson.dumps({k: doc[k] for k in keys[at + 1 :]})
+    head = before[:-1] + (b"," if at else b"") + orjson.dumps(key) + b":["
+    tail = b"]" + (b"," + after[1:] if len(after) > 2 else b"}")
+    return head, tail
+
+
 def _element(x: Any) -> bytes:
     """``x`` as orjson writes it inside a body's top-level array (that depth: the same limit)."""
     return orjson.dumps({"": [x]})[_OPEN:-_CLOSE]
@@ -100,18 +111,15 @@ def encode(
     body whole). Raises orjson.JSONEncodeError as orjson.dumps would."""
     if steps_key in doc or delta_key in doc or items_key not in doc:
         return None
-    keys = list(doc)
-    at = keys.index(items_key)
-    before = orjson.dumps({k: doc[k] for k in keys[:at]})[1:-1]
-    after = orjson.dumps({k: doc[k] for k in keys[at + 1 :]})[1:-1]
+    head, tail = around(doc, items_key)
     old = reuse.written if reuse is not None else None
     k_items = _shared(items, reuse.out, reuse.n_items) if reuse is not None else 0
     k_steps = _shared(steps, reuse.docs, reuse.n_steps) if reuse is not None else 0
     b = _Body()
-    b.add(b"{" + before + (b"," if before else b"") + orjson.dumps(items_key) + b":[")
+    b.add(head)
     items_at = b.size
     item_ends = b.array(items, old, old.item_ends if old else [], old.items_at if old else 0, k_items)
-    b.add(b"]" + (b"," + after if after else b"") + b"," + orjson.dumps(steps_key) + b":[")
+    b.add(tail[:-1] + b"," + orjson.dumps(steps_key) + b":[")  # the steps go where the body's "}" was
     steps_at = b.size
     step_ends = b.array(steps, old, old.step_ends if old else [], old.steps_at if old else 0, k_steps)
     b.add(b"]," + orjson.dumps(delta_key) + b":" + orjson.dumps(delta) + b"}")
