@@ -40,7 +40,7 @@ except ImportError:  # run from a checkout whose package is not installed
 from native_bridge.core.conversation import conversation_key
 from native_bridge.core.kinds import KINDS, tool_map
 from native_bridge.core.pipeline import DIALECTS, Config, rewrite
-from native_bridge.inspect import replay as native_replay
+from native_bridge.inspect import replay as planner_replay
 
 
 @dataclass(slots=True)
@@ -76,8 +76,8 @@ class Entry:
 
 
 def entry_from_record(rec: dict[str, Any], source: str) -> Entry:
-    if rec.get("dialect") == native_replay.DIALECT:
-        return native_entry(native_replay.from_record(rec), rec, source)
+    if rec.get("dialect") == planner_replay.DIALECT:
+        return planner_entry(planner_replay.from_record(rec), rec, source)
     before_doc = rec.get("before")
     if isinstance(before_doc, dict):
         before: bytes | None = orjson.dumps(before_doc)
@@ -143,10 +143,10 @@ def read_flows(path: Path) -> tuple[list[Entry], list[str]]:
             if not isinstance(meta, dict):
                 unseen.append(f"{req.method} {redact.url(req.pretty_url)}")
                 continue
-            if meta.get("dialect") == native_replay.DIALECT:
+            if meta.get("dialect") == planner_replay.DIALECT:
                 when = datetime.fromtimestamp(req.timestamp_start, UTC).isoformat().replace("+00:00", "Z")
                 rec = {"flow_id": f.id, "time": when, "method": req.method, "url": req.pretty_url}
-                entries.append(native_entry(native_replay.from_flow(f), rec, f"{path} flow {f.id}"))
+                entries.append(planner_entry(planner_replay.from_flow(f), rec, f"{path} flow {f.id}"))
                 continue
             current = req.get_content(strict=False)
             rewritten = meta.get("status") == "rewritten"
@@ -251,11 +251,11 @@ def read_sources(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
 class NativeItem:
     """A SendUserCascadeMessage the planner hop saw, and the chat requests of the same sources."""
 
-    case: native_replay.NativeCase
+    case: planner_replay.PlannerCase
     chats: list[Entry] = field(default_factory=list)
     _seen: dict[int, list[Any]] = field(default_factory=dict)
 
-    def evidence(self, time: str, config: Config) -> native_replay.StoreEvidence:
+    def evidence(self, time: str, config: Config) -> planner_replay.StoreEvidence:
         """What the chat hop had observed when this send was made (chat requests up to its time)."""
         seen = []
         for chat in self.chats:
@@ -263,12 +263,12 @@ class NativeItem:
                 continue
             if id(chat) not in self._seen:
                 hint = getattr(chat, "client_hint", None)  # the User-Agent the addon saw, when the entry has it
-                self._seen[id(chat)] = native_replay.observations_of(chat.before, config, chat.path, hint)
+                self._seen[id(chat)] = planner_replay.observations_of(chat.before, config, chat.path, hint)
             seen += self._seen[id(chat)]
-        return native_replay.evidence(seen)
+        return planner_replay.evidence(seen)
 
 
-def native_entry(case: native_replay.NativeCase, rec: dict[str, Any], source: str) -> Entry:
+def planner_entry(case: planner_replay.PlannerCase, rec: dict[str, Any], source: str) -> Entry:
     return Entry(
         source=source,
         flow_id=str(rec.get("flow_id")),
@@ -277,7 +277,7 @@ def native_entry(case: native_replay.NativeCase, rec: dict[str, Any], source: st
         url=redact.url(str(rec.get("url", ""))),
         status=case.status,
         reason=case.reason,
-        dialect=native_replay.DIALECT,
+        dialect=planner_replay.DIALECT,
         before=None,
         after=None,
         steps=case.steps_after or [],
@@ -325,7 +325,7 @@ def _accounting_changes(old: list[dict[str, Any]], new: list[dict[str, Any]]) ->
 def compare(entry: Entry, config: Config) -> list[str]:
     """What would change for this entry under the current core; empty when nothing would."""
     if entry.native is not None:
-        return native_replay.recheck(entry.native.case, entry.native.evidence(entry.time, config))
+        return planner_replay.recheck(entry.native.case, entry.native.evidence(entry.time, config))
     if entry.before is None:
         return ["the original body is not available: cannot re-run"]
     if entry.context:  # a WebSocket frame answering server-held calls: the addon's own way
@@ -374,7 +374,7 @@ def compare(entry: Entry, config: Config) -> list[str]:
 
 def describe(entry: Entry) -> str:
     if entry.native is not None:
-        return native_replay.describe(entry.native.case)
+        return planner_replay.describe(entry.native.case)
     s = entry.summary
     text = f"{entry.status}"
     if entry.status == "rewritten":

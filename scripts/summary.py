@@ -21,12 +21,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # replay_check reads the sources (and puts the checkout's package on sys.path when it is not installed).
-from replay_check import Entry, explain, native_replay, read_sources, redact
+from replay_check import Entry, explain, planner_replay, read_sources, redact
 
 HEADERS = ("time", "flow", "request", "status", "items", "steps", "failed (exit)", "kept", "unobserved")
 
 
-def native_row(e: Entry) -> tuple[str, ...]:
+def planner_row(e: Entry) -> tuple[str, ...]:
     """A planner-hop send: steps the gateway sent -> steps the language server got, and what changed."""
     assert e.native is not None
     case = e.native.case
@@ -35,7 +35,7 @@ def native_row(e: Entry) -> tuple[str, ...]:
     if case.status != "corrected":
         status = f"{case.status}: {case.reason}" if case.reason else case.status
         return (clock, e.flow_id[:8], f"{e.method} {method}", status, "-", str(case.steps_in or "-"), "-", "-", "-")
-    codes = native_replay.exit_codes(case)
+    codes = planner_replay.exit_codes(case)
     failed = f"{len(codes)} ({', '.join(map(str, codes))})" if codes else "0"
     dropped = sum(a == "dropped" for _, a in case.changes)
     delivered = f" ({case.delta_start} delivered before)" if case.delta_start else ""
@@ -46,7 +46,7 @@ def native_row(e: Entry) -> tuple[str, ...]:
 
 def row(e: Entry) -> tuple[str, ...]:
     if e.native is not None:
-        return native_row(e)
+        return planner_row(e)
     before = explain.load_json(e.before)
     _, items_before = explain.history_items(before, e.dialect)
     s = e.summary
@@ -75,7 +75,7 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str] = HEADERS, inden
     return "\n".join(indent + line for line in lines)
 
 
-def native_totals(entries: Sequence[Entry]) -> str:
+def planner_totals(entries: Sequence[Entry]) -> str:
     """The planner hop's sends, counted by cascade."""
     cases = [e.native.case for e in entries if e.native is not None]
     cascades = {c.cascade_id for c in cases}
@@ -94,7 +94,7 @@ def native_totals(entries: Sequence[Entry]) -> str:
 
 
 def totals(entries: Sequence[Entry]) -> str:
-    entries = [e for e in entries if e.native is None]  # native sends: native_totals
+    entries = [e for e in entries if e.native is None]  # native sends: planner_totals
     rewritten = [e for e in entries if e.status == "rewritten"]
     steps = sum(len(e.steps) for e in rewritten)
     failed = sum(len(e.summary.get("failed_exit_codes") or []) for e in rewritten)
@@ -124,7 +124,7 @@ def render(entries: Sequence[Entry], unseen: Sequence[str] = ()) -> str:
     if any(e.native is None for e in entries):
         out.append(totals(entries))
     if any(e.native is not None for e in entries):
-        out.append(native_totals(entries))
+        out.append(planner_totals(entries))
     return "\n".join(out)
 
 

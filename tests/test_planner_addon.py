@@ -109,22 +109,22 @@ def test_the_planner_types_setting_reaches_the_correction(planner, types):
         assert [step_view(s).type for s in sent] == [28, 14, 105] and retyped == []
 
 
-def test_recheck_runs_a_native_flow_again_under_its_own_types_setting(planner):
+def test_recheck_runs_a_planner_flow_again_under_its_own_types_setting(planner):
     """replay_check re-runs a flow corrected with bridge_planner_types=keep under keep: no new
     'type' change appears, from the flow or from its record."""
-    from native_bridge.inspect import replay as native_replay
+    from native_bridge.inspect import replay as planner_replay
 
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_types="keep")
     f = planner_flow(fixture("grpc-turn1.bin"))
     pb.request(f)
-    case = native_replay.from_flow(f)
-    assert case.types == "keep" and native_replay.recheck(case) == []
+    case = planner_replay.from_flow(f)
+    assert case.types == "keep" and planner_replay.recheck(case) == []
     rec = records.to_record(record_job(f))
-    assert native_replay.from_record(rec).types == "keep"
-    assert native_replay.recheck(native_replay.from_record(rec)) == []
+    assert planner_replay.from_record(rec).types == "keep"
+    assert planner_replay.recheck(planner_replay.from_record(rec)) == []
     case.types = "official"  # the same flow under today's default: the types would change
-    assert any("new change" in line and ": type" in line for line in native_replay.recheck(case))
+    assert any("new change" in line and ": type" in line for line in planner_replay.recheck(case))
 
 
 def test_first_turn_is_corrected_backed_up_marked_and_annotated(planner):
@@ -232,10 +232,10 @@ def test_a_request_corrected_upstream_is_left_alone(planner):
     assert HANDLED_HEADER not in first.request.headers, "the backup is the request as it came"
 
 
-def test_recheck_runs_a_native_flow_again_under_its_own_setting(planner):
+def test_recheck_runs_a_planner_flow_again_under_its_own_setting(planner):
     """replay_check's core (inspect/replay.py): the flow's backup corrected again, with the
     recorded ledger prefix and bridge_planner_client, equals what was sent; a record too."""
-    from native_bridge.inspect import replay as native_replay
+    from native_bridge.inspect import replay as planner_replay
 
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_client="claude-code")
@@ -246,25 +246,25 @@ def test_recheck_runs_a_native_flow_again_under_its_own_setting(planner):
     pb.request(resumed)
     assert resumed.metadata[META]["planner_client"] == "claude-code"
     for f in (first, resumed):
-        case = native_replay.from_flow(f)
-        assert native_replay.recheck(case) == [], f.metadata[META]
+        case = planner_replay.from_flow(f)
+        assert planner_replay.recheck(case) == [], f.metadata[META]
         rec = records.to_record(record_job(f))
-        assert native_replay.recheck(native_replay.from_record(rec)) == []
-    assert native_replay.from_flow(resumed).delta_start == 4
-    case = native_replay.from_flow(first)
+        assert planner_replay.recheck(planner_replay.from_record(rec)) == []
+    assert planner_replay.from_flow(resumed).delta_start == 4
+    case = planner_replay.from_flow(first)
     assert case.cascade_id and case.client == "claude-code"
     # With the chat hop's observation of the agent's request (is_error and "Exit code 1"), which this
     # flow was corrected without, npm test's exit code would be stated: the evidence is part of the check.
     from native_bridge.core.pipeline import Config
 
-    seen = native_replay.observations_of(
+    seen = planner_replay.observations_of(
         fixture("chat-turn1.json"), Config(), "/v1/messages", "claude-cli/2.1.332 (external, cli)"
     )
-    lines = native_replay.recheck(case, native_replay.evidence(seen))
+    lines = planner_replay.recheck(case, planner_replay.evidence(seen))
     assert "     now   #0   run_command      DONE   exit 1   $ npm test" in lines, lines
     case.sent = (case.sent or b"") + b"\0"  # the bytes sent are compared too
     case.client = "claude-code"
-    assert native_replay.recheck(case) == ["the corrected body differs outside the steps"]
+    assert planner_replay.recheck(case) == ["the corrected body differs outside the steps"]
 
 
 # ---- every call that carries tool history (issue 19 items 4 and 5) ----------------------
@@ -404,14 +404,14 @@ def test_an_itemless_resend_of_delivered_steps_goes_as_it_came(planner):
     assert len(pb.state.store.delivered("cascade-1")) == 2, "the ledger is not shortened"
     rec = records.to_record(record_job(again))
     assert "neither items nor steps" in rec["reason"]
-    from native_bridge.inspect import replay as native_replay
+    from native_bridge.inspect import replay as planner_replay
 
-    assert native_replay.recheck(native_replay.from_flow(again)) == []
-    assert native_replay.recheck(native_replay.from_record(rec)) == []
+    assert planner_replay.recheck(planner_replay.from_flow(again)) == []
+    assert planner_replay.recheck(planner_replay.from_record(rec)) == []
 
 
 def test_recheck_of_replay_and_interaction_flows(planner):
-    from native_bridge.inspect import replay as native_replay
+    from native_bridge.inspect import replay as planner_replay
 
     kit = _kit()
     pb, _ = planner
@@ -419,8 +419,8 @@ def test_recheck_of_replay_and_interaction_flows(planner):
     for path, body in ((REPLAY, kit.replay_request(steps)), (INTERACT, kit.interaction_request())):
         f = planner_flow(kit.grpc(body), path=path)
         pb.request(f)
-        case = native_replay.from_flow(f)
+        case = planner_replay.from_flow(f)
         assert case.method == path.rsplit("/", 1)[1] and case.cascade_id == "cascade-1"
-        assert native_replay.recheck(case) == [], f.metadata[META]
+        assert planner_replay.recheck(case) == [], f.metadata[META]
         rec = records.to_record(record_job(f))
-        assert native_replay.recheck(native_replay.from_record(rec)) == []
+        assert planner_replay.recheck(planner_replay.from_record(rec)) == []

@@ -23,8 +23,7 @@ from ..records import planner as planner_record
 from ..records import redact
 from ..records.writer import Recorder, RecordJob
 from ..runtime import META
-from . import explain
-from . import planner_view as native_view
+from . import explain, planner_view
 from .view import bridge_config, explain_flow, original_body, verdict
 
 logger = logging.getLogger(__name__)
@@ -60,8 +59,8 @@ def diff_flow(f: http.HTTPFlow) -> str:
 def _diff_flow(f: http.HTTPFlow) -> str:
     if f.websocket is not None and websocket.frames(f):
         return f"{_title(f)}\n{websocket.diff_text(f, bridge_config())}"
-    if native_view.is_planner_flow(f):
-        return f"{_title(f)}\n{native_view.diff_text(native_view.explain_planner(f))}"
+    if planner_view.is_planner_flow(f):
+        return f"{_title(f)}\n{planner_view.diff_text(planner_view.explain_planner(f))}"
     if (text := verdict(f)) is not None:  # not rewritten: nothing changed
         return f"{_title(f)}\n{text}\n"
     ex = explain_flow(f)
@@ -89,8 +88,8 @@ def record_job(f: http.HTTPFlow) -> RecordJob:
         summary=summary,
         comment=f.comment,
     )
-    if native_view.is_planner_flow(f):
-        job.dialect, job.before = native_view.DIALECT, None
+    if planner_view.is_planner_flow(f):
+        job.dialect, job.before = planner_view.DIALECT, None
         job.native = planner_record.from_flow(f)
         job.notes = ["exported from a flow by bridge.export"]
     elif status == "rewritten":

@@ -34,11 +34,11 @@ from ..runtime.store import MemoryStore, Observation, StoreEvidence
 from . import explain
 from .planner_view import DIALECT, call_of_flow, original_raw
 
-__all__ = ["DIALECT", "NativeCase", "evidence", "from_flow", "from_record", "observations_of", "recheck"]
+__all__ = ["DIALECT", "PlannerCase", "evidence", "from_flow", "from_record", "observations_of", "recheck"]
 
 
 @dataclass(slots=True)
-class NativeCase:
+class PlannerCase:
     """One call (a SendUserCascadeMessage, a replay, an interaction) as the planner hop handled it."""
 
     status: str
@@ -77,13 +77,13 @@ def _changes(items: Any) -> list[tuple[int, str]]:
     ]
 
 
-def from_record(rec: Mapping[str, Any]) -> NativeCase:
+def from_record(rec: Mapping[str, Any]) -> PlannerCase:
     native = rec.get("native") or {}
     headers = {str(k).lower(): str(v) for k, v in rec.get("request_headers") or []}
     body_hex = native.get("body_hex")
     summary = rec.get("summary") or {}
     after = native.get("steps_after")
-    return NativeCase(
+    return PlannerCase(
         status=str(rec.get("status")),
         reason=str(rec.get("reason", "")),
         original=bytes.fromhex(body_hex) if isinstance(body_hex, str) else None,
@@ -101,7 +101,7 @@ def from_record(rec: Mapping[str, Any]) -> NativeCase:
     )
 
 
-def from_flow(flow: Any) -> NativeCase:
+def from_flow(flow: Any) -> PlannerCase:
     """From a flow the planner hop saw (``flow.metadata["bridge"]["dialect"] == "cascade"``)."""
     meta = flow.metadata.get(META) or {}
     headers = {k.lower(): v for k, v in flow.request.headers.items()}
@@ -112,7 +112,7 @@ def from_flow(flow: Any) -> NativeCase:
     came = read_body(original, headers, call)
     before, after = (came.steps if came else None), _steps(sent, headers, call)
     cascade_id = came.cascade_id if came else None
-    return NativeCase(
+    return PlannerCase(
         status=str(meta.get("status")),
         reason=str(meta.get("reason", "")),
         original=original,
@@ -149,7 +149,7 @@ def evidence(seen: Iterable[Observation] = ()) -> StoreEvidence:
 # ---- comparing -----------------------------------------------------------------------------
 
 
-def rerun(case: NativeCase, evidence: StoreEvidence | None = None) -> PlannerResult:
+def rerun(case: PlannerCase, evidence: StoreEvidence | None = None) -> PlannerResult:
     """Today's correction of the original body, with the recorded ledger prefix and settings."""
     if case.original is None:
         return PlannerResult("skipped", "the original body is not available", method=case.method)
@@ -172,7 +172,7 @@ def _clean(steps: Sequence[dict[str, Any]], redacted: bool) -> list[dict[str, An
     return [redact.body(s) for s in steps] if redacted else list(steps)
 
 
-def recheck(case: NativeCase, evidence: StoreEvidence | None = None) -> list[str]:
+def recheck(case: PlannerCase, evidence: StoreEvidence | None = None) -> list[str]:
     """What would change for this send under today's corrections; empty when nothing would."""
     if case.original is None:
         if case.status == "skipped":
@@ -197,7 +197,7 @@ def recheck(case: NativeCase, evidence: StoreEvidence | None = None) -> list[str
     return out
 
 
-def describe(case: NativeCase) -> str:
+def describe(case: PlannerCase) -> str:
     text = case.status if case.method == SEND.method else f"{case.method}: {case.status}"
     if case.status == "corrected":
         text += f", {case.steps_in} -> {case.steps_out} steps"
@@ -210,7 +210,7 @@ def describe(case: NativeCase) -> str:
     return text
 
 
-def exit_codes(case: NativeCase) -> list[int]:
+def exit_codes(case: PlannerCase) -> list[int]:
     """The non-zero exit codes of the run_command steps sent upstream."""
     out = []
     for s in case.steps_after or []:

@@ -16,7 +16,7 @@ from mitmproxy import http
 
 from ..cascade.calls import CALLS, SEND, decode_interaction
 from ..cascade.correct import PlannerResult, payload, read_body, redact_body
-from ..inspect import planner_view as native_view
+from ..inspect import planner_view
 from ..runtime import META
 from ..runtime.worker import by_reference
 from . import redact
@@ -37,8 +37,8 @@ def from_flow(flow: http.HTTPFlow) -> PlannerJob:
     meta = flow.metadata.get(META) or {}
     headers = {k.lower(): v for k, v in flow.request.headers.items()}
     corrected = meta.get("status") == "corrected"
-    original = native_view.original_raw(flow) if corrected else flow.request.raw_content
-    call = native_view.call_of_flow(flow)
+    original = planner_view.original_raw(flow) if corrected else flow.request.raw_content
+    call = planner_view.call_of_flow(flow)
     before, after = read_body(original, headers, call), read_body(flow.request.raw_content, headers, call)
     result = PlannerResult(
         str(meta.get("status")),
