@@ -523,23 +523,29 @@ def test_body_that_does_not_decode_passes_untouched(bridge):
 # ---- bodies that cannot be rewritten -----------------------------------------
 
 
-@pytest.mark.parametrize("flow_detail", [None, 1, 0])
-def test_a_verdict_line_per_request_unless_mitmdump_is_quiet(bridge, caplog, flow_detail):
+@pytest.mark.parametrize("flow_detail,verbosity", [(None, None), (1, None), (0, None), (0, "info"), (0, "debug")])
+def test_a_verdict_line_per_request_unless_mitmdump_is_quiet(bridge, caplog, flow_detail, verbosity):
     """One info line per bridged request; with flow_detail=0 (mitmdump's own per-flow lines off)
-    only a verdict that needs attention (a failure stated, an unobserved call) stays at info."""
+    only a verdict that needs attention (a failure stated, an unobserved call) stays at info,
+    and the others are debug lines, made only when termlog_verbosity=debug shows them."""
     nb, tctx = bridge
-    if flow_detail is not None:  # mitmdump's dumper declares it; mitmweb and the tests have none
+    # mitmdump's dumper and termlog declare these; mitmweb and the tests have none
+    if flow_detail is not None:
         tctx.options.add_option("flow_detail", int, 1, "")
         tctx.options.update(flow_detail=flow_detail)
+    if verbosity is not None:
+        tctx.options.add_option("termlog_verbosity", str, "info", "")
+        tctx.options.update(termlog_verbosity=verbosity)
     caplog.set_level(logging.DEBUG, logger=BRIDGE_LOGGER)
     lines = {}
     for name, body in (("ok", OK_BODY), ("failed", FAILED_BODY), ("unobserved", UNOBSERVED_BODY)):
         f = chat_flow(body)
         nb.request(f)
-        [line] = [r for r in caplog.records if f.id in r.getMessage()]
-        lines[name] = line.levelno
-    quiet = flow_detail == 0
-    assert lines == {"ok": logging.DEBUG if quiet else logging.INFO, "failed": logging.INFO, "unobserved": logging.INFO}
+        lines[name] = [r.levelno for r in caplog.records if f.id in r.getMessage()]
+    ok = [logging.INFO]
+    if flow_detail == 0:
+        ok = [logging.DEBUG] if verbosity == "debug" else []
+    assert lines == {"ok": ok, "failed": [logging.INFO], "unobserved": [logging.INFO]}
 
 
 def test_streamed_body_passes_with_a_visible_skip(bridge, caplog):

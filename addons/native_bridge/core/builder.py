@@ -173,9 +173,7 @@ def delta_start(history: History, step_calls: list[ToolCall]) -> int:
     return i
 
 
-def _decide(
-    history: History, kinds: Collection[str], tool_kinds: Mapping[str, str], keep: Mapping[int, str] | None = None
-) -> list[_Decision]:
+def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str]) -> list[_Decision]:
     call_ids = Counter(c.id for c in history.calls)
     result_ids = Counter(r.call_id for r in history.results)
     results = {r.call_id: r for r in history.results}
@@ -217,11 +215,20 @@ def _decide(
         except Refusal as e:
             d.code, d.reason = "untranslatable", str(e)
             continue
-        if keep and (call.pos in keep or result.pos in keep):
-            d.code, d.reason = "validity", keep.get(call.pos) or keep[result.pos]
-            continue
         d.kind = kind
     return decisions
+
+
+def _kept(decisions: list[_Decision], keep: Mapping[int, str]) -> list[_Decision]:
+    """``decisions`` with the step pairs that ``keep`` names kept back as messages (a decision
+    is never changed once made: a kept one is a new one)."""
+    out = []
+    for d in decisions:
+        if d.kind is not None and (d.call.pos in keep or d.result.pos in keep):  # type: ignore[union-attr]
+            why = keep.get(d.call.pos) or keep[d.result.pos]  # type: ignore[union-attr]
+            d = _Decision(d.call, d.result, None, d.inputs, d.observed, "validity", why)
+        out.append(d)
+    return out
 
 
 def _result_placement(result: ToolResult, by_id: dict[str, _Decision], step_of: dict[int, int]) -> Placement:
@@ -261,12 +268,17 @@ def assemble(
     tool_kinds: Mapping[str, str],
     step_base: int = 0,
     keep: Mapping[int, str] | None = None,
+    prior: list[_Decision] | None = None,
 ) -> Part:
     """Decide every pair and lay out steps and placements; step indices start at ``step_base``.
 
     ``keep``: positions (of a call or a result) whose pair stays in the messages, and why
-    (the dialect writer's pins: taking the pair out would leave the request invalid)."""
-    decisions = _decide(history, kinds, tool_kinds, keep)
+    (the dialect writer's pins: taking the pair out would leave the request invalid).
+    ``prior``: this history's decisions made before (settle.py's earlier round): only the
+    kept pairs change, so nothing is read or parsed again."""
+    decisions = _decide(history, kinds, tool_kinds) if prior is None else prior
+    if keep:
+        decisions = _kept(decisions, keep)
     docs, sources, step_calls, step_of = [], [], [], {}
     for d in decisions:
         if d.kind is not None:

@@ -140,17 +140,23 @@ def _light_items(items: Any, raw: bytes, stop: int) -> LazyItems:
     """``items`` (of the canonical body ``raw``, whose array ends at ``stop``) holding none:
     the last ``LIGHT_ITEMS`` readable again from ``raw``."""
     n = len(items)
-    known = items.spans if isinstance(items, LazyItems) else {}
-    spans, end = {}, stop
-    for i in range(n - 1, max(n - LIGHT_ITEMS, 0) - 1, -1):
-        span = known.get(i)
-        if span is None:  # a real item: the bytes it was read from are orjson's encoding of it
-            v = list.__getitem__(items, i)
-            if v is _GONE:  # resumed from an earlier cut: the window reaches no further back
-                break
-            span = (end - len(orjson.dumps(v)), end)
-        spans[i] = span
-        end = span[0] - 1  # the "," before it
+    lo = max(n - LIGHT_ITEMS, 0)
+    spans, end, i = {}, stop, n - 1
+    while i >= lo:  # the real items at the end: the bytes they were read from are orjson's encoding of them
+        v = list.__getitem__(items, i)
+        if v is _GONE:
+            break
+        spans[i] = (end - len(orjson.dumps(v)), end)
+        end = spans[i][0] - 1  # the "," before it
+        i -= 1
+    if i >= lo and isinstance(items, LazyItems):  # light already below: their spans, down to the first not held
+        held = {j: span for j, span in items.spans.items() if lo <= j <= i}
+        if held and (i not in held or len(held) != i - min(held) + 1):  # not one run down from i
+            held = {}
+            while i >= lo and (span := items.spans.get(i)) is not None:
+                held[i] = span
+                i -= 1
+        spans.update(held)
     return LazyItems([_GONE] * n, raw, spans)
 
 
@@ -164,21 +170,25 @@ def _slim_result(r: Any) -> Any:
     return ToolResult(r.pos, r.turn, r.call_id, None, r.is_error, r.exit_code, r.placeholder)
 
 
-def _recent(xs: list[Any], slim: Any) -> list[Any]:
+def _recent(xs: list[Any], slim: Any, light: int = 0) -> list[Any]:
     """The last ``LIGHT_ITEMS`` of ``xs`` made light, the older ones dropped (a resume looks at
-    the last round only: delta_start; one that looks further raises, and the full read runs)."""
+    the last round only: delta_start; one that looks further raises, and the full read runs);
+    ``xs[:light]`` is light already (a light entry's, resumed)."""
     k = max(0, len(xs) - LIGHT_ITEMS)
-    return [_GONE] * k + [slim(x) for x in xs[k:]]
+    done = max(k, light)
+    return [_GONE] * k + xs[k:done] + [slim(x) for x in xs[done:]]
 
 
-def _light(entry: Entry) -> Entry:
-    """The entry as a light memo keeps it."""
+def _light(entry: Entry, base: Mark | None = None) -> Entry:
+    """The entry as a light memo keeps it; ``base``: the mark of a light entry it was resumed
+    from (what lies before it is light already)."""
+    calls, results, steps = (base.n_calls, base.n_results, base.n_steps) if base is not None else (0, 0, 0)
     return replace(
         entry,
         items=_light_items(entry.items, entry.raw, entry.stop),
-        calls=_recent(entry.calls, _slim_call),
-        results=_recent(entry.results, _slim_result),
-        step_calls=_recent(entry.step_calls, _slim_call),
+        calls=_recent(entry.calls, _slim_call, calls),
+        results=_recent(entry.results, _slim_result, results),
+        step_calls=_recent(entry.step_calls, _slim_call, steps),
         docs=[_GONE] * len(entry.docs),  # the marks' tallies count them
         sources=[_GONE] * len(entry.sources),
         accounting=[_GONE] * len(entry.accounting),  # likewise
@@ -667,7 +677,7 @@ def resume(
     marks = _thin(marks + [m for m in fresh if m.index > b])
     successor = _entry(dialect, config, raw, entry.head, end, marks, items, whole, joined, out.items, first_pos)
     if entry.light:
-        successor = _light(successor)
+        successor = _light(successor, mark)
     memo.hits += 1
     # Going on from near the end of the entry's body, this is the same conversation: it takes
     # the entry's place. From early on (another conversation with the same system prompt, an

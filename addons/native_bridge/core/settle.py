@@ -67,7 +67,7 @@ def settle(
         for p, (why, horizon) in new.items():
             keep[p] = why
             spans.append((call_pos.get(call_of.get(p), p), horizon))
-        part = assemble(history, kinds, tool_kinds, step_base, keep)
+        part = assemble(history, kinds, tool_kinds, step_base, keep, prior=part.decisions)
 
 
 def cut_ok(dialect: ModuleType, items: Any, index: int, pos: int, spans: list[Span]) -> bool:
