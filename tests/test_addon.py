@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from mitmproxy import exceptions, hooks, http, io
+from mitmproxy import exceptions, flowfilter, hooks, http, io
 from mitmproxy.net import encoding
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop import addon as addon_module
@@ -154,6 +154,53 @@ def test_bad_filter_is_refused(bridge):
     assert not nb.filter(chat_flow())
 
 
+_PATHS = [
+    f"{prefix}{end}{tail}"
+    for prefix in ("", "/v1", "/api/openai/v1", "/V1")
+    for end in (
+        "/chat/completions",
+        "/CHAT/Completions",
+        "/messages",
+        "/messages/count_tokens",
+        "/responses",
+        "/responses/resp_1",
+        "/chat/completions/extra",
+        "/completions",
+        "/models/gemini-2.5-pro:generateContent",
+        "/models/gemini-2.5-pro:streamGenerateContent",
+        "/models/a/b:generateContent",
+        "/models/gemini:countTokens",
+        "/",
+    )
+    for tail in ("", "?alt=sse", "?x=/messages", "#/chat/completions", "/")
+]
+
+
+@pytest.mark.parametrize("method", ["POST", "post", "GET", "PUT"])
+@pytest.mark.parametrize("websocket", [False, True])
+def test_the_default_filter_selects_what_mitmproxy_would(bridge, method, websocket):
+    """The default filter is read from the path (addon.DefaultFilter), with mitmproxy's own answer
+    for every method, path, query and fragment."""
+    nb, _ = bridge
+    assert isinstance(nb.filter, addon_module.DefaultFilter)
+    reference = flowfilter.parse(DEFAULT_FILTER)
+    for path in _PATHS:
+        f = tflow.twebsocketflow() if websocket else chat_flow(path=path)
+        f.request.method, f.request.path = method, path
+        assert nb.filter(f) == reference(f), (method, path, websocket)
+    assert nb.filter(chat_flow(path="/v1/chat/completions"))  # the corpus selects some and not others
+    assert not nb.filter(chat_flow(path="/v1/chat/completions/extra"))
+
+
+def test_the_default_filter_ignores_the_host_header(bridge):
+    """``~u`` would search the URL built from a Host header; the default filter reads the path only."""
+    nb, _ = bridge
+    f = chat_flow(path="/v1/other")
+    f.request.headers["host"] = "gateway/v1/messages?"
+    assert flowfilter.parse(DEFAULT_FILTER)(f)  # mitmproxy's ~u finds the path in the Host header
+    assert not nb.filter(f)
+
+
 @pytest.mark.parametrize("kinds", [["run_command", "teleport"], ["RUN_COMMAND"], ["Bash"]])
 def test_unknown_kinds_are_refused(bridge, kinds):
     nb, tctx = bridge
@@ -213,7 +260,8 @@ def test_entry_script_loads_the_addon_with_its_options():
             assert isinstance(nb, ChatHop)
             assert tctx.options.bridge_filter == DEFAULT_FILTER
             assert tctx.options.bridge_mode == "observe"  # the default never removes history
-            tctx.options.update(bridge_mode="rewrite")
+            tctx.options.update(bridge_mode="rewrite")  # a script's addons are configured by its loader:
+            tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook({"bridge_mode"}))
             f = chat_flow()
             nb.request(f)
             assert "additional_steps" in body_of(f)

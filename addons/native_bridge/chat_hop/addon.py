@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 
 from mitmproxy import ctx, exceptions, flowfilter, http
@@ -19,7 +20,7 @@ from ..runtime.later import Original, back_up, deferrable, original
 from ..runtime.state import BridgeState
 from . import websocket
 from .jobs import Job, Outcome, bridge, resume
-from .verdict import announce, comment, error, record_job
+from .verdict import announce, calm_level, comment, error, record_job
 
 logger = logging.getLogger(__name__)
 
@@ -29,11 +30,30 @@ logger = logging.getLogger(__name__)
 # Second branch: Responses over WebSocket (Codex), a GET /responses whose handshake the server accepted
 # (~websocket: the flow carries a WebSocket); its client frames go to the websocket_message hook
 # (websocket.py). A plain GET /responses (no upgrade) is not selected.
-DEFAULT_FILTER = (
-    r'(~m POST & ~u "^[^?#]*(/(chat/completions|messages|responses)'
-    r'|/models/[^/?#:]+:(generateContent|streamGenerateContent))([?#]|$)")'
-    r' | (~websocket & ~m GET & ~u "^[^?#]*/responses([?#]|$)")'
+CHAT_URL = (
+    r"^[^?#]*(/(chat/completions|messages|responses)"
+    r"|/models/[^/?#:]+:(generateContent|streamGenerateContent))([?#]|$)"
 )
+WEBSOCKET_URL = r"^[^?#]*/responses([?#]|$)"
+DEFAULT_FILTER = f'(~m POST & ~u "{CHAT_URL}") | (~websocket & ~m GET & ~u "{WEBSOCKET_URL}")'
+
+
+class DefaultFilter:
+    """DEFAULT_FILTER as mitmproxy evaluates it (the same regexes and case rule), with its URL
+    regexes run on the request's path: they look at nothing before it, and building the whole
+    URL (``pretty_url``) is most of the filter's cost, about 25 µs on every chat request. A
+    ``Host`` header can then never select a request (``Host: x/messages?`` would for ``~u``)."""
+
+    def __init__(self) -> None:
+        case = flowfilter.maybe_ignore_case
+        self.post, self.get = re.compile(b"POST", case), re.compile(b"GET", case)
+        self.chat, self.websocket = re.compile(CHAT_URL, case), re.compile(WEBSOCKET_URL, case)
+
+    def __call__(self, flow: http.HTTPFlow) -> bool:
+        req = flow.request
+        if self.post.search(req.data.method) and self.chat.search(req.path):
+            return True
+        return flow.websocket is not None and bool(self.get.search(req.data.method) and self.websocket.search(req.path))
 
 
 def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
@@ -103,9 +123,8 @@ def record_limits(opts) -> Limits:
     return Limits(max_record, max_total, max_age, opts.bridge_records_skipped_bodies)
 
 
-def decode(req: http.Request) -> tuple[bytes | None, Rewrite | None]:
-    """The decoded body, or why it cannot be rewritten."""
-    limit = ctx.options.bridge_max_body
+def decode(req: http.Request, limit: int) -> tuple[bytes | None, Rewrite | None]:
+    """The decoded body (at most ``limit`` bytes: bridge_max_body), or why it cannot be rewritten."""
     too_big = Rewrite("skipped", f"body larger than bridge_max_body ({limit} bytes)")
     if req.stream or req.raw_content is None:
         return None, Rewrite("skipped", "body is streamed (stream_large_bodies), it cannot be rewritten")
@@ -128,12 +147,16 @@ class ChatHop:
         self.state = state or BridgeState()
         self.h2c = h2c  # the planner listeners: their gRPC flows are never chat requests
         self.config = Config()
-        self.filter: flowfilter.TFilter | None = None
+        self.filter: flowfilter.TFilter | DefaultFilter | None = None
         self.recorder: Recorder | None = None
         # The conversations this addon has read: a resumed one costs only its new part. Light
         # (configure) in observe mode without records: then it holds about one body per conversation.
         self.memo = Memo()
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
+        # The options read on every request, as configure last saw them (ctx.options copies a
+        # value on each read).
+        self.on, self.emit, self.max_body, self.stream_replies = True, False, 32 * 1024 * 1024, True
+        self.calm: int | None = logging.INFO  # verdict.calm_level
 
     def load(self, loader) -> None:
         loader.add_option("bridge", bool, True, "Bridge planner-bound chat requests (see bridge_mode).")
@@ -193,7 +216,8 @@ class ChatHop:
         opts = ctx.options
         if "bridge_filter" in updated:
             try:
-                self.filter = flowfilter.parse(opts.bridge_filter)
+                is_default = opts.bridge_filter == DEFAULT_FILTER
+                self.filter = DefaultFilter() if is_default else flowfilter.parse(opts.bridge_filter)
             except ValueError as e:
                 raise exceptions.OptionsError(f"bridge_filter: {e}") from e
         if updated & {"bridge_kinds", "bridge_tools", "bridge_dialect"}:
@@ -225,6 +249,8 @@ class ChatHop:
             if opts.bridge_records:
                 self.recorder = Recorder(directory, isolate=True, limits=self.record_limits)
             self.state.recorder = self.recorder  # the planner hop writes there too, unless it has its own
+        self.on, self.emit, self.max_body = opts.bridge, opts.bridge_mode == "rewrite", opts.bridge_max_body
+        self.stream_replies, self.calm = opts.bridge_stream_replies, calm_level(opts)
         light = opts.bridge_mode == "observe" and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
             self.memo = Memo(light=light)
@@ -238,7 +264,7 @@ class ChatHop:
             self.state.dispatch.close()
 
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        if not ctx.options.bridge or META in flow.metadata:
+        if not self.on or META in flow.metadata:
             return
         if flow.live and (flow.response or flow.error):
             return
@@ -273,7 +299,7 @@ class ChatHop:
         # mitmproxy buffers a reply unless told to stream it: an agent waiting on SSE
         # would see nothing until the planner finished.
         resp = flow.response
-        if META not in flow.metadata or not ctx.options.bridge_stream_replies or resp is None or resp.stream:
+        if META not in flow.metadata or not self.stream_replies or resp is None or resp.stream:
             return
         if resp.raw_content is not None:  # already whole (server replay, -nr, an addon's reply): nothing streams
             return
@@ -310,7 +336,7 @@ class ChatHop:
         the verdict on the flow (mark, comment, metadata), its log line and its record."""
         if came is not None:
             back_up(flow, came)
-        announce(logger, flow, f"flow {flow.id}", out)
+        announce(logger, flow, f"flow {flow.id}", out, self.calm)
         flow.comment = comment(out, out.summary)
         flow.metadata[META] = {"status": out.status, "reason": out.reason, **out.summary}
         if self.recorder is not None:
@@ -331,7 +357,7 @@ class _Request:
     def __init__(self, hop: ChatHop, flow: http.HTTPFlow) -> None:
         self.hop, self.flow = hop, flow
         self.where = f"flow {flow.id}"
-        self.emit = ctx.options.bridge_mode == "rewrite"
+        self.emit = hop.emit
         # Observe mode with the state in this process: the body goes as it came, so it need not
         # wait for the reading; this process's planner hop waits for it (a shared state file is
         # written first: another proxy may serve the gateway's planner call).
@@ -347,7 +373,7 @@ class _Request:
 
     def prepare(self) -> Outcome | None:
         req = self.flow.request
-        raw, skipped = decode(req)
+        raw, skipped = decode(req, self.hop.max_body)
         if skipped is not None:
             return Outcome(skipped.status, skipped.reason)
         assert raw is not None

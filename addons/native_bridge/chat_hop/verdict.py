@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mitmproxy import ctx, http
+from mitmproxy import http
 
 from ..core.pipeline import STEPPED, Rewrite
 from ..records.writer import RecordJob
@@ -29,24 +29,30 @@ def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
     return text
 
 
-def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome) -> None:
-    """The one log line for a bridged request or frame (``where``); the flow is marked when its
-    steps state a failure or it kept unobserved calls. With ``flow_detail=0`` (mitmdump's own
-    lines per flow off) a verdict that needs no attention is a debug line, made only when
+def calm_level(options: Any) -> int | None:
+    """The log level of a verdict that needs no attention; None: no line. With ``flow_detail=0``
+    (mitmdump's own lines per flow off) it is a debug line, made only when
     ``termlog_verbosity=debug`` shows it: any log record, even one no handler prints, costs a
     quiet proxy about 0.2 ms (mitmproxy formats it and hands it to every addon as an
-    ``add_log`` event), more than reading a 200 KB request's new part."""
+    ``add_log`` event), more than reading a 200 KB request's new part. mitmweb and the tests
+    declare neither option."""
+    if getattr(options, "flow_detail", 1) != 0:
+        return logging.INFO
+    return logging.DEBUG if getattr(options, "termlog_verbosity", "info") == "debug" else None
+
+
+def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome, calm: int | None) -> None:
+    """The one log line for a bridged request or frame (``where``); the flow is marked when its
+    steps state a failure or it kept unobserved calls, and logged at info. Any other verdict is
+    logged at ``calm`` (:func:`calm_level`; None: not at all)."""
     summary = out.summary
     if out.status in STEPPED:
         attention = summary["failed"] or summary["unobserved"]
         if attention:
             flow.marked = MARKER
-        level = logging.INFO
-        if not attention and getattr(ctx.options, "flow_detail", 1) == 0:
-            if getattr(ctx.options, "termlog_verbosity", "info") != "debug":
-                return
-            level = logging.DEBUG
-        log.log(level, f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")
+        level = logging.INFO if attention else calm
+        if level is not None:
+            log.log(level, f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")
     elif out.status == "skipped":
         log.warning(f"bridge: {where}: passed through untouched: {out.reason}")
 

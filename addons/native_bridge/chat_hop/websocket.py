@@ -62,6 +62,7 @@ class FrameHost(Protocol):
     memo: Any
     recorder: Any
     state: Any
+    calm: int | None  # verdict.calm_level
 
 
 logger = logging.getLogger(__name__)
@@ -410,7 +411,7 @@ def _annotate(
     """Hand the observations over; the frame's verdict, log line and record."""
     if result.observations:  # what the client's results say, for the planner hop
         nb.state.store.observe(result.observations)
-    announce(logger, flow, f"flow {flow.id} message {index}", result)
+    announce(logger, flow, f"flow {flow.id} message {index}", result, nb.calm)
     line = comment(result, result.summary)
     entry: dict[str, Any] = {"status": result.status, "reason": result.reason, **result.summary}
     if sent is not None:

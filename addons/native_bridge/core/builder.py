@@ -83,17 +83,19 @@ class Tally:
     def add(self, docs: list[dict[str, Any]], placements: list[Placement]) -> Tally:
         """This tally and the steps ``docs`` and ``placements`` after it."""
         failed = [c for c in map(exit_code, docs) if c not in (None, 0)]
-        kept = Counter(dict(self.kept_by_code))
-        unobserved = self.unobserved
-        for p in placements:
-            if p.step is None:
+        kept_by_code, unobserved = self.kept_by_code, self.unobserved
+        new = [p for p in placements if p.step is None]
+        if new:  # a resumed turn's pairs mostly all became steps: then nothing here changes
+            kept = Counter(dict(kept_by_code))
+            for p in new:
                 kept[p.code] += 1
                 unobserved += p.item == "call" and p.code == "unobserved"
+            kept_by_code = tuple(sorted(kept.items()))
         return Tally(
             self.steps + len(docs),
             self.placed + len(placements),
             self.failed + tuple(failed) if failed else self.failed,
-            tuple(sorted(kept.items())) if len(placements) > 0 else self.kept_by_code,
+            kept_by_code,
             unobserved,
         )
 

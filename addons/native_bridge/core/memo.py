@@ -318,7 +318,7 @@ class Memo:
             if entry.dialect is not dialect:
                 return False
             if any_client:
-                return replace(entry.config, client=None) == config
+                return entry.config.for_client(None) == config
             return entry.config is config or entry.config == config
 
         with self._lock:
@@ -615,7 +615,7 @@ def resume(
     if client_of is not None:
         client = client_of(doc)
         if client != entry.config.client:  # another client's decisions: an entry of this one may serve
-            return resume(memo, raw, dialect, replace(entry.config, client=client), steps_key)
+            return resume(memo, raw, dialect, entry.config.for_client(client), steps_key)
         config = entry.config
     b = mark.index
     items = entry.items[:b] + new

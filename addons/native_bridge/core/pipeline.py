@@ -41,6 +41,17 @@ class Config:
     tool_kinds: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_TOOL_KINDS))
     dialect: str = "auto"  # or a name in DIALECTS: skip detection
     client: str | None = None  # the client (clients.py) whose words count; None: identify it per request
+    _for: dict[str | None, Config] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def for_client(self, client: str | None) -> Config:
+        """This config with ``client``: one object per client, so the memo finds its entries by
+        identity, not by comparing tool tables on every request."""
+        if client == self.client:
+            return self
+        config = self._for.get(client)
+        if config is None:
+            config = self._for[client] = replace(self, client=client)
+        return config
 
 
 @dataclass(slots=True)
@@ -210,7 +221,7 @@ def _rewrite(
     # Known before parsing (configured, or named by the user agent), the memo may resume from raw bytes.
     early = config.client or identify(hint, None)
     if early is not None:
-        config = replace(config, client=early)
+        config = config.for_client(early)
     tried = memo is not None and dialect is not None  # a resume from the bytes as they came
     if tried:
         # A client no user agent names is told by its declared tools, read with the new part.
@@ -228,7 +239,7 @@ def _rewrite(
         if STEPS_KEY in body:
             return Rewrite("skipped", f"already carries {STEPS_KEY}", dialect.NAME)
         if early is None:  # its declared tools may name it
-            config = replace(config, client=identify(hint, body))
+            config = config.for_client(identify(hint, body))
         items = body.get(dialect.ITEMS)
         canon = _canonical(body, raw) if memo is not None and isinstance(items, list) else None
         if canon is not None and (canon is not raw or not tried):
