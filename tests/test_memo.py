@@ -337,3 +337,46 @@ def test_an_unnamed_client_is_told_by_its_tools_on_a_resume_too(light: bool) -> 
         same(raw, "anthropic", memo.copy())
         if client == "claude-code":
             assert memo.hits == before + 1  # resumed from the claude-code entry
+
+
+def _light_items_by_walking(items: Any, raw: bytes, stop: int) -> LazyItems:
+    """What memo._light_items must give, the slow way: from the last item back, a real item's span
+    from its encoding, a light one's as held, and no further than the first one not held."""
+    n, spans, end = len(items), {}, stop
+    known = items.spans if isinstance(items, LazyItems) else {}
+    for i in range(n - 1, max(n - LIGHT_ITEMS, 0) - 1, -1):
+        span = known.get(i)
+        if span is None:
+            v = list.__getitem__(items, i)
+            if v is memo_module._GONE:
+                break
+            span = (end - len(orjson.dumps(v)), end)
+        spans[i] = span
+        end = span[0] - 1
+    return LazyItems([memo_module._GONE] * n, raw, spans)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_light_items_hold_the_spans_a_walk_finds(seed):
+    """A light entry's items keep the spans of its last LIGHT_ITEMS items, found from its real items
+    and the light ones it went on from (runs that end anywhere, holes, more or fewer than the window)."""
+    rng = random.Random(seed)
+    old = [{"role": "user", "content": "x" * rng.randrange(1, 30)} for _ in range(rng.randrange(1, 3 * LIGHT_ITEMS))]
+    raw = orjson.dumps({"messages": old})
+    head = raw.index(b"[") + 1
+    light = memo_module._light_items(old, raw, len(raw) - 2)
+    assert light.spans == _light_items_by_walking(old, raw, len(raw) - 2).spans
+    assert [orjson.loads(raw[a:b]) for a, b in light.spans.values()] == [old[i] for i in light.spans]
+    assert min(light.spans.values())[0] >= head
+    # Resumed: the light items before a cut and real ones after it, in a longer body.
+    cut = rng.randrange(0, len(old) + 1)
+    more = [{"role": "tool", "content": "y" * rng.randrange(1, 30)} for _ in range(rng.randrange(0, LIGHT_ITEMS))]
+    body = orjson.dumps({"messages": old[:cut] + more})
+    items = light[:cut] + more
+    if rng.random() < 0.3 and items.spans:  # a hole in what is held
+        spans = dict(items.spans)
+        del spans[rng.choice(sorted(spans))]
+        items.spans = spans
+    got = memo_module._light_items(items, body, len(body) - 2)
+    assert got.spans == _light_items_by_walking(items, body, len(body) - 2).spans
+    assert len(got) == cut + len(more)

@@ -104,7 +104,9 @@ class LazyItems(list):  # type: ignore[type-arg]
             start, stop, step = i.indices(len(self))
             if step != 1:
                 raise Gone("a stepped slice of a light entry's items")
-            spans = {k - start: v for k, v in self.spans.items() if start <= k < stop}
+            spans = self.spans
+            if start or (spans and max(spans) >= stop):  # else (a resume's items[:cut]) they are all kept
+                spans = {k - start: v for k, v in spans.items() if start <= k < stop}
             return LazyItems(list.__getitem__(self, i), self.raw, spans)
         v = list.__getitem__(self, i)
         if v is not _GONE:
@@ -149,14 +151,17 @@ def _light_items(items: Any, raw: bytes, stop: int) -> LazyItems:
         spans[i] = (end - len(orjson.dumps(v)), end)
         end = spans[i][0] - 1  # the "," before it
         i -= 1
-    if i >= lo and isinstance(items, LazyItems):  # light already below: their spans, down to the first not held
-        held = {j: span for j, span in items.spans.items() if lo <= j <= i}
-        if held and (i not in held or len(held) != i - min(held) + 1):  # not one run down from i
-            held = {}
-            while i >= lo and (span := items.spans.get(i)) is not None:
-                held[i] = span
+    if i >= lo and isinstance(items, LazyItems) and i in items.spans:  # light already below: their
+        known = items.spans  # spans, down to the first not held
+        low = min(known)
+        if max(known) == i and len(known) == i - low + 1:  # one run ending at i: the usual case
+            spans.update(known)
+            for j in range(low, lo):
+                del spans[j]
+        else:
+            while i >= lo and (span := known.get(i)) is not None:
+                spans[i] = span
                 i -= 1
-        spans.update(held)
     return LazyItems([_GONE] * n, raw, spans)
 
 
@@ -179,23 +184,27 @@ def _recent(xs: list[Any], slim: Any, light: int = 0) -> list[Any]:
     return [_GONE] * k + xs[k:done] + [slim(x) for x in xs[done:]]
 
 
-def _light(entry: Entry, base: Mark | None = None) -> Entry:
-    """The entry as a light memo keeps it; ``base``: the mark of a light entry it was resumed
-    from (what lies before it is light already)."""
+def _light(entry: Entry) -> Entry:
+    """The entry as a light memo keeps it (a copy: entries never change once made)."""
+    light = replace(entry)
+    _lighten(light)
+    return light
+
+
+def _lighten(entry: Entry, base: Mark | None = None) -> None:
+    """Make an entry no one holds yet light, in place; ``base``: the mark of the light entry it
+    was resumed from (what lies before it is light already)."""
     calls, results, steps = (base.n_calls, base.n_results, base.n_steps) if base is not None else (0, 0, 0)
-    return replace(
-        entry,
-        items=_light_items(entry.items, entry.raw, entry.stop),
-        calls=_recent(entry.calls, _slim_call, calls),
-        results=_recent(entry.results, _slim_result, results),
-        step_calls=_recent(entry.step_calls, _slim_call, steps),
-        docs=[_GONE] * len(entry.docs),  # the marks' tallies count them
-        sources=[_GONE] * len(entry.sources),
-        accounting=[_GONE] * len(entry.accounting),  # likewise
-        out=[_GONE] * len(entry.out),  # a writer reads only the last, which each mark keeps
-        light=True,
-        written=None,  # nothing is written
-    )
+    entry.items = _light_items(entry.items, entry.raw, entry.stop)
+    entry.calls = _recent(entry.calls, _slim_call, calls)
+    entry.results = _recent(entry.results, _slim_result, results)
+    entry.step_calls = _recent(entry.step_calls, _slim_call, steps)
+    entry.docs = [_GONE] * len(entry.docs)  # the marks' tallies count them
+    entry.sources = [_GONE] * len(entry.sources)
+    entry.accounting = [_GONE] * len(entry.accounting)  # likewise
+    entry.out = [_GONE] * len(entry.out)  # a writer reads only the last, which each mark keeps
+    entry.light = True
+    entry.written = None  # nothing is written
 
 
 @dataclass(frozen=True, slots=True)
@@ -677,7 +686,7 @@ def resume(
     marks = _thin(marks + [m for m in fresh if m.index > b])
     successor = _entry(dialect, config, raw, entry.head, end, marks, items, whole, joined, out.items, first_pos)
     if entry.light:
-        successor = _light(successor, mark)
+        _lighten(successor, mark)
     memo.hits += 1
     # Going on from near the end of the entry's body, this is the same conversation: it takes
     # the entry's place. From early on (another conversation with the same system prompt, an

@@ -171,7 +171,8 @@ class PlannerHop:
         (their evidence), and a body of ``OFFLOAD_BYTES`` or more is corrected in a thread (the
         field scan is Python that gives the GIL up every few milliseconds); then this returns an
         awaitable, which mitmproxy awaits while the loop serves the rest."""
-        if not ctx.options.bridge or META in flow.metadata or not is_planner(flow.client_conn, self.h2c.specs):
+        specs = self.h2c.specs
+        if not specs or META in flow.metadata or not ctx.options.bridge or not is_planner(flow.client_conn, specs):
             return None
         call = call_of(flow.request.path)
         if call is None:
