@@ -204,14 +204,16 @@ def _held(memo_light: bool, bodies: list[bytes]) -> tuple[int, int]:
 
 
 def test_a_light_memo_holds_little_beyond_the_body() -> None:
-    """A light entry keeps the last body (made before tracing: not counted) and a few hundred
-    bytes per tool call; a full one holds the parsed history again, about twice the body."""
+    """A light entry keeps the last body (made before tracing: not counted), a few hundred bytes
+    per tool call and the request's fields outside the items, parsed (memo._shell: the tools, read
+    once per conversation); a full one holds the parsed history again, about twice the body."""
     conv = AgentConversation(600_000, 21, 6)
     bodies = [conv.body(t) for t in range(6)]
     light, hits = _held(True, bodies)
     full, _ = _held(False, bodies)
     assert hits == 5
-    assert light < 0.15 * len(bodies[-1]) and full > len(bodies[-1])
+    outside = len(bodies[-1]) - len(orjson.dumps(orjson.loads(bodies[-1])["messages"]))
+    assert light < 0.15 * len(bodies[-1]) + 4 * outside and full > len(bodies[-1])
 
 
 def test_a_light_entry_reads_again_only_its_last_items() -> None:
@@ -380,3 +382,23 @@ def test_light_items_hold_the_spans_a_walk_finds(seed):
     got = memo_module._light_items(items, body, len(body) - 2)
     assert got.spans == _light_items_by_walking(items, body, len(body) - 2).spans
     assert len(got) == cut + len(more)
+
+
+@pytest.mark.parametrize("light", [True, False])
+def test_a_resume_reuses_the_fields_after_the_items_only_when_their_bytes_are_the_same(light: bool) -> None:
+    """The fields after the items (the tools) are parsed once per conversation (memo._shell); a
+    turn that changes one of them (another max_tokens, a tool more) is read as it is, and both
+    give what a full read gives."""
+    conv = AgentConversation(40_000, 5, 8)
+    bodies = [conv.body(t) for t in range(8)]
+    changed = orjson.loads(bodies[5])
+    changed["max_tokens"] = 1234
+    changed["tools"] = [*changed["tools"], {"type": "function", "function": {"name": "Extra", "parameters": {}}}]
+    bodies[5] = orjson.dumps(changed)
+    memo = Memo(light=light)
+    for raw in bodies:
+        same(raw, "chat", memo, hint=CLIENT_HINTS["chat"])
+    assert memo.hits == 7  # the changed turn too: it goes on from the items, not the fields after them
+    last = memo.only() if len(memo) == 1 else list(memo._entries.values())[-1]
+    assert last.shell is not None and last.shell["max_tokens"] == orjson.loads(bodies[-1])["max_tokens"]
+    assert last.shell["messages"] is None

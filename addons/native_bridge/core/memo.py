@@ -246,6 +246,7 @@ class Entry:
     first_pos: dict[str, int]  # each id: the position of the first call or result carrying it
     light: bool = False  # made by a light memo: serves only a light memo (see the module's docstring)
     written: Written | None = None  # the rewritten body's arrays, which the next turn copies (splice.py)
+    shell: dict[str, Any] | None = None  # the body's object with the items left out (None in their place)
 
     @property
     def size(self) -> int:
@@ -389,9 +390,13 @@ class Memo:
 
 def _longest_kept(entry: Entry, raw: bytes, beyond: int = 0) -> Mark | None:
     """The latest mark (past offset ``beyond``) up to which ``raw`` has the entry's bytes."""
-    old = memoryview(entry.raw)
     marks = entry.marks
-    if marks[-1].end <= beyond or not raw.startswith(old[: entry.head]):
+    first = marks[0].end
+    near = max(0, first - 64)
+    if marks[-1].end <= beyond or raw[near:first] != entry.raw[near:first]:
+        return None  # every mark needs the bytes before the first: another conversation fails here
+    old = memoryview(entry.raw)
+    if not raw.startswith(old[: entry.head]):
         return None
 
     def kept(mark: Mark) -> bool:
@@ -410,7 +415,9 @@ def _longest_kept(entry: Entry, raw: bytes, beyond: int = 0) -> Mark | None:
         if kept(mark):
             return mark if mark.end > beyond else None
     # Marks ascend; if the bytes agree up to one mark they agree up to every earlier one.
-    lo, hi, best = 0, len(marks) - 2, None
+    if len(marks) <= 2 or not kept(marks[0]):
+        return None
+    lo, hi, best = 1, len(marks) - 2, marks[0]
     while lo < hi:
         mid = (lo + hi) // 2
         if kept(marks[mid]):
@@ -543,7 +550,42 @@ def remember(
     )
     if not marks:
         return None
-    return _entry(dialect, config, raw, len(head), stop, marks, items, history, part, out, first_pos)
+    entry = _entry(dialect, config, raw, len(head), stop, marks, items, history, part, out, first_pos)
+    entry.shell = _shell(doc, dialect.ITEMS)
+    return entry
+
+
+def _shell(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    """``doc`` without its items (the key kept in its place): what a resume reuses when the bytes
+    after the items are the same again (the tools, most often: parsed once per conversation)."""
+    shell = dict(doc)
+    shell[key] = None
+    return shell
+
+
+def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> dict[str, Any] | None:
+    """The new body's object with only the items after ``mark`` (None: not orjson's encoding,
+    or it holds ``steps_key``). When the bytes after the items are the entry's own, only the new
+    items are parsed: the rest is the entry's shell."""
+    start = mark.end + 1 if raw[mark.end] == 44 else mark.end  # 44: ","
+    tail = memoryview(entry.raw)[entry.stop :]  # from the items array's "]" on
+    key = entry.dialect.ITEMS
+    try:
+        if entry.shell is not None and raw.endswith(tail) and len(raw) - len(tail) >= start:
+            part = b"[" + raw[start : len(raw) - len(tail)] + b"]"
+            new = orjson.loads(part)
+            if type(new) is not list or orjson.dumps(new) != part:
+                return None
+            doc = dict(entry.shell)
+            doc[key] = new
+            return doc
+        small = raw[: entry.head] + raw[start:]
+        doc = orjson.loads(small)
+        if type(doc) is not dict or steps_key in doc or orjson.dumps(doc) != small:
+            return None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    return doc
 
 
 def _entry(
@@ -609,14 +651,9 @@ def resume(
         memo.misses += 1
         return None
     entry, mark = found
-    # Parse only the head and what follows the cut: the items before it are the entry's.
-    rest = raw[mark.end + 1 :] if raw[mark.end] == 44 else raw[mark.end :]  # 44: ","
-    small = raw[: entry.head] + rest
-    try:
-        doc = orjson.loads(small)
-        if type(doc) is not dict or steps_key in doc or orjson.dumps(doc) != small:
-            return None
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+    # Parse only what follows the cut (and the head): the items before it are the entry's.
+    doc = _parse_rest(raw, entry, mark, steps_key)
+    if doc is None:
         return None
     new = doc.get(dialect.ITEMS)
     if type(new) is not list:
@@ -685,6 +722,7 @@ def resume(
     fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids, dialect, spans, *tallied)
     marks = _thin(marks + [m for m in fresh if m.index > b])
     successor = _entry(dialect, config, raw, entry.head, end, marks, items, whole, joined, out.items, first_pos)
+    successor.shell = _shell(doc, dialect.ITEMS)
     if entry.light:
         _lighten(successor, mark)
     memo.hits += 1
