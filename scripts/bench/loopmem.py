@@ -22,6 +22,9 @@ from .proxies import (
 )
 from .timing import size_label
 
+COLLECTED = "collected: "
+COLLECT = "import gc\n\n\ndef response(flow):\n    gc.collect()\n"
+
 
 @dataclass(slots=True)
 class LoopMemRow:
@@ -35,6 +38,12 @@ LOOP_MEM_PROXIES = {
     "observe": (True, ("--set", "bridge_mode=observe")),
     "observe+state": (True, ("--set", "bridge_mode=observe")),  # bridge_state added per run
     "rewrite": (True, ("--set", "bridge_mode=rewrite")),
+    # The same two with the garbage collector run after each response (COLLECT): mitmproxy's
+    # finished flows are cyclic garbage, each holding its body until a collection of the oldest
+    # generation, so without it a peak says as much about when the collector ran as about what a
+    # proxy holds. Info rows, beside the ones judged.
+    COLLECTED + "plain": (False, ()),
+    COLLECTED + "observe": (True, ("--set", "bridge_mode=observe")),
 }
 
 
@@ -50,6 +59,8 @@ def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
     rows = []
     with Planner() as planner, tempfile.TemporaryDirectory(prefix="bridge-loopmem-") as tmp:
         bridge = BRIDGE
+        collect = Path(tmp) / "collect.py"
+        collect.write_text(COLLECT)
         for size, turns in plan:
             conv = AgentConversation(size, 46, turns)
             bodies = [conv.body(t) for t in range(turns)]
@@ -57,9 +68,11 @@ def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
             for name, (bridged, opts) in LOOP_MEM_PROXIES.items():
                 if name == "observe+state":
                     opts = (*opts, "--set", f"bridge_state={tmp}/{size}.db")
-                proxy = reverse_proxy(
-                    planner.url, bridge if bridged else None, None, Path(tmp) / f"{name}-{size}", opts
-                )
+                script = bridge if bridged else None
+                if name.startswith(COLLECTED):
+                    script, opts = (str(collect), ()) if not bridged else (bridge, (*opts, "-s", str(collect)))
+                confdir = Path(tmp) / f"{name.replace(COLLECTED, 'collected-')}-{size}"
+                proxy = reverse_proxy(planner.url, script, None, confdir, opts)
                 proxy.start()
                 try:
                     send_batch(proxy.url, Workload(10_000, 1, bodies=[[small] * 10, [warm_big]]), AGENT_UA)

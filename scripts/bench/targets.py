@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .core import CoreRow, exponent
 from .e2e import E2ERow
-from .loopmem import LoopMemRow
+from .loopmem import COLLECTED, LoopMemRow
 from .planner import PlannerRow
 from .shapes import ShapeRow
 from .stall import StallRow
@@ -211,10 +211,12 @@ def _shape_targets(
             None if quick or baseline else extra <= 3,
         )
     for m in loop_mem_rows:
-        plain_growth = m.growth["plain"]
         for name, g in m.growth.items():
-            if name == "plain":
+            collected = name.startswith(COLLECTED)
+            plain = COLLECTED + "plain" if collected else "plain"
+            if name == plain or plain not in m.growth:
                 continue
+            plain_growth = m.growth[plain]
             beyond = (g - plain_growth) / m.size
             limit = 1.0 if name.startswith("observe") else None  # issue 20: observe mode
             add(
