@@ -402,3 +402,15 @@ def test_a_resume_reuses_the_fields_after_the_items_only_when_their_bytes_are_th
     last = memo.only() if len(memo) == 1 else list(memo._entries.values())[-1]
     assert last.shell is not None and last.shell["max_tokens"] == orjson.loads(bodies[-1])["max_tokens"]
     assert last.shell["messages"] is None
+
+
+def test_a_light_entrys_items_then_new_ones_are_its_slice_and_them() -> None:
+    """LazyItems.then(cut, new), a resume's one-copy join, is items[:cut] + new: the same slots,
+    the spans before the cut, the same body."""
+    raw = orjson.dumps({"messages": [{"n": i} for i in range(10)]})
+    items = LazyItems([memo_module._GONE] * 10, raw, {i: (0, 1) for i in range(4, 10)})
+    for cut in (0, 3, 6, 10):
+        joined, sliced = items.then(cut, [{"x": 1}]), items[:cut] + [{"x": 1}]  # noqa: RUF005 (LazyItems.__add__)
+        assert isinstance(joined, LazyItems)
+        assert list(list.__iter__(joined)) == list(list.__iter__(sliced))
+        assert joined.spans == sliced.spans and joined.raw is raw

@@ -111,12 +111,20 @@ class Plan:
     step_calls: list[ToolCall]  # the call behind each step, same order
     accounting: list[Placement]  # one per call and result, in history order
     delta_start: int
-    stepped: frozenset[int] = field(default_factory=frozenset)  # pos of calls and results now in steps
+    stepped_at: list[int] = field(default_factory=list)  # sorted pos of the calls and results now in steps
     # What each step was built from: the protobuf messages are made only when asked for.
     sources: list[tuple[Kind, dict[str, Any], dict[str, Any]]] = field(default_factory=list, repr=False)
     _steps: list[cortex_pb2.CortexTrajectoryStep] | None = field(default=None, repr=False, compare=False)
     # The tally of docs[:tally.steps] and accounting[:tally.placed] (a resumed plan's), if any.
     tally: Tally | None = field(default=None, repr=False, compare=False)
+    _stepped: frozenset[int] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def stepped(self) -> frozenset[int]:
+        """``stepped_at`` as a set, made when asked for (a writer's; observe mode never asks)."""
+        if self._stepped is None:
+            self._stepped = frozenset(self.stepped_at)
+        return self._stepped
 
     def counted(self) -> Tally:
         """The tally of the whole plan: only what the carried tally does not hold is counted."""
@@ -319,7 +327,7 @@ def build(
 ) -> Plan:
     part = assemble(history, kinds, tool_kinds)
     delta = delta_start(history, part.step_calls)
-    return Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
+    return Plan(part.docs, part.step_calls, part.placements, delta, part.stepped, part.sources)
 
 
 def build_pending(

@@ -30,6 +30,9 @@ generated sessions with edited, truncated and forked histories.
 Entries and marks are never changed once made: a rewrite builds a new entry and swaps
 it in, so a result may share (read-only) objects with earlier results.
 
+Each entry keeps the body's other fields parsed (its *shell*: the tools, most often), so that a
+body whose bytes after the items are the same again is parsed only from the cut to the items' end.
+
 A *light* memo (observe mode without records: no body is written, no step recorded) keeps
 of a conversation little more than its last body, which the byte compare needs anyway: the
 items are read again from those bytes when a resume needs one near the cut
@@ -48,6 +51,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from types import ModuleType
 from typing import Any
 
@@ -115,6 +119,16 @@ class LazyItems(list):  # type: ignore[type-arg]
         if span is None:
             raise Gone(f"item {i} is not held")
         return orjson.loads(memoryview(self.raw)[span[0] : span[1]])
+
+    def then(self, cut: int, new: list[Any]) -> LazyItems:
+        """``self[:cut] + new``, copied once (a resume's items: the entry's before its cut)."""
+        spans = self.spans
+        if spans and max(spans) >= cut:
+            spans = {k: v for k, v in spans.items() if k < cut}
+        out = LazyItems((), self.raw, spans)
+        list.extend(out, islice(list.__iter__(self), cut))
+        list.extend(out, new)
+        return out
 
     def __iter__(self) -> Any:
         return (self[i] for i in range(len(self)))
@@ -664,7 +678,7 @@ def resume(
             return resume(memo, raw, dialect, entry.config.for_client(client), steps_key)
         config = entry.config
     b = mark.index
-    items = entry.items[:b] + new
+    items = entry.items.then(b, new) if isinstance(entry.items, LazyItems) else entry.items[:b] + new
     cur = mark.cursor
     turns = entry.turns[: cur.turns]
     if turns:

@@ -346,7 +346,7 @@ def _finish(
     (``Rewrite.written``), and ``reuse`` holds the previous turn's (splice.py)."""
     if delta is None:
         delta = delta_start(history, part.step_calls)
-    plan = Plan(part.docs, part.step_calls, part.placements, delta, frozenset(part.stepped), part.sources)
+    plan = Plan(part.docs, part.step_calls, part.placements, delta, part.stepped, part.sources)
     plan.tally = part.tally
     notes = []
     if dialect is responses and body.get("previous_response_id"):
