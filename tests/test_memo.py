@@ -414,3 +414,59 @@ def test_a_light_entrys_items_then_new_ones_are_its_slice_and_them() -> None:
         assert isinstance(joined, LazyItems)
         assert list(list.__iter__(joined)) == list(list.__iter__(sliced))
         assert joined.spans == sliced.spans and joined.raw is raw
+
+
+@pytest.mark.parametrize("light", [True, False])
+@pytest.mark.parametrize("tools", [True, False])
+def test_a_comma_after_the_remembered_items_with_nothing_after_it_is_not_json(light: bool, tools: bool) -> None:
+    """``[A,B,]`` after a remembered ``[A,B]``: the bytes agree up to B's end and a "," follows, but
+    the body is not JSON. The memo must give what a full read gives (skipped), never read the
+    items after the comma as none."""
+    conv = AgentConversation(20_000, 7, 3)
+    docs = [orjson.loads(conv.body(t)) for t in range(2)]
+    if not tools:
+        for d in docs:
+            d.pop("tools", None)
+    memo = Memo(light=light)
+    same(orjson.dumps(docs[0]), "chat", memo, hint=CLIENT_HINTS["chat"])
+    raw = orjson.dumps(docs[0])
+    stop = raw.rindex(b"]", 0, raw.index(b'"tools"') if tools else len(raw))
+    bad = raw[:stop] + b"," + raw[stop:]
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(bad)
+    assert rewrite(bad, Config(), DIALECT_PATHS["chat"], None, CLIENT_HINTS["chat"]).status == "skipped"
+    same(bad, "chat", memo, hint=CLIENT_HINTS["chat"])
+
+
+def test_a_new_item_nested_as_deep_as_orjson_reads_gives_what_a_full_read_gives() -> None:
+    """The new items are parsed at the depth they have in the body (the fields after them taken
+    from the entry): an item too deep for the whole body is too deep for the resume too."""
+    conv = AgentConversation(20_000, 9, 3)
+    base = orjson.loads(conv.body(1))
+    memo = Memo()
+    same(orjson.dumps(base), "chat", memo, hint=CLIENT_HINTS["chat"])
+    for depth in (1020, 1021, 1022, 1023, 1024):
+        deep: Any = "x"
+        for _ in range(depth):
+            deep = [deep]
+        doc = dict(base)
+        doc["messages"] = [*base["messages"], {"role": "user", "content": deep}]
+        try:
+            raw = orjson.dumps(doc)
+        except orjson.JSONEncodeError:
+            continue
+        same(raw, "chat", memo.copy(), hint=CLIENT_HINTS["chat"])
+
+
+def test_a_config_per_client_stays_one_per_client_and_crosses_to_the_worker_without_them() -> None:
+    """Config.for_client hands out one config per client however it is reached (from another
+    client's config too), and pickles as its four fields: the cache stays in this process (a
+    worker pickling a job in a thread must not see it change)."""
+    root = Config()
+    a, b = root.for_client("claude-code"), root.for_client("codex")
+    assert a.for_client("codex") is b and b.for_client("claude-code") is a and a.for_client(None) is root
+    for _ in range(5):
+        a = a.for_client("codex").for_client("claude-code")
+    assert a is root.for_client("claude-code") and len(root._for) == 2 and not a._for
+    back = pickle.loads(pickle.dumps(a))
+    assert back == a and back.client == "claude-code" and not back._for

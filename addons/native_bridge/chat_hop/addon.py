@@ -40,9 +40,11 @@ DEFAULT_FILTER = f'(~m POST & ~u "{CHAT_URL}") | (~websocket & ~m GET & ~u "{WEB
 
 class DefaultFilter:
     """DEFAULT_FILTER as mitmproxy evaluates it (the same regexes and case rule), with its URL
-    regexes run on the request's path: they look at nothing before it, and building the whole
-    URL (``pretty_url``) is most of the filter's cost, about 25 µs on every chat request. A
-    ``Host`` header can then never select a request (``Host: x/messages?`` would for ``~u``)."""
+    regexes run on the request's path: they are meant for the path alone, and building the whole
+    URL (``pretty_url``) is most of the filter's cost, about 25 µs on every chat request. The
+    path alone decides: a ``Host`` header can neither select a request (``Host: x/messages?``,
+    or ``Host: models`` before ``/gemini:generateContent``, would for ``~u``) nor hide one (a
+    ``Host`` with a ``?`` in it)."""
 
     def __init__(self) -> None:
         case = flowfilter.maybe_ignore_case

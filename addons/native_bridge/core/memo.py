@@ -581,23 +581,28 @@ def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> dict[st
     """The new body's object with only the items after ``mark`` (None: not orjson's encoding,
     or it holds ``steps_key``). When the bytes after the items are the entry's own, only the new
     items are parsed: the rest is the entry's shell."""
-    start = mark.end + 1 if raw[mark.end] == 44 else mark.end  # 44: ","
+    comma = raw[mark.end] == 44  # 44: ","
+    start = mark.end + 1 if comma else mark.end
     tail = memoryview(entry.raw)[entry.stop :]  # from the items array's "]" on
     key = entry.dialect.ITEMS
     try:
         if entry.shell is not None and raw.endswith(tail) and len(raw) - len(tail) >= start:
-            part = b"[" + raw[start : len(raw) - len(tail)] + b"]"
-            new = orjson.loads(part)
-            if type(new) is not list or orjson.dumps(new) != part:
+            # Parsed where they sit in the body (an object's array), so as deep as a full read sees them.
+            part = b'{"":[' + raw[start : len(raw) - len(tail)] + b"]}"
+            wrapped = orjson.loads(part)
+            new = wrapped.get("") if type(wrapped) is dict else None
+            if type(new) is not list or orjson.dumps(wrapped) != part:
                 return None
             doc = dict(entry.shell)
             doc[key] = new
-            return doc
-        small = raw[: entry.head] + raw[start:]
-        doc = orjson.loads(small)
-        if type(doc) is not dict or steps_key in doc or orjson.dumps(doc) != small:
-            return None
+        else:
+            small = raw[: entry.head] + raw[start:]
+            doc = orjson.loads(small)
+            if type(doc) is not dict or steps_key in doc or orjson.dumps(doc) != small:
+                return None
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    if comma and not doc.get(key):  # "[A,B,]": a comma and no item after it is not JSON
         return None
     return doc
 
