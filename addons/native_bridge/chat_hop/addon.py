@@ -66,6 +66,8 @@ def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
         raise exceptions.OptionsError(f"bridge_tools: {e}") from e
 
 
+MAX_BODY = 32 * 1024 * 1024  # bridge_max_body's default
+
 # observe: read the history, record what it states and hand it to the planner hop, send the body as it came.
 # rewrite: also move the pairs that became steps into additional_steps (for a gateway that reads that field).
 MODES = ("observe", "rewrite")
@@ -157,7 +159,7 @@ class ChatHop:
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
         # The options read on every request, as configure last saw them (ctx.options copies a
         # value on each read).
-        self.on, self.emit, self.max_body, self.stream_replies = True, False, 32 * 1024 * 1024, True
+        self.on, self.emit, self.max_body, self.stream_replies = True, False, MAX_BODY, True
         self.calm: int | None = logging.INFO  # verdict.calm_level
 
     def load(self, loader) -> None:
@@ -209,7 +211,7 @@ class ChatHop:
         loader.add_option(
             "bridge_max_body",
             int,
-            32 * 1024 * 1024,
+            MAX_BODY,
             "Largest request body (bytes, decoded) the bridge rewrites; larger ones pass untouched.",
         )
         add_record_options(loader)
@@ -253,7 +255,7 @@ class ChatHop:
             self.state.recorder = self.recorder  # the planner hop writes there too, unless it has its own
         self.on, self.emit, self.max_body = opts.bridge, opts.bridge_mode == "rewrite", opts.bridge_max_body
         self.stream_replies, self.calm = opts.bridge_stream_replies, calm_level(opts)
-        light = opts.bridge_mode == "observe" and self.recorder is None
+        light = not self.emit and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
             self.memo = Memo(light=light)
         if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:

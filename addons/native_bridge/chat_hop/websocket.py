@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
-from mitmproxy import ctx, http
+from mitmproxy import http
 from mitmproxy.proxy.layers.websocket import Fragmentizer
 
 from ..core.dialects import responses
@@ -62,6 +62,10 @@ class FrameHost(Protocol):
     memo: Any
     recorder: Any
     state: Any
+    # the options read per frame, as its configure last saw them
+    on: bool
+    emit: bool
+    max_body: int
     calm: int | None  # verdict.calm_level
 
 
@@ -262,7 +266,7 @@ def on_message(nb: FrameHost, flow: http.HTTPFlow) -> Awaitable[None] | None:
     and bridged in the worker process, and then this returns an awaitable (mitmproxy holds the
     frame until it is done) while the loop serves the rest."""
     ws = flow.websocket
-    if not ctx.options.bridge or ws is None or not ws.messages:
+    if not nb.on or ws is None or not ws.messages:
         return None
     message = ws.messages[-1]
     if not message.from_client or not message.is_text or message.dropped:
@@ -354,10 +358,10 @@ class _Frame:
         self.raw = self.message.content  # as the client sent it
         self.where = f"flow {flow.id} message {index}"
         self.size = len(self.raw)
-        self.emit = ctx.options.bridge_mode == "rewrite"
+        self.emit = nb.emit
 
     def prepare(self) -> Done | None:
-        content, limit = self.raw, ctx.options.bridge_max_body
+        content, limit = self.raw, self.nb.max_body
         if _FRAME_MARK not in content:  # cheap: every frame the bridge wants names its type
             return Done(None)
         if len(content) > limit:
