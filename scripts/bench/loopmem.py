@@ -39,9 +39,9 @@ LOOP_MEM_PROXIES = {
     "observe+state": (True, ("--set", "bridge_mode=observe")),  # bridge_state added per run
     "rewrite": (True, ("--set", "bridge_mode=rewrite")),
     # The same two with the garbage collector run after each response (COLLECT): mitmproxy's
-    # finished flows are cyclic garbage, each holding its body until a collection of the oldest
-    # generation, so without it a peak says as much about when the collector ran as about what a
-    # proxy holds. Info rows, beside the ones judged.
+    # finished flows are cyclic garbage, each holding its body until the collector next runs, so
+    # without it a peak says as much about when the collector ran as about what a proxy holds.
+    # Judged too (observe), beside the rows as they run.
     COLLECTED + "plain": (False, ()),
     COLLECTED + "observe": (True, ("--set", "bridge_mode=observe")),
 }
@@ -52,8 +52,15 @@ def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
     round. A proxy's figure is its process tree's peak RSS over the turns after the first, less
     its idle RSS before the conversation (after a warm-up that starts the bridge's worker): what
     the conversation costs it, the body it keeps between turns included. The first turn is a
-    first sight (the worker reads it; the stall section measures that) and is left out."""
-    plan = ((2_000_000, 4),) if quick else ((2_000_000, 20), (30_000_000, 6))
+    first sight (the worker reads it; the stall section measures that) and is left out.
+
+    mitmproxy's finished flows are cyclic garbage, freed when the collector next runs (after about
+    2,000 net container allocations: 13-15 turns of this loop, a little sooner through the bridge,
+    which allocates more per turn). A window shorter than that compares where each proxy's cycle
+    happened to start, so the 2 MB loop runs 40 turns: at least two cycles in every proxy. The
+    30 MB loop cannot (40 bodies of 30 MB would not fit the client), so its window is shorter than
+    a cycle; the ``collected:`` rows are the figure without the collector's phase."""
+    plan = ((2_000_000, 4),) if quick else ((2_000_000, 40), (30_000_000, 6))
     small = AgentConversation(10_000, 42, 2).body(1)
     warm_big = AgentConversation(600_000, 44, 2).body(1)
     rows = []

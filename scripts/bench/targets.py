@@ -218,7 +218,9 @@ def _shape_targets(
                 continue
             plain_growth = m.growth[plain]
             beyond = (g - plain_growth) / m.size
-            limit = 1.0 if name.startswith("observe") else None  # issue 20: observe mode
+            # Issue 20: observe mode, judged both as it runs and with the collector called after
+            # each response (what the bridge holds, whatever the collector's phase).
+            limit = 1.0 if name.removeprefix(COLLECTED).startswith("observe") else None
             add(
                 f"{size_label(m.size)} agent loop through {name}: peak memory beyond plain mitmdump's"
                 + ("" if limit is None else f" <= {limit:g}x the body"),
