@@ -8,6 +8,7 @@ the plan (accounting, delta, stepped positions, protobuf steps) and the summary.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 import pickle
@@ -22,7 +23,7 @@ from bench.golden import outcome_digest  # everything a rewrite reports, as one 
 from native_bridge.chat_hop.jobs import observed
 from native_bridge.core import memo as memo_module
 from native_bridge.core import pipeline
-from native_bridge.core.memo import LIGHT_ITEMS, Gone, LazyItems, Memo
+from native_bridge.core.memo import LIGHT_ITEMS, Gone, LazyItems, Memo, Tail
 from native_bridge.core.pipeline import Config, Rewrite, rewrite
 from support.histories import DIALECT_PATHS
 from support.histories.agent import CLIENT_HINTS, AgentConversation, Session, mutations
@@ -234,9 +235,14 @@ def test_a_light_entry_reads_again_only_its_last_items() -> None:
             entry.items[window.start - 1]
         with pytest.raises(Gone):
             list(entry.items)
-    assert all(c.arguments is None for c in entry.calls) and all(r.text is None for r in entry.results)
-    gone = {memo_module._GONE}
-    assert set(entry.docs) == set(entry.accounting) == set(entry.out) == gone  # the tallies hold them
+    # Calls and results: the last LIGHT_ITEMS, slim; steps, placements and written items: their
+    # number only (the tallies count them); an element dropped is Gone.
+    assert all(isinstance(xs, Tail) for xs in (entry.calls, entry.results, entry.docs, entry.accounting, entry.out))
+    assert all(c.arguments is None for c in entry.calls.kept) and all(r.text is None for r in entry.results.kept)
+    assert len(entry.calls.kept) == min(len(entry.calls), LIGHT_ITEMS) and len(entry.calls) > 0
+    assert entry.docs.kept == entry.accounting.kept == entry.out.kept == [] and len(entry.accounting) > 0
+    with pytest.raises(Gone):
+        entry.accounting[0]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -470,3 +476,112 @@ def test_a_config_per_client_stays_one_per_client_and_crosses_to_the_worker_with
     assert a is root.for_client("claude-code") and len(root._for) == 2 and not a._for
     back = pickle.loads(pickle.dumps(a))
     assert back == a and back.client == "claude-code" and not back._for
+
+
+class _Model:
+    """What memo.Tail stands for: a list whose dropped elements are placeholders that raise Gone."""
+
+    def __init__(self, n: int, kept: list[Any]) -> None:
+        self.xs: list[Any] = [memo_module._GONE] * (n - len(kept)) + kept
+
+    def get(self, i: int) -> Any:
+        v = self.xs[i]
+        if v is memo_module._GONE:
+            raise Gone(i)
+        return v
+
+
+def _as_list(t: Any) -> list[Any]:
+    """A Tail (or a list) as the model's list: dropped elements as placeholders."""
+    if isinstance(t, Tail):
+        return [memo_module._GONE] * (len(t) - len(t.kept)) + t.kept
+    return list(t)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_tail_answers_as_the_list_of_placeholders_it_stands_for(seed: int) -> None:
+    """Every operation a resume makes on a light entry's lists (length, element, slice, a list
+    added, append, setting an element, walking back, the count below a value) gives what the
+    list with the dropped elements as placeholders gives, and raises Gone where that one would
+    hand out a placeholder."""
+    rng = random.Random(seed)
+    n = rng.randrange(0, 12)
+    full = sorted(rng.sample(range(100), n))  # what the list held before its first elements were dropped
+    kept = full[n - rng.randrange(0, n + 1) :]
+    tail, model = Tail(n, list(kept)), _Model(n, list(kept))
+    assert len(tail) == len(model.xs) and bool(tail) == bool(model.xs)
+    for i in range(-n, n):
+        try:
+            want = model.get(i)
+        except Gone:
+            with pytest.raises(Gone):
+                tail[i]
+        else:
+            assert tail[i] == want
+    with pytest.raises(IndexError):
+        tail[n]
+    for a in range(0, n + 1):
+        for b in range(a, n + 2):
+            got, want = tail[a:b], model.xs[a:b]
+            assert _as_list(got) == want
+            assert isinstance(got, list) == (memo_module._GONE not in want)
+    new = [rng.randrange(100, 200) for _ in range(rng.randrange(0, 3))]
+    assert _as_list(tail + new) == model.xs + new
+    walked: list[Any] = []
+    try:
+        for v in reversed(tail):
+            walked.append(v)
+    except Gone:
+        assert memo_module._GONE in model.xs
+    assert walked == [v for v in reversed(model.xs)][: len(walked)]
+    assert memo_module._GONE not in walked and (len(walked) == n or model.xs[n - 1 - len(walked)] is memo_module._GONE)
+    for x in range(0, 101, 5):
+        try:
+            below = tail.below(x)
+        except Gone:  # only when the count depends on a dropped element
+            assert n > len(kept) and (not kept or kept[0] >= x)
+        else:
+            assert below == bisect.bisect_left(full, x)
+    if n:  # the writer's last item: set it (kept too when it was dropped just before those kept)
+        i = rng.randrange(0, n)
+        if model.xs[i] is not memo_module._GONE or i == n - len(kept) - 1:
+            tail[i] = "set"
+            model.xs[i] = "set"
+            assert _as_list(tail) == model.xs
+        else:
+            with pytest.raises(Gone):
+                tail[i] = "set"
+    tail.append("end")
+    assert len(tail) == n + 1 and tail[-1] == "end"
+
+
+def test_a_resume_lightens_its_own_join_in_place_as_the_copy_would() -> None:
+    """memo._lighten_items (a resume's join, in place) leaves the slots and spans that
+    memo._light_items (a copy) gives."""
+    raw = orjson.dumps({"messages": [{"n": i} for i in range(80)]})
+    items = orjson.loads(raw)["messages"]
+    stop = len(raw) - 2
+    before = orjson.dumps({"messages": items[:70]})  # the turn before: the same bytes up to item 69's end
+    joined = memo_module._light_items(items[:70], before, len(before) - 2).then(70, items[70:])
+    joined.raw = raw
+    copy = memo_module._light_items(joined, raw, stop)
+    memo_module._lighten_items(joined, stop)
+    assert list(list.__iter__(joined)) == list(list.__iter__(copy)) == [memo_module._GONE] * 80
+    assert joined.spans == copy.spans
+    assert all(orjson.loads(raw[a:b]) == items[i] for i, (a, b) in joined.spans.items())
+
+
+def test_a_long_light_conversation_holds_a_tail_not_its_history() -> None:
+    """However long the conversation, a light entry's lists hold at most LIGHT_ITEMS elements
+    each (what a resume copies and keeps is what is new, not the history), and it gives what a
+    full read gives on every turn."""
+    s = Session("chat", 1, seed=31)
+    memo = Memo(light=True)
+    for rounds in range(2, 2 * LIGHT_ITEMS + 8, 3):
+        same(s.body(rounds), "chat", memo, hint=CLIENT_HINTS["chat"])
+    assert memo.errors == 0 and memo.hits > 10
+    entry = memo.only()
+    assert entry is not None and len(entry.calls) > LIGHT_ITEMS
+    for xs in (entry.calls, entry.results, entry.step_calls, entry.docs, entry.sources, entry.accounting):
+        assert isinstance(xs, Tail) and len(xs.kept) <= LIGHT_ITEMS
+    assert isinstance(entry.stepped, Tail) and len(entry.stepped.kept) <= LIGHT_ITEMS

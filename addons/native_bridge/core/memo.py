@@ -41,7 +41,8 @@ placements only as the marks' tallies, the last calls and results without their 
 and texts, the written items not at all (a writer only looks at the last one, which the
 mark keeps). The same decisions follow (nothing a resume decides reads an old item's
 content), so a light memo gives the same verdict and observations, at about the body's
-size in memory instead of three times.
+size in memory instead of three times. Its lists are :class:`Tail`\ s (a length and the last
+elements), so that a resume copies and keeps what is new, not a list as long as the history.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from itertools import islice
 from types import ModuleType
 from typing import Any
 
@@ -86,6 +86,82 @@ class _GoneItem:
 
 
 _GONE = _GoneItem()
+
+
+class Tail:
+    """A light entry's list of calls, results, steps, placements or written items: its length
+    and its last elements only. An element before those is dropped: reading it raises
+    :class:`Gone` (the resume ends, the full read runs). A resume joins a tail and its new part
+    in O(what it keeps), where copying a list as long as the history would be O(history).
+
+    It answers what a resume asks of such a list: its length, an element, a slice (a list when
+    it lies in what is kept), a list added after it, an element appended or set (the writer's
+    last item: setting the one just before those kept keeps it too), and walking it from the
+    end back (delta_start)."""
+
+    __slots__ = ("kept", "n")
+
+    def __init__(self, n: int, kept: list[Any]) -> None:
+        self.n, self.kept = n, kept  # kept: the last len(kept) of n elements
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _at(self, i: int) -> int:
+        """The index in ``kept`` of element ``i`` (negative: from the end), or Gone."""
+        n = self.n
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("Tail index out of range")
+        j = i - (n - len(self.kept))
+        if j < 0:
+            raise Gone(f"element {i} of {n} is not held")
+        return j
+
+    def __getitem__(self, i: Any) -> Any:
+        if not isinstance(i, slice):
+            return self.kept[self._at(i)]
+        start, stop, step = i.indices(self.n)
+        if step != 1:
+            raise Gone("a stepped slice of a light entry's list")
+        off = self.n - len(self.kept)
+        if start >= off:
+            return self.kept[start - off : stop - off]
+        if stop <= start:
+            return []
+        return Tail(stop - start, self.kept[: max(0, stop - off)])
+
+    def __setitem__(self, i: int, v: Any) -> None:
+        off = self.n - len(self.kept)
+        if (i + self.n if i < 0 else i) == off - 1:  # the one just before those kept: kept too
+            self.kept.insert(0, v)
+            return
+        self.kept[self._at(i)] = v
+
+    def append(self, v: Any) -> None:
+        self.kept.append(v)
+        self.n += 1
+
+    def __add__(self, other: list[Any]) -> Tail:
+        return Tail(self.n + len(other), [*self.kept, *other])
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(self.n))
+
+    def __reversed__(self) -> Any:
+        return (self[i] for i in range(self.n - 1, -1, -1))
+
+    def below(self, x: Any) -> int:
+        """How many elements are below ``x`` (the list is sorted: bisect_left), or Gone when
+        that depends on a dropped one."""
+        kept, off = self.kept, self.n - len(self.kept)
+        if off and (not kept or kept[0] >= x):
+            raise Gone("the count below a dropped element")
+        return off + bisect_left(kept, x)
+
+    def __repr__(self) -> str:
+        return f"Tail({self.n}, {self.kept!r})"
 
 
 class LazyItems(list):  # type: ignore[type-arg]
@@ -126,7 +202,7 @@ class LazyItems(list):  # type: ignore[type-arg]
         if spans and max(spans) >= cut:
             spans = {k: v for k, v in spans.items() if k < cut}
         out = LazyItems((), self.raw, spans)
-        list.extend(out, islice(list.__iter__(self), cut))
+        list.extend(out, list.__getitem__(self, slice(0, cut)))  # a plain list: copied at memcpy speed
         list.extend(out, new)
         return out
 
@@ -155,6 +231,23 @@ class LazyItems(list):  # type: ignore[type-arg]
 def _light_items(items: Any, raw: bytes, stop: int) -> LazyItems:
     """``items`` (of the canonical body ``raw``, whose array ends at ``stop``) holding none:
     the last ``LIGHT_ITEMS`` readable again from ``raw``."""
+    return LazyItems([_GONE] * len(items), raw, _spans(items, stop))
+
+
+def _lighten_items(items: LazyItems, stop: int) -> None:
+    """:func:`_light_items` in place, for a resume's own join (its real items are the new ones
+    at the end: only they are dropped)."""
+    spans = _spans(items, stop)
+    for i in range(len(items) - 1, -1, -1):
+        if list.__getitem__(items, i) is _GONE:
+            break
+        list.__setitem__(items, i, _GONE)
+    items.spans = spans
+
+
+def _spans(items: Any, stop: int) -> dict[int, tuple[int, int]]:
+    """Where the last ``LIGHT_ITEMS`` of ``items`` lie in their canonical body (its array ends
+    at ``stop``): measured for the real items at the end, the light ones' own below them."""
     n = len(items)
     lo = max(n - LIGHT_ITEMS, 0)
     spans, end, i = {}, stop, n - 1
@@ -176,26 +269,27 @@ def _light_items(items: Any, raw: bytes, stop: int) -> LazyItems:
             while i >= lo and (span := known.get(i)) is not None:
                 spans[i] = span
                 i -= 1
-    return LazyItems([_GONE] * n, raw, spans)
+    return spans
 
 
 def _slim_call(c: Any) -> Any:
-    return c if c is _GONE or c.arguments is None else ToolCall(c.pos, c.turn, c.id, c.name, None)
+    return c if c.arguments is None else ToolCall(c.pos, c.turn, c.id, c.name, None)
 
 
 def _slim_result(r: Any) -> Any:
-    if r is _GONE or r.text is None:
+    if r.text is None:
         return r
     return ToolResult(r.pos, r.turn, r.call_id, None, r.is_error, r.exit_code, r.placeholder)
 
 
-def _recent(xs: list[Any], slim: Any, light: int = 0) -> list[Any]:
+def _recent(xs: list[Any] | Tail, slim: Any, light: int = 0) -> Tail:
     """The last ``LIGHT_ITEMS`` of ``xs`` made light, the older ones dropped (a resume looks at
     the last round only: delta_start; one that looks further raises, and the full read runs);
     ``xs[:light]`` is light already (a light entry's, resumed)."""
-    k = max(0, len(xs) - LIGHT_ITEMS)
+    n = len(xs)
+    k = max(n - LIGHT_ITEMS, n - len(xs.kept) if isinstance(xs, Tail) else 0)
     done = max(k, light)
-    return [_GONE] * k + xs[k:done] + [slim(x) for x in xs[done:]]
+    return Tail(n, [*xs[k:done], *map(slim, xs[done:])])
 
 
 def _light(entry: Entry) -> Entry:
@@ -209,14 +303,21 @@ def _lighten(entry: Entry, base: Mark | None = None) -> None:
     """Make an entry no one holds yet light, in place; ``base``: the mark of the light entry it
     was resumed from (what lies before it is light already)."""
     calls, results, steps = (base.n_calls, base.n_results, base.n_steps) if base is not None else (0, 0, 0)
-    entry.items = _light_items(entry.items, entry.raw, entry.stop)
+    if base is not None and isinstance(entry.items, LazyItems):  # the resume's own join (LazyItems.then)
+        entry.items.raw = entry.raw
+        _lighten_items(entry.items, entry.stop)
+    else:
+        entry.items = _light_items(entry.items, entry.raw, entry.stop)
     entry.calls = _recent(entry.calls, _slim_call, calls)
     entry.results = _recent(entry.results, _slim_result, results)
     entry.step_calls = _recent(entry.step_calls, _slim_call, steps)
-    entry.docs = [_GONE] * len(entry.docs)  # the marks' tallies count them
-    entry.sources = [_GONE] * len(entry.sources)
-    entry.accounting = [_GONE] * len(entry.accounting)  # likewise
-    entry.out = [_GONE] * len(entry.out)  # a writer reads only the last, which each mark keeps
+    entry.docs = Tail(len(entry.docs), [])  # the marks' tallies count them
+    entry.sources = Tail(len(entry.sources), [])
+    entry.accounting = Tail(len(entry.accounting), [])  # likewise
+    entry.out = Tail(len(entry.out), [])  # a writer reads only the last, which each mark keeps
+    stepped = entry.stepped  # only a writer reads it, from the cut on (observe mode writes nothing)
+    held = stepped.kept if isinstance(stepped, Tail) else stepped
+    entry.stepped = Tail(len(stepped), held[-LIGHT_ITEMS:])
     entry.light = True
     entry.written = None  # nothing is written
 
@@ -713,7 +814,7 @@ def resume(
     if settled is None:
         return None
     part, out, writes, spans = settled
-    k = bisect_left(entry.stepped, cur.pos)
+    k = entry.stepped.below(cur.pos) if isinstance(entry.stepped, Tail) else bisect_left(entry.stepped, cur.pos)
     stepped = entry.stepped[:k] + part.stepped
 
     first_pos = (

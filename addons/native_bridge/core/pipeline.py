@@ -365,7 +365,7 @@ def _finish(
         # The server holds the earlier items; this input is only what is new.
         plan.delta_start = 0
         notes.append("previous_response_id: input holds only new items, all steps are the delta")
-    steps = list(plan.docs)
+    steps = plan.docs[:]  # a light memo's resume: a memo.Tail (the earlier steps are its tally's)
     if not steps:
         return Rewrite("unchanged", "no pair became a step", dialect.NAME, plan=plan, notes=notes, history=history)
     if not emit:  # observe mode: the body would not be sent, so it is not written
