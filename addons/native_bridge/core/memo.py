@@ -41,7 +41,7 @@ placements only as the marks' tallies, the last calls and results without their 
 and texts, the written items not at all (a writer only looks at the last one, which the
 mark keeps). The same decisions follow (nothing a resume decides reads an old item's
 content), so a light memo gives the same verdict and observations, at about the body's
-size in memory instead of three times. Its lists are :class:`Tail`\ s (a length and the last
+size in memory instead of three times. Its lists are each a :class:`Tail` (a length and the last
 elements), so that a resume copies and keeps what is new, not a list as long as the history.
 """
 
