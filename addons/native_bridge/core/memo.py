@@ -89,79 +89,89 @@ _GONE = _GoneItem()
 
 
 class Tail:
-    """A light entry's list of calls, results, steps, placements or written items: its length
-    and its last elements only. An element before those is dropped: reading it raises
-    :class:`Gone` (the resume ends, the full read runs). A resume joins a tail and its new part
-    in O(what it keeps), where copying a list as long as the history would be O(history).
+    """A light entry's list of calls, results, steps, placements or written items: how many of
+    its first elements it dropped (``off``) and the rest (``kept``). Reading a dropped element
+    raises :class:`Gone` (the resume ends, the full read runs). A resume joins a tail and its new
+    part in O(what it keeps), where copying a list as long as the history would be O(history).
 
     It answers what a resume asks of such a list: its length, an element, a slice (a list when
-    it lies in what is kept), a list added after it, an element appended or set (the writer's
-    last item: setting the one just before those kept keeps it too), and walking it from the
-    end back (delta_start)."""
+    it lies in what is kept), a list added or joined after a cut, an element appended or set (the
+    writer's last item: setting the one just before those kept keeps it too), walking it from the
+    end back (delta_start) and the count below a value (a sorted one's)."""
 
-    __slots__ = ("kept", "n")
+    __slots__ = ("kept", "off")
 
-    def __init__(self, n: int, kept: list[Any]) -> None:
-        self.n, self.kept = n, kept  # kept: the last len(kept) of n elements
+    def __init__(self, off: int, kept: list[Any]) -> None:
+        self.off, self.kept = off, kept
 
     def __len__(self) -> int:
-        return self.n
-
-    def _at(self, i: int) -> int:
-        """The index in ``kept`` of element ``i`` (negative: from the end), or Gone."""
-        n = self.n
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("Tail index out of range")
-        j = i - (n - len(self.kept))
-        if j < 0:
-            raise Gone(f"element {i} of {n} is not held")
-        return j
+        return self.off + len(self.kept)
 
     def __getitem__(self, i: Any) -> Any:
-        if not isinstance(i, slice):
-            return self.kept[self._at(i)]
-        start, stop, step = i.indices(self.n)
+        off = self.off
+        if type(i) is int:
+            if i >= 0:
+                if i >= off:
+                    return self.kept[i - off]  # IndexError past the end, as a list's
+            elif i >= -len(self.kept):
+                return self.kept[i]
+            elif i < -(off + len(self.kept)):
+                raise IndexError("Tail index out of range")
+            raise Gone(f"element {i} of {len(self)} is not held")
+        start, stop, step = i.indices(len(self))
         if step != 1:
             raise Gone("a stepped slice of a light entry's list")
-        off = self.n - len(self.kept)
         if start >= off:
             return self.kept[start - off : stop - off]
         if stop <= start:
             return []
-        return Tail(stop - start, self.kept[: max(0, stop - off)])
+        return Tail(off - start if stop > off else stop - start, self.kept[: max(0, stop - off)])
 
     def __setitem__(self, i: int, v: Any) -> None:
-        off = self.n - len(self.kept)
-        if (i + self.n if i < 0 else i) == off - 1:  # the one just before those kept: kept too
+        j = i - self.off if i >= 0 else i + len(self.kept)  # the index in kept
+        if j == -1 and self.off:  # the one just before those kept: kept too
             self.kept.insert(0, v)
-            return
-        self.kept[self._at(i)] = v
+            self.off -= 1
+        elif j < 0:
+            raise Gone(f"element {i} of {len(self)} is not held")
+        else:
+            self.kept[j] = v
 
     def append(self, v: Any) -> None:
         self.kept.append(v)
-        self.n += 1
 
     def __add__(self, other: list[Any]) -> Tail:
-        return Tail(self.n + len(other), [*self.kept, *other])
+        return Tail(self.off, [*self.kept, *other])
+
+    def then(self, cut: int, new: list[Any]) -> Tail:
+        """``self[:cut] + new`` in one step (a resume's join)."""
+        off = self.off
+        if cut <= off:
+            return Tail(cut, new[:])
+        kept = self.kept[: cut - off]
+        kept += new
+        return Tail(off, kept)
 
     def __iter__(self) -> Any:
-        return (self[i] for i in range(self.n))
+        if self.off:
+            raise Gone("the first element is not held")
+        yield from self.kept
 
     def __reversed__(self) -> Any:
-        return (self[i] for i in range(self.n - 1, -1, -1))
+        yield from reversed(self.kept)
+        if self.off:
+            raise Gone(f"element {self.off - 1} of {len(self)} is not held")
 
     def below(self, x: Any) -> int:
         """How many elements are below ``x`` (the list is sorted: bisect_left), or Gone when
         that depends on a dropped one."""
-        kept, off = self.kept, self.n - len(self.kept)
+        kept, off = self.kept, self.off
         if off and (not kept or kept[0] >= x):
             raise Gone("the count below a dropped element")
         return off + bisect_left(kept, x)
 
     def __repr__(self) -> str:
-        return f"Tail({self.n}, {self.kept!r})"
+        return f"Tail({self.off}, {self.kept!r})"
 
 
 class LazyItems(list):  # type: ignore[type-arg]
@@ -272,6 +282,11 @@ def _spans(items: Any, stop: int) -> dict[int, tuple[int, int]]:
     return spans
 
 
+def _then(xs: list[Any] | Tail, cut: int, new: list[Any]) -> list[Any] | Tail:
+    """``xs[:cut] + new``: a resume's join of an entry's list (a light entry's is a Tail)."""
+    return xs.then(cut, new) if type(xs) is Tail else xs[:cut] + new
+
+
 def _slim_call(c: Any) -> Any:
     return c if c.arguments is None else ToolCall(c.pos, c.turn, c.id, c.name, None)
 
@@ -286,10 +301,12 @@ def _recent(xs: list[Any] | Tail, slim: Any, light: int = 0) -> Tail:
     """The last ``LIGHT_ITEMS`` of ``xs`` made light, the older ones dropped (a resume looks at
     the last round only: delta_start; one that looks further raises, and the full read runs);
     ``xs[:light]`` is light already (a light entry's, resumed)."""
-    n = len(xs)
-    k = max(n - LIGHT_ITEMS, n - len(xs.kept) if isinstance(xs, Tail) else 0)
-    done = max(k, light)
-    return Tail(n, [*xs[k:done], *map(slim, xs[done:])])
+    held, off = (xs.kept, xs.off) if type(xs) is Tail else (xs, 0)
+    k = max(len(held) - LIGHT_ITEMS, 0)  # indexes in held from here on
+    done = max(k, light - off)
+    kept = held[k:done]
+    kept += map(slim, held[done:])
+    return Tail(off + k, kept)
 
 
 def _light(entry: Entry) -> Entry:
@@ -316,8 +333,8 @@ def _lighten(entry: Entry, base: Mark | None = None) -> None:
     entry.accounting = Tail(len(entry.accounting), [])  # likewise
     entry.out = Tail(len(entry.out), [])  # a writer reads only the last, which each mark keeps
     stepped = entry.stepped  # only a writer reads it, from the cut on (observe mode writes nothing)
-    held = stepped.kept if isinstance(stepped, Tail) else stepped
-    entry.stepped = Tail(len(stepped), held[-LIGHT_ITEMS:])
+    held = stepped.kept if type(stepped) is Tail else stepped
+    entry.stepped = Tail(len(stepped) - len(held[-LIGHT_ITEMS:]), held[-LIGHT_ITEMS:])
     entry.light = True
     entry.written = None  # nothing is written
 
@@ -814,8 +831,8 @@ def resume(
     if settled is None:
         return None
     part, out, writes, spans = settled
-    k = entry.stepped.below(cur.pos) if isinstance(entry.stepped, Tail) else bisect_left(entry.stepped, cur.pos)
-    stepped = entry.stepped[:k] + part.stepped
+    k = entry.stepped.below(cur.pos) if type(entry.stepped) is Tail else bisect_left(entry.stepped, cur.pos)
+    stepped = _then(entry.stepped, k, part.stepped)
 
     first_pos = (
         {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
@@ -825,14 +842,14 @@ def resume(
         if pos < first_pos.get(x, pos + 1):
             first_pos[x] = pos
     whole = History(
-        entry.calls[: mark.n_calls] + h.calls, entry.results[: mark.n_results] + h.results, h.turns, h.client
+        _then(entry.calls, mark.n_calls, h.calls), _then(entry.results, mark.n_results, h.results), h.turns, h.client
     )
-    step_calls = entry.step_calls[: mark.n_steps] + part.step_calls
+    step_calls = _then(entry.step_calls, mark.n_steps, part.step_calls)
     joined = Part(
-        entry.docs[: mark.n_steps] + part.docs,
-        entry.sources[: mark.n_steps] + part.sources,
+        _then(entry.docs, mark.n_steps, part.docs),
+        _then(entry.sources, mark.n_steps, part.sources),
         step_calls,
-        entry.accounting[: cur.pos] + part.placements,
+        _then(entry.accounting, cur.pos, part.placements),
         stepped,
         tally=mark.tally,
     )
