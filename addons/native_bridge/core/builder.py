@@ -121,7 +121,8 @@ class Plan:
 
     @property
     def stepped(self) -> frozenset[int]:
-        """``stepped_at`` as a set, made when asked for (a writer's; observe mode never asks)."""
+        """``stepped_at`` as a set, made when asked for (a writer's; observe mode never asks: a
+        light memo's resumed plan holds a memo.Tail there, and this raises memo.Gone)."""
         if self._stepped is None:
             self._stepped = frozenset(self.stepped_at)
         return self._stepped

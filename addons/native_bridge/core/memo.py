@@ -96,8 +96,10 @@ class Tail:
 
     It answers what a resume asks of such a list: its length, an element, a slice (a list when
     it lies in what is kept), a list added or joined after a cut, an element appended or set (the
-    writer's last item: setting the one just before those kept keeps it too), walking it from the
-    end back (delta_start) and the count below a value (a sorted one's)."""
+    writer's last item: setting the one just before those kept keeps it too) and walking it from
+    the end back (delta_start). Iterating it from the start raises Gone at once when it dropped
+    any: a light resume's plan has Tails for its steps, sources, placements and stepped
+    positions, which only what observe mode never asks for (a writer, records) reads whole."""
 
     __slots__ = ("kept", "off")
 
@@ -121,10 +123,10 @@ class Tail:
         start, stop, step = i.indices(len(self))
         if step != 1:
             raise Gone("a stepped slice of a light entry's list")
-        if start >= off:
-            return self.kept[start - off : stop - off]
         if stop <= start:
             return []
+        if start >= off:
+            return self.kept[start - off : stop - off]
         return Tail(off - start if stop > off else stop - start, self.kept[: max(0, stop - off)])
 
     def __setitem__(self, i: int, v: Any) -> None:
@@ -161,14 +163,6 @@ class Tail:
         yield from reversed(self.kept)
         if self.off:
             raise Gone(f"element {self.off - 1} of {len(self)} is not held")
-
-    def below(self, x: Any) -> int:
-        """How many elements are below ``x`` (the list is sorted: bisect_left), or Gone when
-        that depends on a dropped one."""
-        kept, off = self.kept, self.off
-        if off and (not kept or kept[0] >= x):
-            raise Gone("the count below a dropped element")
-        return off + bisect_left(kept, x)
 
     def __repr__(self) -> str:
         return f"Tail({self.off}, {self.kept!r})"
@@ -332,9 +326,7 @@ def _lighten(entry: Entry, base: Mark | None = None) -> None:
     entry.sources = Tail(len(entry.sources), [])
     entry.accounting = Tail(len(entry.accounting), [])  # likewise
     entry.out = Tail(len(entry.out), [])  # a writer reads only the last, which each mark keeps
-    stepped = entry.stepped  # only a writer reads it, from the cut on (observe mode writes nothing)
-    held = stepped.kept if type(stepped) is Tail else stepped
-    entry.stepped = Tail(len(stepped) - len(held[-LIGHT_ITEMS:]), held[-LIGHT_ITEMS:])
+    entry.stepped = Tail(len(entry.stepped), [])  # only a writer reads it (observe mode writes nothing)
     entry.light = True
     entry.written = None  # nothing is written
 
@@ -831,7 +823,10 @@ def resume(
     if settled is None:
         return None
     part, out, writes, spans = settled
-    k = entry.stepped.below(cur.pos) if type(entry.stepped) is Tail else bisect_left(entry.stepped, cur.pos)
+    if type(entry.stepped) is Tail:  # light: the stepped positions before the cut are the mark's count
+        k = mark.tally.placed - sum(n for _, n in mark.tally.kept_by_code)
+    else:
+        k = bisect_left(entry.stepped, cur.pos)
     stepped = _then(entry.stepped, k, part.stepped)
 
     first_pos = (
