@@ -42,7 +42,8 @@ and texts, the written items not at all (a writer only looks at the last one, wh
 mark keeps). The same decisions follow (nothing a resume decides reads an old item's
 content), so a light memo gives the same verdict and observations, at about the body's
 size in memory instead of three times. Its lists are each a :class:`Tail` (a length and the last
-elements), so that a resume copies and keeps what is new, not a list as long as the history.
+elements), so that a resume copies and keeps what is new, not a list as long as the history
+(two things are still copied whole: the first position of each id, and the turns' roles).
 """
 
 from __future__ import annotations
