@@ -92,11 +92,6 @@ MUTATIONS: list[Mutation] = [
         "the whole history re-sent on a resumed turn (delta_start forced to 0)",
         "7",
         Edit(f"{PKG}/builder.py", r"(\ndef delta_start\([^)]*\)[^:]*:\n(\s+)\"\"\"[^\n]*\"\"\"\n)", r"\1\2return 0\n"),
-        Edit(
-            f"{PKG}/builder.py",
-            r"return Plan\(steps, step_calls, placements, delta_start, stepped\)",
-            r"return Plan(steps, step_calls, placements, 0, stepped)",
-        ),
     ),
     _m(
         "orphan-dropped",
