@@ -80,6 +80,11 @@ class Tally:
     kept_by_code: tuple[tuple[str, int], ...] = ()  # sorted
     unobserved: int = 0  # calls kept as never observed
 
+    @property
+    def kept(self) -> int:
+        """The placements kept as messages (the rest of ``placed`` are in steps)."""
+        return sum(n for _, n in self.kept_by_code)
+
     def add(self, docs: list[dict[str, Any]], placements: list[Placement]) -> Tally:
         """This tally and the steps ``docs`` and ``placements`` after it."""
         failed = [c for c in map(exit_code, docs) if c not in (None, 0)]

@@ -96,7 +96,7 @@ class Tail:
     part in O(what it keeps), where copying a list as long as the history would be O(history).
 
     It answers what a resume asks of such a list: its length, an element, a slice (a list when
-    it lies in what is kept), a list added or joined after a cut, an element appended or set (the
+    it lies in what is kept), a list joined after a cut, an element appended or set (the
     writer's last item: setting the one just before those kept keeps it too) and walking it from
     the end back (delta_start). Iterating it from the start raises Gone at once when it dropped
     any: a light resume's plan has Tails for its steps, sources, placements and stepped
@@ -142,9 +142,6 @@ class Tail:
 
     def append(self, v: Any) -> None:
         self.kept.append(v)
-
-    def __add__(self, other: list[Any]) -> Tail:
-        return Tail(self.off, [*self.kept, *other])
 
     def then(self, cut: int, new: list[Any]) -> Tail:
         """``self[:cut] + new`` in one step (a resume's join)."""
@@ -277,9 +274,10 @@ def _spans(items: Any, stop: int) -> dict[int, tuple[int, int]]:
     return spans
 
 
-def _then(xs: list[Any] | Tail, cut: int, new: list[Any]) -> list[Any] | Tail:
-    """``xs[:cut] + new``: a resume's join of an entry's list (a light entry's is a Tail)."""
-    return xs.then(cut, new) if type(xs) is Tail else xs[:cut] + new
+def _then(xs: list[Any] | Tail | LazyItems, cut: int, new: list[Any]) -> Any:
+    """``xs[:cut] + new``: a resume's join of an entry's list (a light entry's is a Tail, its
+    items LazyItems: each joins in one step)."""
+    return xs.then(cut, new) if isinstance(xs, (Tail, LazyItems)) else xs[:cut] + new
 
 
 def _slim_call(c: Any) -> Any:
@@ -794,7 +792,7 @@ def resume(
             return resume(memo, raw, dialect, entry.config.for_client(client), steps_key)
         config = entry.config
     b = mark.index
-    items = entry.items.then(b, new) if isinstance(entry.items, LazyItems) else entry.items[:b] + new
+    items = _then(entry.items, b, new)
     cur = mark.cursor
     turns = entry.turns[: cur.turns]
     if turns:
@@ -824,10 +822,8 @@ def resume(
     if settled is None:
         return None
     part, out, writes, spans = settled
-    if type(entry.stepped) is Tail:  # light: the stepped positions before the cut are the mark's count
-        k = mark.tally.placed - sum(n for _, n in mark.tally.kept_by_code)
-    else:
-        k = bisect_left(entry.stepped, cur.pos)
+    # The stepped positions before the cut: a light entry keeps none, the mark's tally counts them.
+    k = mark.tally.placed - mark.tally.kept if entry.light else bisect_left(entry.stepped, cur.pos)
     stepped = _then(entry.stepped, k, part.stepped)
 
     first_pos = (

@@ -91,7 +91,7 @@ class Rewrite:
             "delta_start": self.plan.delta_start,
             "failed": len(t.failed),
             "failed_exit_codes": list(t.failed),
-            "kept": sum(n for _, n in t.kept_by_code),
+            "kept": t.kept,
             "kept_by_code": dict(t.kept_by_code),
             "unobserved": t.unobserved,
         }
