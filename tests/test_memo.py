@@ -609,3 +609,60 @@ def test_a_light_memo_resumes_a_rewind_past_many_stepped_pairs(dialect: str) -> 
     hits = memo.hits
     same(s.body(18), dialect, memo, hint=CLIENT_HINTS[dialect])
     assert memo.hits == hits + 1 and memo.errors == 0
+
+
+def _furthest_by_every_mark(memo: Memo, raw: bytes) -> tuple[Any, Any] | None:
+    """The entry ``raw`` goes on from furthest and its latest kept mark, by comparing every mark
+    of every entry in full (ties: the most recent entry)."""
+    best = None
+    for entry in reversed(memo._entries.values()):
+        if entry.light and not memo.light:
+            continue
+        for mark in entry.marks:
+            end = mark.end
+            kept = end < len(raw) and raw[end] in b",]" and raw.startswith(entry.raw[:end])
+            if kept and (best is None or end > best[1].end):
+                best = entry, mark
+    return best
+
+
+@pytest.mark.parametrize("dialect", ["chat", "anthropic", "responses"])
+def test_the_search_finds_the_entry_every_mark_compared_in_full_finds(dialect: str, light: bool) -> None:
+    """Conversations of one client (one system prompt, one first task) interleaved, with resends,
+    rewinds, forks and edited tails (their full reads leave two entries with the same bytes): the
+    memo's search, which tries each entry's last marks first and searches further back only where
+    the bytes before the best end agree, finds what comparing every mark in full finds."""
+    rng = random.Random(5)
+    memo = Memo(light=light)
+    sessions = [Session(dialect, 1 + i % 3, seed=20 + i) for i in range(5)]
+    rounds = [1] * len(sessions)
+    key = items_key(dialect)
+    compared = 0
+
+    def send(raw: bytes) -> None:
+        nonlocal compared
+        found = memo._furthest(raw, lambda entry: True)
+        expected = _furthest_by_every_mark(memo, raw)
+        assert (found is None) == (expected is None)
+        if found is not None:
+            assert found[0] is expected[0] and found[1] is expected[1]
+            compared += 1
+        same(raw, dialect, memo, hint=CLIENT_HINTS[dialect])
+
+    for _ in range(70):
+        i = rng.randrange(len(sessions))
+        s, move = sessions[i], rng.random()
+        if move < 0.6:
+            rounds[i] += 1
+        elif move < 0.7:
+            rounds[i] = max(1, rounds[i] - rng.randrange(1, 8))  # a rewind: an older mark
+        elif move < 0.8:  # a fork: this conversation's rounds, then another's
+            doc = s.doc(rounds[i])
+            doc[key] = doc[key] + sessions[(i + 1) % len(sessions)].doc(3)[key][1:]
+            send(orjson.dumps(doc))
+            continue
+        elif move < 0.9:
+            for _, mutated in list(mutations(s.doc(rounds[i]), dialect, rng, tail=4))[:2]:
+                send(orjson.dumps(mutated))
+        send(s.body(rounds[i]))  # a resend when nothing moved
+    assert compared >= 50

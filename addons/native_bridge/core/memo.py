@@ -49,10 +49,11 @@ elements), so that a resume copies and keeps what is new, not a list as long as 
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from types import ModuleType
 from typing import Any
 
@@ -69,6 +70,7 @@ MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost abou
 MAX_MARKS = 16  # cuts kept per conversation: the last items, where a client edits (cache_control)
 LIGHT_ITEMS = 4 * MAX_MARKS  # the last items a light entry can read again from its body
 _NONE = object()
+_END = attrgetter("end")
 
 
 class Gone(LookupError):
@@ -471,17 +473,43 @@ class Memo:
 
     def _furthest(self, raw: bytes, serves: Any) -> tuple[Entry, Mark] | None:
         """Of the entries that ``serves`` accepts (and this memo may use), the one ``raw`` goes
-        on from furthest, and its latest mark the body keeps."""
+        on from furthest (on a tie the most recent), and its latest mark the body keeps.
+
+        One conversation's next turn goes on from its entry's last mark (or the one before),
+        so those are tried first, at a window compare per entry; an earlier mark (a rewind) is
+        searched for only in the entries that hold the bytes just before the best end so far,
+        which any entry that goes further must. A new body of the same client, whose system
+        prompt every entry shares, so costs two or three short compares per entry, not a
+        binary search in each."""
         with self._lock:
-            entries = list(reversed(self._entries.values()))
-        best: tuple[Entry, Mark] | None = None
-        for entry in entries:
-            if (entry.light and not self.light) or not serves(entry):
+            newest_first = list(reversed(self._entries.values()))
+        entries = [e for e in newest_first if not (e.light and not self.light) and serves(e)]
+        best: Mark | None = None
+        at = -1  # best's entry, by its place in ``entries``
+        for i, entry in enumerate(entries):
+            old = entry.raw
+            for mark in entry.marks[-1:-3:-1]:
+                end = mark.end
+                if best is not None and end <= best.end:
+                    break
+                near = end - 64 if end > 64 else 0
+                if raw[near:end] == old[near:end] and _keeps(old, raw, end):  # the window inline: most differ
+                    best, at = mark, i
+                    break
+        for i, entry in enumerate(entries):
+            if i == at:  # its latest kept mark is the one just found
                 continue
-            mark = _longest_kept(entry, raw, best[1].end if best else 0)
+            if best is None:
+                mark = _longest_kept(entry, raw)
+            else:
+                end, near = best.end, max(0, best.end - 64)
+                beyond = end - 1 if i < at else end  # a newer entry wins a tie
+                if entry.marks[-1].end <= beyond or raw[near:end] != entry.raw[near:end]:
+                    continue
+                mark = _longest_kept(entry, raw, beyond)
             if mark is not None:
-                best = entry, mark
-        return best
+                best, at = mark, i
+        return None if best is None else (entries[at], best)
 
     def adopt(self, entry: Entry, raw: bytes) -> None:
         """Keep an entry a worker made for ``raw`` (it crossed without the body: ``raw`` is it)."""
@@ -511,43 +539,47 @@ class Memo:
                 self._bytes -= old.size
 
 
+def _keeps(old: bytes, raw: bytes, end: int) -> bool:
+    """Whether ``raw`` has ``old``'s bytes up to a mark ending at ``end`` (and goes on after it)."""
+    near = max(0, end - 64)
+    return (
+        end < len(raw)
+        and raw[end] in b",]"
+        and old[near:end] == raw[near:end]  # a cheap no before the long compare
+        and raw.startswith(memoryview(old)[:end])  # compared in place, not copied
+    )
+
+
 def _longest_kept(entry: Entry, raw: bytes, beyond: int = 0) -> Mark | None:
     """The latest mark (past offset ``beyond``) up to which ``raw`` has the entry's bytes."""
-    marks = entry.marks
+    marks, old = entry.marks, entry.raw
     first = marks[0].end
     near = max(0, first - 64)
-    if marks[-1].end <= beyond or raw[near:first] != entry.raw[near:first]:
+    if marks[-1].end <= beyond or raw[near:first] != old[near:first]:
         return None  # every mark needs the bytes before the first: another conversation fails here
-    old = memoryview(entry.raw)
-    if not raw.startswith(old[: entry.head]):
+    if not raw.startswith(memoryview(old)[: entry.head]):
         return None
-
-    def kept(mark: Mark) -> bool:
-        end = mark.end
-        near = max(0, end - 64)
-        return (
-            end < len(raw)
-            and raw[end] in b",]"
-            and old[near:end] == raw[near:end]  # a cheap no before the long compare
-            and raw.startswith(old[:end])  # memoryview slices: compared in place, not copied
-        )
-
     # The common cases: the body goes on from where the last one ended, or from where the
     # one before ended (the client edited its last message: Claude Code moves cache_control).
     for mark in marks[-1:-3:-1]:
-        if kept(mark):
-            return mark if mark.end > beyond else None
-    # Marks ascend; if the bytes agree up to one mark they agree up to every earlier one.
-    if len(marks) <= 2 or not kept(marks[0]):
+        if mark.end <= beyond:
+            return None
+        if _keeps(old, raw, mark.end):
+            return mark
+    # Marks ascend; if the bytes agree up to one mark they agree up to every earlier one, and a
+    # mark that is not kept is followed by none that is (the bytes differ at or before its end).
+    lo = bisect_right(marks, beyond, key=_END)
+    hi = len(marks) - 2  # the last two were tried
+    if lo >= hi or not _keeps(old, raw, marks[lo].end):
         return None
-    lo, hi, best = 1, len(marks) - 2, marks[0]
+    best, lo = marks[lo], lo + 1
     while lo < hi:
         mid = (lo + hi) // 2
-        if kept(marks[mid]):
+        if _keeps(old, raw, marks[mid].end):
             best, lo = marks[mid], mid + 1
         else:
             hi = mid
-    return best if best is not None and best.end > beyond else None
+    return best
 
 
 # ---- filling the memo after a full rewrite -----------------------------------------------
