@@ -21,6 +21,7 @@ from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge
 from native_bridge.runtime import META, dispatch
+from native_bridge.runtime.later import keeps_backups
 from native_bridge.runtime.state import BridgeState
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
@@ -193,3 +194,41 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
         chat.state.dispatch.close()  # the worker process (the shared state's)
     exit_changes = [c for c in g.metadata[META]["change_list"] if c["action"] == "exit_code"]
     assert exit_changes and all(c["reason"].startswith("exit_code 0 -> 1") for c in exit_changes), exit_changes
+
+
+def test_headless_mitmdump_backs_up_a_rewritten_flow_only_when_a_flow_file_keeps_it(tmp_path):
+    """mitmdump without -w drops each flow when it ends: no backup (flow.get_state(), about 0.2 ms)
+    is made for no one. With a flow file (replay_check.py reads the backup), mitmweb or the
+    console (they revert to it), the flow is backed up as it came."""
+    from mitmproxy.options import Options
+    from mitmproxy.tools.dump import DumpMaster
+    from mitmproxy.tools.web.master import WebMaster
+
+    raw, _ = body_with_results()
+
+    async def run():
+        master = DumpMaster(Options(), with_termlog=False, with_dumper=False)
+        state = BridgeState()
+        nb = ChatHop(state)
+        master.addons.add(state, nb)
+        for addon in (state, nb):
+            master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(master.options.keys())))
+        master.options.update(bridge_mode="rewrite")
+        try:
+            f = chat_flow(raw)
+            assert nb.request(f) is None
+            await asyncio.sleep(0)
+            assert f.metadata[META]["status"] == "rewritten" and f._backup is None
+            master.options.update(save_stream_file=str(tmp_path / "out.flows"))
+            f = chat_flow(raw)
+            assert nb.request(f) is None
+            await asyncio.sleep(0)
+            assert f.metadata[META]["status"] == "rewritten" and f.modified()
+            f.revert()
+            assert f.request.content == raw
+        finally:
+            nb.done()
+            state.done()
+        assert keeps_backups(WebMaster(Options(), with_termlog=False), Options())
+
+    asyncio.run(run())

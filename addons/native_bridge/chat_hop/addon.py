@@ -16,7 +16,7 @@ from ..planner_hop.h2c import H2CListener, is_planner
 from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_directory
 from ..runtime import META
 from ..runtime.dispatch import Dispatch
-from ..runtime.later import Original, back_up, deferrable, original
+from ..runtime.later import Original, back_up, deferrable, keeps_backups, original
 from ..runtime.state import BridgeState
 from . import websocket
 from .jobs import Job, Outcome, bridge, resume
@@ -161,6 +161,7 @@ class ChatHop:
         # value on each read).
         self.on, self.emit, self.max_body, self.stream_replies = True, False, MAX_BODY, True
         self.calm: int | None = logging.INFO  # verdict.calm_level
+        self.backups = True  # a rewritten flow is backed up (later.keeps_backups)
 
     def load(self, loader) -> None:
         loader.add_option("bridge", bool, True, "Bridge planner-bound chat requests (see bridge_mode).")
@@ -255,6 +256,7 @@ class ChatHop:
             self.state.recorder = self.recorder  # the planner hop writes there too, unless it has its own
         self.on, self.emit, self.max_body = opts.bridge, opts.bridge_mode == "rewrite", opts.bridge_max_body
         self.stream_replies, self.calm = opts.bridge_stream_replies, calm_level(opts)
+        self.backups = keeps_backups(ctx.master, opts)
         light = not self.emit and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
             self.memo = Memo(light=light)
@@ -413,7 +415,7 @@ class _Request:
             self.hop.state.store.observe(out.observations)
         if out.status == "rewritten":
             assert out.body is not None
-            came = original(self.flow.request)
+            came = original(self.flow.request) if self.hop.backups else None
             self.flow.request.set_content(out.body)  # encodes first: on failure the request is unchanged
             self.came = came
 

@@ -28,7 +28,7 @@ from ..records.planner import PlannerJob
 from ..records.writer import Recorder, RecordJob
 from ..runtime import MARKER, META
 from ..runtime.dispatch import Dispatch
-from ..runtime.later import Original, back_up, original
+from ..runtime.later import Original, back_up, keeps_backups, original
 from ..runtime.state import BridgeState
 from ..runtime.store import StoreEvidence
 from .h2c import H2CListener, is_planner
@@ -93,6 +93,7 @@ class PlannerHop:
         self.evidence = StoreEvidence(lambda: self.state.store)
         self.own_recorder: Recorder | None = None
         self._pending: dict[str, _Pending] = {}  # flow id -> what to store once the reply says ok
+        self.backups = True  # a corrected flow is backed up (later.keeps_backups)
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -128,6 +129,7 @@ class PlannerHop:
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
+        self.backups = keeps_backups(ctx.master, opts)
         if updated & {"bridge_planner", "mode"}:
             specs = []
             for spec in opts.bridge_planner:
@@ -182,7 +184,8 @@ class PlannerHop:
     def account(self, flow: http.HTTPFlow, result: PlannerResult, came: Original) -> None:
         req = flow.request
         if result.status == "corrected":
-            back_up(flow, came)  # mitmweb shows the flow as modified and can revert it
+            if self.backups:
+                back_up(flow, came)  # mitmweb shows the flow as modified and can revert it
             if result.corrections:
                 flow.marked = MARKER
         elif result.status == "skipped" and HANDLED_HEADER in req.headers:

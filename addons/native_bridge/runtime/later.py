@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from mitmproxy import http
 from mitmproxy.http import Headers
+from mitmproxy.tools.dump import DumpMaster
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,14 @@ Original = tuple[bytes | None, Headers]
 def original(req: http.Request) -> Original:
     """The request as it came (raw body and headers), before a hop changes it."""
     return req.raw_content, req.headers.copy()
+
+
+def keeps_backups(master: object, options: Any) -> bool:
+    """Whether a changed flow's backup can ever be read: mitmweb and the console show it and
+    revert to it, a flow file (``-w``: ``save_stream_file``) keeps it for replay_check.py and
+    the views. mitmdump writing no flow file drops each flow when it ends, so a backup there
+    (``flow.get_state()``, about 0.2 ms) would be made for no one."""
+    return not isinstance(master, DumpMaster) or bool(getattr(options, "save_stream_file", None))
 
 
 def back_up(flow: http.HTTPFlow, came: Original) -> None:
