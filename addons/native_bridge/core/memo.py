@@ -475,36 +475,48 @@ class Memo:
         """Of the entries that ``serves`` accepts (and this memo may use), the one ``raw`` goes
         on from furthest (on a tie the most recent), and its latest mark the body keeps.
 
-        One conversation's next turn goes on from its entry's last mark (or the one before),
-        so those are tried first, at a window compare per entry; an earlier mark (a rewind) is
+        An entry whose bytes before its first mark the body does not hold is out at one window
+        compare (every mark needs them). One conversation's next turn goes on from its entry's
+        last mark (or the one before), so those are tried next; an earlier mark (a rewind) is
         searched for only in the entries that hold the bytes just before the best end so far,
-        which any entry that goes further must. A new body of the same client, whose system
-        prompt every entry shares, so costs two or three short compares per entry, not a
-        binary search in each."""
+        which any entry that goes further must. Entries of the same client whose first marks lie
+        in what they all share (one system prompt, one first task) so cost three or four short
+        compares each, not a binary search in each."""
         with self._lock:
             newest_first = list(reversed(self._entries.values()))
         entries = [e for e in newest_first if not (e.light and not self.light) and serves(e)]
         best: Mark | None = None
         at = -1  # best's entry, by its place in ``entries``
+        n = len(raw)
+        held = []  # the entries whose first mark the body keeps the bytes before: every mark needs them
         for i, entry in enumerate(entries):
-            old = entry.raw
-            for mark in entry.marks[-1:-3:-1]:
+            old, marks = entry.raw, entry.marks
+            first = marks[0].end
+            near = first - 64 if first > 64 else 0
+            if not raw.startswith(old[near:first], near):  # another conversation, most often
+                continue
+            held.append((i, entry))
+            for mark in marks[-1:-3:-1]:  # the window inline, one slice, no call: most differ there
                 end = mark.end
                 if best is not None and end <= best.end:
                     break
                 near = end - 64 if end > 64 else 0
-                if raw[near:end] == old[near:end] and _keeps(old, raw, end):  # the window inline: most differ
+                if end < n and raw.startswith(old[near:end], near) and _keeps(old, raw, end):
                     best, at = mark, i
                     break
-        for i, entry in enumerate(entries):
+        window, near, end = b"", 0, -1  # the bytes before the best end so far
+        for i, entry in held:
             if i == at:  # its latest kept mark is the one just found
                 continue
             if best is None:
                 mark = _longest_kept(entry, raw)
             else:
-                end, near = best.end, max(0, best.end - 64)
+                if best.end != end:
+                    end = best.end
+                    near = end - 64 if end > 64 else 0
+                    window = raw[near:end]
                 beyond = end - 1 if i < at else end  # a newer entry wins a tie
-                if entry.marks[-1].end <= beyond or raw[near:end] != entry.raw[near:end]:
+                if entry.marks[-1].end <= beyond or not entry.raw.startswith(window, near):
                     continue
                 mark = _longest_kept(entry, raw, beyond)
             if mark is not None:
