@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import core as core_mod
-from .core import core, core_at_sizes, no_history
+from .core import breadth, core, core_at_sizes, no_history
 from .e2e import e2e
 from .golden import golden_check, golden_digests
 from .loopmem import LoopMemRow, loop_memory
@@ -32,7 +32,7 @@ def run(
 ) -> list[Target]:
     """The sections in ``only``, then the target table; ``shape_plan``: the shapes to run (all of them)."""
     t0 = time.perf_counter()
-    golden = series = sized = nohist = e2e_rows = None
+    golden = series = sized = nohist = e2e_rows = wide = None
     shape_rows: list[ShapeRow] = []
     stall_rows: list[StallRow] = []
     planner_rows: list[PlannerRow] = []
@@ -45,6 +45,8 @@ def run(
         log("core: rewrite() against orjson loads+dumps of the same body (cold: first sight; warm: resumed)")
         sized = core_at_sizes((200_000,) if quick else (200_000, 2_000_000), quick, log)
         series = [] if quick else core(quick, log)
+        log("memo search: a resumed turn alone in the memo, and among a full memo of its client's conversations")
+        wide = breadth((10_000,) if quick else (10_000, 200_000), quick, log)
     if "nohist" in only:
         log("no tool history:")
         nohist = no_history((200_000,) if quick else (10_000, 200_000, 2_000_000), quick, log)
@@ -77,6 +79,7 @@ def run(
         stall_rows,
         planner_rows,
         loop_mem_rows,
+        wide or [],
     )
     log(f"\ntargets ({'quick: gross regressions only' if quick else 'full'}; {time.perf_counter() - t0:.0f} s)")
     log(table(ts))

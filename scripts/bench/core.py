@@ -207,6 +207,64 @@ def exponent(rows: Sequence[CoreRow], attr: str) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
+@dataclass(slots=True)
+class BreadthRow:
+    size: int
+    others: int  # conversations of the same client in the memo beside the one resumed
+    alone: float  # seconds, medians
+    among: float
+
+
+def breadth(sizes: Sequence[int], quick: bool, log: Callable[[str], None]) -> list[BreadthRow]:
+    """A resumed turn (observe mode: a light memo; chat, the client named) with its conversation
+    alone in the memo and among a full memo's worth of other conversations of the same client
+    (one system prompt, one first task, so the search cannot tell them apart by their start):
+    what finding the entry costs per conversation the proxy holds."""
+    import random
+
+    from native_bridge.core.memo import MAX_ENTRIES, Memo
+
+    path, hint = DIALECT_PATHS["chat"], _hint("chat")
+    rows = []
+    for size in sizes:
+        out = (60, 240) if size < 50_000 else (1000, 5000)  # the agent loop's outputs at that size
+        s, rounds = Session("chat", 1, seed=7, out=out), 1
+        while len(s.body(rounds)) < size:
+            rounds += 1
+        cur, prev = s.body(rounds), s.body(rounds - 1) if rounds > 1 else None
+        alone, among = Memo(light=True), Memo(light=True)
+        rng = random.Random(3)
+        for i in range(MAX_ENTRIES - 1):  # other lengths, so their marks end before and after the cut
+            other = Session("chat", 1, seed=100 + i, out=out)
+            rewrite(
+                other.body(rng.randrange(max(1, rounds // 2), rounds + 10)),
+                path=path,
+                memo=among,
+                client_hint=hint,
+                emit=False,
+            )
+        for m in (alone, among):
+            rewrite(prev or cur, path=path, memo=m, client_hint=hint, emit=False)
+
+        def resumed(primed: Any, body: bytes = cur) -> Callable[[], float]:
+            def run() -> float:
+                m = primed.copy()
+                t0 = time.perf_counter()
+                rewrite(body, path=path, memo=m, client_hint=hint, emit=False)
+                return time.perf_counter() - t0
+
+            return run
+
+        t = interleave({"alone": resumed(alone), "among": resumed(among)}, 20 if quick else 80)
+        rows.append(BreadthRow(len(cur), len(among) - 1, median(t["alone"]), median(t["among"])))
+        r = rows[-1]
+        log(
+            f"  resumed {size_label(r.size):>8} turn: alone {r.alone * 1e6:.0f} us, among {r.others} other "
+            f"conversations {r.among * 1e6:.0f} us ({r.among / r.alone:.2f}x)"
+        )
+    return rows
+
+
 def no_history(sizes: Sequence[int], quick: bool, log: Callable[[str], None]) -> list[tuple[int, float, float]]:
     """(size, floor, rewrite) of requests with no tool history (a first turn, a title request)."""
     from native_bridge.core.memo import Memo

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .core import CoreRow, exponent
+from .core import BreadthRow, CoreRow, exponent
 from .e2e import E2ERow
 from .loopmem import COLLECTED, LoopMemRow
 from .planner import PlannerRow
@@ -40,11 +40,23 @@ def targets(
     stall_rows: Sequence[StallRow] = (),
     planner_rows: Sequence[PlannerRow] = (),
     loop_mem_rows: Sequence[LoopMemRow] = (),
+    breadth_rows: Sequence[BreadthRow] = (),
 ) -> list[Target]:
     out: list[Target] = []
 
     def add(name: str, measured: str, ok: bool | None) -> None:
         out.append(Target(name, measured, ok))
+
+    # Finding a conversation's entry costs a few short compares per conversation held: a full memo
+    # (64) of one client's conversations, whose bytes agree up to the first task, may not double a
+    # small resumed turn (a binary search in every entry made it 2.7x).
+    for r in breadth_rows:
+        limit = 4.0 if quick else 2.0
+        add(
+            f"memo search: a resumed {size_label(r.size)} turn among {r.others} other conversations <= {limit}x alone",
+            f"{r.among / r.alone:.2f}x ({r.alone * 1e6:.0f} -> {r.among * 1e6:.0f} us)",
+            r.among / r.alone <= limit,
+        )
 
     # Quick mode (CI) fails only on gross regressions: noise must never turn CI red.
     # The worst resumed row (Responses, four calls a round) is 2.4-2.6x on an idle machine; a memo that
