@@ -198,8 +198,9 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
 
 def test_headless_mitmdump_backs_up_a_rewritten_flow_only_when_a_flow_file_keeps_it(tmp_path):
     """mitmdump without -w drops each flow when it ends: no backup (flow.get_state(), about 0.2 ms)
-    is made for no one. With a flow file (replay_check.py reads the backup), mitmweb or the
-    console (they revert to it), the flow is backed up as it came."""
+    is made for no one. With a flow file (replay_check.py reads the backup), bodies printed
+    (flow_detail 3: the bridge's views read the original from it), mitmweb or the console (they
+    revert to it), the flow is backed up as it came."""
     from mitmproxy.options import Options
     from mitmproxy.tools.dump import DumpMaster
     from mitmproxy.tools.web.master import WebMaster
@@ -207,7 +208,7 @@ def test_headless_mitmdump_backs_up_a_rewritten_flow_only_when_a_flow_file_keeps
     raw, _ = body_with_results()
 
     async def run():
-        master = DumpMaster(Options(), with_termlog=False, with_dumper=False)
+        master = DumpMaster(Options(), with_termlog=False)  # its dumper: flow_detail
         state = BridgeState()
         nb = ChatHop(state)
         master.addons.add(state, nb)
@@ -219,13 +220,14 @@ def test_headless_mitmdump_backs_up_a_rewritten_flow_only_when_a_flow_file_keeps
             assert nb.request(f) is None
             await asyncio.sleep(0)
             assert f.metadata[META]["status"] == "rewritten" and f._backup is None
-            master.options.update(save_stream_file=str(tmp_path / "out.flows"))
-            f = chat_flow(raw)
-            assert nb.request(f) is None
-            await asyncio.sleep(0)
-            assert f.metadata[META]["status"] == "rewritten" and f.modified()
-            f.revert()
-            assert f.request.content == raw
+            for option in ({"flow_detail": 3}, {"flow_detail": 1, "save_stream_file": str(tmp_path / "out.flows")}):
+                master.options.update(**option)
+                f = chat_flow(raw)
+                assert nb.request(f) is None
+                await asyncio.sleep(0)
+                assert f.metadata[META]["status"] == "rewritten" and f.modified(), option
+                f.revert()
+                assert f.request.content == raw
         finally:
             nb.done()
             state.done()

@@ -62,9 +62,13 @@ def original(req: http.Request) -> Original:
 def keeps_backups(master: object, options: Any) -> bool:
     """Whether a changed flow's backup can ever be read: mitmweb and the console show it and
     revert to it, a flow file (``-w``: ``save_stream_file``) keeps it for replay_check.py and
-    the views. mitmdump writing no flow file drops each flow when it ends, so a backup there
-    (``flow.get_state()``, about 0.2 ms) would be made for no one."""
-    return not isinstance(master, DumpMaster) or bool(getattr(options, "save_stream_file", None))
+    the views, and mitmdump prints bodies through the views from ``flow_detail`` 3 on (the
+    bridge's views read the original from it). mitmdump writing no flow file and printing no
+    bodies drops each flow when it ends, so a backup there (``flow.get_state()``, about 0.2 ms)
+    would be made for no one."""
+    if not isinstance(master, DumpMaster):
+        return True
+    return bool(getattr(options, "save_stream_file", None)) or getattr(options, "flow_detail", 0) >= 3
 
 
 def back_up(flow: http.HTTPFlow, came: Original) -> None:
