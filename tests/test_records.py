@@ -483,3 +483,74 @@ def test_a_step_referring_to_what_before_does_not_hold_is_an_error():
     assert written == [{"out": {"$before": ["messages", 0, "content"]}}]
     with pytest.raises(ValueError, match="does not hold it"):
         bodydiff.resolve(written, {"messages": []})
+
+
+def _turn_jobs(dialect: str, rounds: int, emit: bool) -> list[RecordJob]:
+    """The record jobs of one generated conversation, turn by turn, as the chat hop makes them
+    (steps, accounting, the rewritten body in rewrite mode); its tool output carries secrets and
+    its arguments JSON text."""
+    from native_bridge.core.memo import Memo
+    from native_bridge.core.pipeline import Config, rewrite
+    from support.histories import DIALECT_PATHS
+    from support.histories.agent import CLIENT_HINTS, Session
+
+    s, memo, out = Session(dialect, 2, seed=8, out=(600, 1500)), Memo(), []
+    for k in range(1, rounds + 1):
+        doc = s.doc(k)
+        key = "input" if dialect == "responses" else "messages"
+        doc[key].append(doc[key][0])  # the same item twice in one body
+        doc["metadata"] = {"api_key": f"sk-meta-secret-{k:04}", "note": f"Authorization: Bearer tok{k:012}x"}
+        raw = orjson.dumps(doc).replace(b"ok", b"ok sk-proj-4fJhd8s7d6f5g4h3j2k1", 1)
+        r = rewrite(raw, Config(), DIALECT_PATHS[dialect], memo, CLIENT_HINTS[dialect], emit=emit)
+        accounting = [p.to_json() for p in r.plan.accounting] if r.plan else []
+        out.append(
+            job(
+                f"flow-{dialect}-{k}",
+                dialect=dialect,
+                status=r.status,
+                before=raw,
+                after=r.body,
+                steps=r.steps,
+                accounting=accounting,
+                summary=r.summary(),
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("dialect", ["chat", "anthropic", "responses"])
+@pytest.mark.parametrize("emit", [False, True], ids=["observe", "rewrite"])
+def test_a_record_rendered_with_remembered_redactions_is_the_record_rendered_afresh(dialect, emit):
+    """The render worker remembers what it redacted and found (redact.Texts: long strings, an
+    array's objects by their bytes, each object's long strings): a conversation's records, turn
+    by turn, with a resend, a rewind and a budget small enough to forget, are byte for byte the
+    records rendered with nothing remembered."""
+    from native_bridge.records import redact
+
+    jobs = _turn_jobs(dialect, 14, emit)
+    order = [*jobs, jobs[-1], jobs[5], jobs[6], *jobs[7:]]
+    for texts in (redact.Texts(), redact.Texts(budget=60_000, least=64)):
+        for j in order:
+            fresh = records._dump(to_record(j))
+            assert records._dump(to_record(j, texts)) == fresh
+            assert b"sk-proj-4fJhd8s7d6f5g4h3j2k1" not in fresh and b"sk-meta-secret" not in fresh
+        assert texts._item_size <= texts.budget and texts._items  # it remembered, within its budget
+
+
+def test_a_too_deep_message_is_judged_alike_with_remembered_depths():
+    """A message nested past what orjson writes sends the body to before_text, whether its depth
+    is measured afresh or remembered (redact.Texts.depth), and one just inside the limit does not."""
+    from native_bridge.records import redact
+
+    def nested(n: int) -> dict:
+        doc: dict = {"role": "user", "content": "x"}
+        for _ in range(n):
+            doc = {"a": [doc]}
+        return doc
+
+    texts = redact.Texts()
+    for n, deep in ((97, False), (99, True), (97, False), (99, True)):  # 3 + 2n levels, limit 200
+        before = orjson.dumps({"model": "m", "messages": [{"role": "system", "content": "s"}, nested(n)]})
+        for t in (redact.text, texts):
+            rec = to_record(job(before=before, after=None), t)
+            assert ("before_text" in rec) is deep and (rec["before"] is None) is deep

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import orjson
+
 REDACTED = "<redacted>"
 
 _SECRET_HEADERS = frozenset(
@@ -122,12 +124,14 @@ def _secret_value(value: Any, texts: Callable[[str], str]) -> Any:
 
 def body(doc: Any, texts: Callable[[str], str] | None = None) -> Any:
     """A copy of a JSON document: secret-named fields redacted, secret-looking strings masked
-    (``texts``: :func:`text`, or a :class:`Texts` that remembers long strings)."""
+    (``texts``: :func:`text`, or a :class:`Texts` that remembers long strings, and an array's
+    objects: a history's messages, a record's steps)."""
     texts = texts or text
     if isinstance(doc, dict):
         return {k: (_secret_value(v, texts) if _body_secret(k) else body(v, texts)) for k, v in doc.items()}
     if isinstance(doc, list):
-        return [body(v, texts) for v in doc]
+        remembered = texts.item if isinstance(texts, Texts) else None
+        return [remembered(v) if remembered and isinstance(v, dict) else body(v, texts) for v in doc]
     if isinstance(doc, str):
         return texts(doc)
     return doc
@@ -141,6 +145,10 @@ class Texts:
         self.budget, self.least = budget, least
         self._seen: dict[str, str] = {}  # oldest first
         self._size = 0
+        self._items: dict[bytes, Any] = {}  # an object's JSON bytes -> its body(), oldest first
+        self._item_size = 0
+        self._depths: dict[bytes, int] = {}  # an object's JSON bytes -> its depth
+        self._known: dict[tuple[int, Any], tuple[Any, Any]] = {}  # (id, tag) -> (the object, what was found)
 
     def __call__(self, value: str) -> str:
         if not self.least <= len(value) <= self.budget // 4:
@@ -154,6 +162,65 @@ class Texts:
                 self._size -= len(old) + len(self._seen.pop(old))
         self._seen[value] = out  # the newest last
         return out
+
+    def item(self, value: dict[str, Any]) -> Any:
+        """:func:`body` of an array's object, remembered by its JSON bytes (within a budget of
+        its own, the same size): the same bytes, the same redaction, so an old message is neither
+        walked nor searched again. The copy is shared by every record that holds the message;
+        records only read it."""
+        try:
+            key = orjson.dumps(value)
+        except (orjson.JSONEncodeError, TypeError):
+            return body(value, self)
+        if len(key) > self.budget // 4:
+            return body(value, self)
+        hit = self._items.pop(key, None)
+        if hit is None:
+            hit = body(value, self)
+            self._item_size += 2 * len(key)  # the copy is about as large as its bytes
+            while self._item_size > self.budget and self._items:
+                old = next(iter(self._items))
+                del self._items[old]
+                self._item_size -= 2 * len(old)
+        self._items[key] = hit  # the newest last
+        return hit
+
+    def known(self, obj: Any, tag: Any, find: Callable[[Any], Any]) -> Any:
+        """``find(obj)``, remembered for this very object (held, so its id is not reused) and
+        ``tag``: the copies :meth:`item` hands out come back in every record, and what is found
+        in one (bodydiff's long strings) need not be looked for again."""
+        key = (id(obj), tag)
+        hit = self._known.pop(key, None)
+        if hit is None or hit[0] is not obj:
+            hit = obj, find(obj)
+            while len(self._known) >= len(self._items) + 4096:  # about the objects remembered
+                del self._known[next(iter(self._known))]
+        self._known[key] = hit  # the newest last
+        return hit[1]
+
+    def depth(self, value: dict[str, Any]) -> int:
+        """How deep an array's object nests (itself 1), remembered by its JSON bytes like :meth:`item`."""
+        try:
+            key = orjson.dumps(value)
+        except (orjson.JSONEncodeError, TypeError):
+            return _depth(value)
+        found = self._depths.get(key)
+        if found is None:
+            found = self._depths[key] = _depth(value)
+            while len(self._depths) > len(self._items) + 4096:  # about the objects remembered
+                del self._depths[next(iter(self._depths))]
+        return found
+
+
+def _depth(doc: Any) -> int:
+    """The nesting depth of a JSON value (a dict or list itself 1, anything else 0)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 # Secrets in free text are found by their shape and their place, never by a word alone: "basic searches",
