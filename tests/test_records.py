@@ -534,7 +534,11 @@ def test_a_record_rendered_with_remembered_redactions_is_the_record_rendered_afr
             fresh = records._dump(to_record(j))
             assert records._dump(to_record(j, texts)) == fresh
             assert b"sk-proj-4fJhd8s7d6f5g4h3j2k1" not in fresh and b"sk-meta-secret" not in fresh
-        assert texts._item_size <= texts.budget and texts._items  # it remembered, within its budget
+        assert texts._object_size <= texts.budget and texts._objects  # it remembered, within its budget
+        assert texts._object_size == sum(2 * len(k) for k in texts._objects)
+        # Every copy handed out while remembered is found again by its id, and only those.
+        copies = {id(e.copy): e.key for e in texts._objects.values() if e.copy is not None}
+        assert texts._of_copy == copies
 
 
 def test_a_too_deep_message_is_judged_alike_with_remembered_depths():

@@ -138,17 +138,19 @@ def body(doc: Any, texts: Callable[[str], str] | None = None) -> Any:
 
 
 class Texts:
-    """:func:`text`, remembering what it gave for long strings (up to ``budget`` characters): an
-    agent's history comes back in the record of every turn of its conversation, one round longer."""
+    """:func:`text` and :func:`body`, remembering what they gave (each within ``budget``): an
+    agent's history comes back in the record of every turn of its conversation, one round longer.
+    Long strings are remembered by their text; an array's objects (a history's messages, a
+    record's steps) by their JSON bytes, with their redacted copy, their nesting depth and what
+    was found in the copy (bodydiff's long strings): the same bytes, the same answers."""
 
     def __init__(self, budget: int = 16 << 20, least: int = 256) -> None:
         self.budget, self.least = budget, least
         self._seen: dict[str, str] = {}  # oldest first
         self._size = 0
-        self._items: dict[bytes, Any] = {}  # an object's JSON bytes -> its body(), oldest first
-        self._item_size = 0
-        self._depths: dict[bytes, int] = {}  # an object's JSON bytes -> its depth
-        self._known: dict[tuple[int, Any], tuple[Any, Any]] = {}  # (id, tag) -> (the object, what was found)
+        self._objects: dict[bytes, _Object] = {}  # oldest first
+        self._object_size = 0  # twice their bytes: the copy is about as large
+        self._of_copy: dict[int, bytes] = {}  # id of a remembered copy -> its object's bytes
 
     def __call__(self, value: str) -> str:
         if not self.least <= len(value) <= self.budget // 4:
@@ -164,52 +166,68 @@ class Texts:
         return out
 
     def item(self, value: dict[str, Any]) -> Any:
-        """:func:`body` of an array's object, remembered by its JSON bytes (within a budget of
-        its own, the same size): the same bytes, the same redaction, so an old message is neither
-        walked nor searched again. The copy is shared by every record that holds the message;
-        records only read it."""
-        try:
-            key = orjson.dumps(value)
-        except (orjson.JSONEncodeError, TypeError):
+        """:func:`body` of an array's object. The copy is shared by every record that holds the
+        object; records only read it."""
+        entry = self._entry(value)
+        if entry is None:
             return body(value, self)
-        if len(key) > self.budget // 4:
-            return body(value, self)
-        hit = self._items.pop(key, None)
-        if hit is None:
-            hit = body(value, self)
-            self._item_size += 2 * len(key)  # the copy is about as large as its bytes
-            while self._item_size > self.budget and self._items:
-                old = next(iter(self._items))
-                del self._items[old]
-                self._item_size -= 2 * len(old)
-        self._items[key] = hit  # the newest last
-        return hit
-
-    def known(self, obj: Any, tag: Any, find: Callable[[Any], Any]) -> Any:
-        """``find(obj)``, remembered for this very object (held, so its id is not reused) and
-        ``tag``: the copies :meth:`item` hands out come back in every record, and what is found
-        in one (bodydiff's long strings) need not be looked for again."""
-        key = (id(obj), tag)
-        hit = self._known.pop(key, None)
-        if hit is None or hit[0] is not obj:
-            hit = obj, find(obj)
-            while len(self._known) >= len(self._items) + 4096:  # about the objects remembered
-                del self._known[next(iter(self._known))]
-        self._known[key] = hit  # the newest last
-        return hit[1]
+        if entry.copy is None:
+            entry.copy = body(value, self)
+            if self._objects.get(entry.key) is entry:  # not forgotten meanwhile (its own objects)
+                self._of_copy[id(entry.copy)] = entry.key
+        return entry.copy
 
     def depth(self, value: dict[str, Any]) -> int:
-        """How deep an array's object nests (itself 1), remembered by its JSON bytes like :meth:`item`."""
+        """How deep an array's object nests (itself 1)."""
+        entry = self._entry(value)
+        if entry is None:
+            return _depth(value)
+        if entry.depth is None:
+            entry.depth = _depth(value)
+        return entry.depth
+
+    def known(self, obj: Any, tag: Any, find: Callable[[Any], Any]) -> Any:
+        """``find(obj)``, remembered with ``tag`` when ``obj`` is a copy :meth:`item` handed out
+        (it is held while remembered, so its id names it); else found afresh."""
+        key = self._of_copy.get(id(obj))
+        entry = self._objects.get(key) if key is not None else None
+        if entry is None or entry.copy is not obj:
+            return find(obj)
+        if tag not in entry.found:
+            entry.found[tag] = find(obj)
+        return entry.found[tag]
+
+    def _entry(self, value: dict[str, Any]) -> _Object | None:
+        """The remembered entry of ``value``'s bytes, made now if new (None: not to be remembered)."""
         try:
             key = orjson.dumps(value)
         except (orjson.JSONEncodeError, TypeError):
-            return _depth(value)
-        found = self._depths.get(key)
-        if found is None:
-            found = self._depths[key] = _depth(value)
-            while len(self._depths) > len(self._items) + 4096:  # about the objects remembered
-                del self._depths[next(iter(self._depths))]
-        return found
+            return None
+        if len(key) > self.budget // 4:
+            return None
+        entry = self._objects.pop(key, None)
+        if entry is None:
+            entry = _Object(key)
+            self._object_size += 2 * len(key)
+            while self._object_size > self.budget and self._objects:
+                gone = self._objects.pop(next(iter(self._objects)))
+                self._object_size -= 2 * len(gone.key)
+                if gone.copy is not None:
+                    self._of_copy.pop(id(gone.copy), None)
+        self._objects[key] = entry  # the newest last
+        return entry
+
+
+class _Object:
+    """What :class:`Texts` remembers of an array's object."""
+
+    __slots__ = ("copy", "depth", "found", "key")
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self.copy: Any = None  # body() of it
+        self.depth: int | None = None
+        self.found: dict[Any, Any] = {}  # tag -> what Texts.known found in the copy
 
 
 def _depth(doc: Any) -> int:
