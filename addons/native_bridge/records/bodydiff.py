@@ -23,7 +23,6 @@ A patch node is one of::
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Hashable
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -120,9 +119,6 @@ def apply(base: Any, node: dict[str, Any], steps: list[Any] | None = None) -> An
 # (a Chat tool call's arguments, a Responses shell output) and the value is at that path of it;
 # with "at" and "len", it is the slice [at, at + len) of that string (in code points).
 
-# remembered(obj, tag, find): find(obj), or what it gave for this very object and tag before.
-Remembered = Callable[[Any, Hashable, Callable[[Any], Any]], Any]
-
 REF = "$before"
 LEAST_REF = 512  # characters: shorter strings stay as they are (a command line, a path)
 _REF_KEYS = frozenset({REF, "json", "at", "len"})
@@ -131,11 +127,11 @@ _REF_KEYS = frozenset({REF, "json", "at", "len"})
 class _Strings:
     """Every long string of a document, with its path, to find a step's string in."""
 
-    def __init__(self, doc: Any, least: int, remembered: Remembered | None = None) -> None:
+    def __init__(self, doc: Any, least: int) -> None:
         self.least = least
         self.paths: list[tuple[list[Any], list[Any] | None]] = []
         self.texts: list[str] = []
-        self._walk(doc, [], None, remembered)
+        self._walk(doc, [], None)
         self.whole = {t: i for i, t in reversed(list(enumerate(self.texts)))}
         self.starts: list[int] = []
         at = 0
@@ -148,22 +144,14 @@ class _Strings:
         # few steps ahead of the last one; a string the body does not hold costs a whole scan.
         self._budget = 16 * len(self.joined) + (64 << 20)
 
-    def _walk(self, node: Any, path: list[Any], inner: list[Any] | None, remembered: Remembered | None = None) -> None:
-        """Depth first, in document order. With ``remembered``, an array's object is looked up
-        instead of walked (its strings relative to it, found once: the same object comes back in
-        the record of every turn)."""
-        stack: list[tuple[Any, list[Any], bool]] = [(node, path, False)]
+    def _walk(self, node: Any, path: list[Any], inner: list[Any] | None) -> None:
+        stack = [(node, path)]
         while stack:
-            x, p, known = stack.pop()
-            if known:
-                for outer, json_path, text in remembered(x, self.least, self._of):  # type: ignore[misc]
-                    self.paths.append(([*p, *outer], json_path))
-                    self.texts.append(text)
-            elif isinstance(x, dict):
-                stack.extend((v, [*p, k], False) for k, v in reversed(x.items()))
+            x, p = stack.pop()
+            if isinstance(x, dict):
+                stack.extend((v, [*p, k]) for k, v in reversed(x.items()))
             elif isinstance(x, list):
-                look = remembered is not None and inner is None
-                stack.extend((v, [*p, i], look and isinstance(v, dict)) for i, v in reversed(list(enumerate(x))))
+                stack.extend((v, [*p, i]) for i, v in reversed(list(enumerate(x))))
             elif isinstance(x, str) and len(x) >= self.least:
                 self.paths.append((p, None) if inner is None else (inner, p))
                 self.texts.append(x)
@@ -174,12 +162,6 @@ class _Strings:
                         continue
                     if isinstance(doc, dict | list):
                         self._walk(doc, [], p)
-
-    def _of(self, obj: Any) -> list[tuple[list[Any], list[Any] | None, str]]:
-        """The long strings of ``obj`` as :meth:`_walk` finds them, their paths relative to it."""
-        part = _Strings((), self.least)
-        part._walk(obj, [], None)
-        return [(outer, json_path, text) for (outer, json_path), text in zip(part.paths, part.texts, strict=True)]
 
     def find(self, s: str) -> dict[str, Any] | None:
         i = self.whole.get(s)
@@ -206,13 +188,12 @@ class _Strings:
         return {REF: outer} if inner is None else {REF: outer, "json": inner}
 
 
-def refer(steps: Any, base: Any, least: int = LEAST_REF, remembered: Remembered | None = None) -> Any:
+def refer(steps: Any, base: Any, least: int = LEAST_REF) -> Any:
     """``steps`` with each string of ``least`` characters or more that ``base`` holds written as
-    a reference to it (:func:`resolve` gives ``steps`` back). ``remembered(obj, tag, find)``:
-    what ``find(obj)`` gave for this very object before (redact.Texts.known), else ``find(obj)``."""
+    a reference to it (:func:`resolve` gives ``steps`` back)."""
     if base is None or not isinstance(steps, list):
         return steps
-    strings = _Strings(base, least, remembered)
+    strings = _Strings(base, least)
     if not strings.texts:
         return steps
 

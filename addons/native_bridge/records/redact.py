@@ -8,8 +8,6 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import orjson
-
 REDACTED = "<redacted>"
 
 _SECRET_HEADERS = frozenset(
@@ -124,33 +122,25 @@ def _secret_value(value: Any, texts: Callable[[str], str]) -> Any:
 
 def body(doc: Any, texts: Callable[[str], str] | None = None) -> Any:
     """A copy of a JSON document: secret-named fields redacted, secret-looking strings masked
-    (``texts``: :func:`text`, or a :class:`Texts` that remembers long strings, and an array's
-    objects: a history's messages, a record's steps)."""
+    (``texts``: :func:`text`, or a :class:`Texts` that remembers long strings)."""
     texts = texts or text
     if isinstance(doc, dict):
         return {k: (_secret_value(v, texts) if _body_secret(k) else body(v, texts)) for k, v in doc.items()}
     if isinstance(doc, list):
-        remembered = texts.item if isinstance(texts, Texts) else None
-        return [remembered(v) if remembered and isinstance(v, dict) else body(v, texts) for v in doc]
+        return [body(v, texts) for v in doc]
     if isinstance(doc, str):
         return texts(doc)
     return doc
 
 
 class Texts:
-    """:func:`text` and :func:`body`, remembering what they gave (each within ``budget``): an
-    agent's history comes back in the record of every turn of its conversation, one round longer.
-    Long strings are remembered by their text; an array's objects (a history's messages, a
-    record's steps) by their JSON bytes, with their redacted copy, their nesting depth and what
-    was found in the copy (bodydiff's long strings): the same bytes, the same answers."""
+    """:func:`text`, remembering what it gave for long strings (up to ``budget`` characters): an
+    agent's history comes back in the record of every turn of its conversation, one round longer."""
 
     def __init__(self, budget: int = 16 << 20, least: int = 256) -> None:
         self.budget, self.least = budget, least
         self._seen: dict[str, str] = {}  # oldest first
         self._size = 0
-        self._objects: dict[bytes, _Object] = {}  # oldest first
-        self._object_size = 0  # twice their bytes: the copy is about as large
-        self._of_copy: dict[int, bytes] = {}  # id of a remembered copy -> its object's bytes
 
     def __call__(self, value: str) -> str:
         if not self.least <= len(value) <= self.budget // 4:
@@ -164,81 +154,6 @@ class Texts:
                 self._size -= len(old) + len(self._seen.pop(old))
         self._seen[value] = out  # the newest last
         return out
-
-    def item(self, value: dict[str, Any]) -> Any:
-        """:func:`body` of an array's object. The copy is shared by every record that holds the
-        object; records only read it."""
-        entry = self._entry(value)
-        if entry is None:
-            return body(value, self)
-        if entry.copy is None:
-            entry.copy = body(value, self)
-            if self._objects.get(entry.key) is entry:  # not forgotten meanwhile (its own objects)
-                self._of_copy[id(entry.copy)] = entry.key
-        return entry.copy
-
-    def depth(self, value: dict[str, Any]) -> int:
-        """How deep an array's object nests (itself 1)."""
-        entry = self._entry(value)
-        if entry is None:
-            return _depth(value)
-        if entry.depth is None:
-            entry.depth = _depth(value)
-        return entry.depth
-
-    def known(self, obj: Any, tag: Any, find: Callable[[Any], Any]) -> Any:
-        """``find(obj)``, remembered with ``tag`` when ``obj`` is a copy :meth:`item` handed out
-        (it is held while remembered, so its id names it); else found afresh."""
-        key = self._of_copy.get(id(obj))
-        entry = self._objects.get(key) if key is not None else None
-        if entry is None or entry.copy is not obj:
-            return find(obj)
-        if tag not in entry.found:
-            entry.found[tag] = find(obj)
-        return entry.found[tag]
-
-    def _entry(self, value: dict[str, Any]) -> _Object | None:
-        """The remembered entry of ``value``'s bytes, made now if new (None: not to be remembered)."""
-        try:
-            key = orjson.dumps(value)
-        except (orjson.JSONEncodeError, TypeError):
-            return None
-        if len(key) > self.budget // 4:
-            return None
-        entry = self._objects.pop(key, None)
-        if entry is None:
-            entry = _Object(key)
-            self._object_size += 2 * len(key)
-            while self._object_size > self.budget and self._objects:
-                gone = self._objects.pop(next(iter(self._objects)))
-                self._object_size -= 2 * len(gone.key)
-                if gone.copy is not None:
-                    self._of_copy.pop(id(gone.copy), None)
-        self._objects[key] = entry  # the newest last
-        return entry
-
-
-class _Object:
-    """What :class:`Texts` remembers of an array's object."""
-
-    __slots__ = ("copy", "depth", "found", "key")
-
-    def __init__(self, key: bytes) -> None:
-        self.key = key
-        self.copy: Any = None  # body() of it
-        self.depth: int | None = None
-        self.found: dict[Any, Any] = {}  # tag -> what Texts.known found in the copy
-
-
-def _depth(doc: Any) -> int:
-    """The nesting depth of a JSON value (a dict or list itself 1, anything else 0)."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict | list):
-            deepest = max(deepest, depth)
-            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
-    return deepest
 
 
 # Secrets in free text are found by their shape and their place, never by a word alone: "basic searches",

@@ -135,24 +135,13 @@ def prepare_directory(directory: str) -> str:
     return path
 
 
-def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH, texts: Any = None) -> bool:
-    """Whether ``doc`` nests deeper than ``limit``; an array's objects are measured by ``texts``
-    when it is a redact.Texts (which remembers them: a history's messages come back every turn)."""
-    depth_of = texts.depth if isinstance(texts, redact.Texts) else None
+def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
     stack = [(doc, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict | list):
             if depth > limit:
                 return True
-            if depth_of is not None and isinstance(node, list):
-                for v in node:
-                    if isinstance(v, dict):
-                        if depth + depth_of(v) > limit:
-                            return True
-                    else:
-                        stack.append((v, depth + 1))
-                continue
             stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
     return False
 
@@ -166,7 +155,7 @@ def _body_doc(raw: bytes | None, texts: Callable[[str], str] = redact.text) -> t
     except orjson.JSONDecodeError:
         doc = None
     else:
-        if not _too_deep(doc, texts=texts):
+        if not _too_deep(doc):
             return redact.body(doc, texts), None
     return None, redact.text(raw.decode("utf-8", "replace"))
 
@@ -209,7 +198,7 @@ def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict
         # The rewritten body once: what changed from before (bodydiff); rebuild_after() gives its bytes.
         "after_patch": None,
         "steps": steps,
-        "accounting": redact.body(job.accounting, texts),
+        "accounting": redact.body(job.accounting),
     }
     if job.websocket_message is not None:  # a frame of the flow's WebSocket, not its HTTP request
         rec["websocket_message"] = job.websocket_message
@@ -236,8 +225,7 @@ def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict
         if after_text is not None:
             rec["after_text"] = after_text
     # The steps restate tool output before holds: each such string once, there (steps_of() resolves it).
-    remembered = texts.known if isinstance(texts, redact.Texts) else None
-    rec["steps"] = bodydiff.refer(steps, before, remembered=remembered)
+    rec["steps"] = bodydiff.refer(steps, before)
     return rec
 
 
