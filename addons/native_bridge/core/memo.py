@@ -563,12 +563,9 @@ def _keeps(old: bytes, raw: bytes, end: int) -> bool:
 
 
 def _longest_kept(entry: Entry, raw: bytes, beyond: int = 0) -> Mark | None:
-    """The latest mark (past offset ``beyond``) up to which ``raw`` has the entry's bytes."""
+    """The latest mark (past offset ``beyond``) up to which ``raw`` has the entry's bytes; for an
+    entry whose bytes before its first mark ``raw`` holds (Memo._furthest checked them)."""
     marks, old = entry.marks, entry.raw
-    first = marks[0].end
-    near = max(0, first - 64)
-    if marks[-1].end <= beyond or raw[near:first] != old[near:first]:
-        return None  # every mark needs the bytes before the first: another conversation fails here
     if not raw.startswith(memoryview(old)[: entry.head]):
         return None
     # The common cases: the body goes on from where the last one ended, or from where the
