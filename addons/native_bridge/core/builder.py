@@ -8,7 +8,6 @@ accounted for exactly once (rule 6); ``delta_start`` marks the pending round
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -33,7 +32,7 @@ KeepCode = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # never changed once made; not frozen for speed (history.ToolCall)
 class Placement:
     """Where one call or result of the input ended."""
 
@@ -67,7 +66,7 @@ class _Decision:
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # never changed once made; not frozen for speed (history.ToolCall)
 class Tally:
     """What a plan's summary counts, over its first ``steps`` steps and ``placed`` placements.
 
@@ -91,9 +90,9 @@ class Tally:
         kept_by_code, unobserved = self.kept_by_code, self.unobserved
         new = [p for p in placements if p.step is None]
         if new:  # a resumed turn's pairs mostly all became steps: then nothing here changes
-            kept = Counter(dict(kept_by_code))
+            kept = dict(kept_by_code)
             for p in new:
-                kept[p.code] += 1
+                kept[p.code] = kept.get(p.code, 0) + 1  # type: ignore[index]
                 unobserved += p.item == "call" and p.code == "unobserved"
             kept_by_code = tuple(sorted(kept.items()))
         return Tally(
@@ -190,8 +189,13 @@ def delta_start(history: History, step_calls: list[ToolCall]) -> int:
 
 
 def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str]) -> list[_Decision]:
-    call_ids = Counter(c.id for c in history.calls)
-    result_ids = Counter(r.call_id for r in history.results)
+    # Counted by hand: a Counter costs more to make than a resumed turn's pair costs to count.
+    call_ids: dict[str | None, int] = {}
+    for c in history.calls:
+        call_ids[c.id] = call_ids.get(c.id, 0) + 1
+    result_ids: dict[str | None, int] = {}
+    for r in history.results:
+        result_ids[r.call_id] = result_ids.get(r.call_id, 0) + 1
     results = {r.call_id: r for r in history.results}
     decisions = []
     for call in history.calls:
@@ -200,7 +204,7 @@ def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, s
         if not call.id:
             d.code, d.reason = "no_id", "the call carries no id"
             continue
-        n_calls, n_results = call_ids[call.id], result_ids[call.id]
+        n_calls, n_results = call_ids[call.id], result_ids.get(call.id, 0)
         if n_calls > 1:
             d.code, d.reason = "ambiguous", f"id {call.id!r} is carried by {n_calls} calls"
             continue

@@ -13,7 +13,10 @@ from typing import Any, Literal
 TurnRole = Literal["calls", "results", "other", "more"]
 
 
-@dataclass(frozen=True, slots=True)
+# Calls and results (and the builder's placements and tallies, the memo's marks, the readers'
+# cursors) are never changed once made, yet not frozen: a frozen dataclass takes about four times
+# as long to make (one object.__setattr__ per field), and a resumed turn makes some twenty (BENCH.md).
+@dataclass(slots=True)
 class ToolCall:
     pos: int  # order of this call among all calls and results of the history
     turn: int  # index of the turn that carries it
@@ -23,7 +26,7 @@ class ToolCall:
     arguments: dict[str, Any] | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolResult:
     pos: int
     turn: int

@@ -332,7 +332,7 @@ def _lighten(entry: Entry, base: Mark | None = None) -> None:
     entry.written = None  # nothing is written
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # never changed once made; not frozen for speed (history.ToolCall)
 class Mark:
     """A safe cut before item ``index``, and the state of every piece of the rewrite there."""
 

@@ -31,7 +31,7 @@ class DialectError(ValueError):
     """The body is not a request of the dialect (wrong shape or types)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # never changed once made; not frozen for speed (history.ToolCall)
 class Cursor:
     """Where a reader stands: before item ``index``, after ``pos`` calls and results and ``turns`` turns."""
 
