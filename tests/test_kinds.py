@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from native_bridge.core.encoder import encode_step, step_json
 from native_bridge.core.history import ToolResult
 from native_bridge.core.kinds import KINDS, Refusal, path_uri
@@ -676,10 +679,21 @@ def test_relative_paths_refused(name: str, args: dict[str, Any]) -> None:
 
 def test_path_uri() -> None:
     assert path_uri("/a b/c") == "file:///a%20b/c"
+    assert path_uri("/a//b/./c/") == "file:///a/b/c"  # normalised as pathlib does
     assert path_uri("file:///x") == "file:///x"
     assert path_uri("D:/w/x.txt") == "file:///D:/w/x.txt"
     with pytest.raises(Refusal):
         path_uri("x/y")
+
+
+# Parts that pathlib normalises away or keeps, and characters a URI must quote.
+_PART = st.sampled_from(["", ".", "..", "a", "b c", "%41", "?#", "é", "日本", "~user", "x.py", ";=&+$,"])
+
+
+@given(st.lists(_PART, min_size=1, max_size=6), st.booleans(), st.integers(1, 3))
+def test_a_posix_path_becomes_the_uri_pathlib_makes(parts: list[str], trailing: bool, slashes: int) -> None:
+    path = "/" * slashes + "/".join(parts) + ("/" if trailing else "")
+    assert path_uri(path) == PurePosixPath(path).as_uri()
 
 
 @pytest.mark.parametrize(
