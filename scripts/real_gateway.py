@@ -94,6 +94,11 @@ UNSHARE = ["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--
 
 GATEWAY_PORT = 3913
 CHAT_PORT = 3914
+# The namespace's ephemeral ports, above the language server's (the gateway's 42100 and the next
+# ones it walks to): the gateway probes 42100 before anything listens there, and a probe that
+# draws 42100 as its own local port connects to itself and holds it (TCP self-connect), so the
+# planner hop cannot bind it ("address already in use", seen once in CI).
+EPHEMERAL_PORTS = "45000 60999"
 API_KEY = "sk-real-gateway-local-key"  # the gateway's own client key (agent -> gateway)
 CODEIUM_API_KEY = "wsk-FIXTURE-KEY-0123456789"  # the gateway's key for the language server, as in the fixtures
 PLANTED = b"wsk-FIXTURE-KEY"
@@ -387,6 +392,7 @@ def inner(args: argparse.Namespace) -> int:
     gateway = Path(args.gateway)
     out = state / "out"
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    Path("/proc/sys/net/ipv4/ip_local_port_range").write_text(EPHEMERAL_PORTS)  # this namespace's only
     subprocess.run(["mount", "--bind", str(state / "home"), "/home"], check=True)
     subprocess.run(["mount", "--bind", str(state / "opt"), "/opt"], check=True)
 
