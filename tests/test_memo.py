@@ -626,6 +626,13 @@ def _furthest_by_every_mark(memo: Memo, raw: bytes) -> tuple[Any, Any] | None:
     return best
 
 
+def _assert_in_byte_order(memo: Memo) -> None:
+    """The memo's byte order holds exactly its entries, sorted by body, each at its place."""
+    assert {id(e) for e in memo._order} == set(memo._entries) and len(memo._order) == len(memo._entries)
+    assert [e.raw for e in memo._order] == sorted(e.raw for e in memo._entries.values())
+    assert memo._place == {id(e): i for i, e in enumerate(memo._order)}
+
+
 @pytest.mark.parametrize("dialect", ["chat", "anthropic", "responses"])
 def test_the_search_finds_the_entry_every_mark_compared_in_full_finds(dialect: str, light: bool) -> None:
     """Conversations of one client (one system prompt, one first task) interleaved, with resends,
@@ -648,6 +655,7 @@ def test_the_search_finds_the_entry_every_mark_compared_in_full_finds(dialect: s
             assert found[0] is expected[0] and found[1] is expected[1]
             compared += 1
         same(raw, dialect, memo, hint=CLIENT_HINTS[dialect])
+        _assert_in_byte_order(memo)
 
     for _ in range(70):
         i = rng.randrange(len(sessions))
@@ -666,3 +674,44 @@ def test_the_search_finds_the_entry_every_mark_compared_in_full_finds(dialect: s
                 send(orjson.dumps(mutated))
         send(s.body(rounds[i]))  # a resend when nothing moved
     assert compared >= 50
+
+
+@pytest.mark.parametrize("light", [False, True])
+def test_a_full_memo_finds_a_conversation_at_the_first_entry_it_tries(light: bool) -> None:
+    """Sixty-four conversations of one client (one system prompt, one first task) in a full memo:
+    the next turn of any of them costs the search the entries tried before its own, not a look at
+    every one, and finds what comparing every mark in full finds. A fork (two entries holding the
+    same bytes past the cut) makes it look further, and still find the same."""
+    memo = Memo(light=light)
+    convs = [AgentConversation(8_000, 600 + i, 6) for i in range(64)]
+    for conv in convs:
+        same(conv.body(1), "chat", memo, hint=CLIENT_HINTS["chat"])
+    assert len(memo) == 64
+    _assert_in_byte_order(memo)
+    for turn in (2, 3):
+        for i in (63, 0, 31):
+            raw = convs[i].body(turn)
+            entries = list(reversed(memo._entries.values()))
+            before = memo.searched
+            found = memo._furthest(raw, lambda entry: True)
+            assert found is not None and found[:2] == _furthest_by_every_mark(memo, raw)
+            assert memo.searched - before == entries.index(found[0]) + 1
+            same(raw, "chat", memo, hint=CLIENT_HINTS["chat"])
+            _assert_in_byte_order(memo)
+    # A rewind to conversation 5's first turn, gone on differently: the memo keeps both entries,
+    # which hold the same bytes up to that turn. A second such rewind goes on from there: both
+    # entries hold its bytes as far as the mark, so the search looks at every entry, and still
+    # finds what comparing every mark finds (the newer on a tie).
+    for turn in (3, 4, 5):
+        same(convs[5].body(turn), "chat", memo, hint=CLIENT_HINTS["chat"])
+    for words in ("something else", "another thing"):
+        rewind = orjson.loads(convs[5].body(1))
+        rewind["messages"][-1]["content"] = words
+        raw = orjson.dumps(rewind)
+        before, entries = memo.searched, len(memo)
+        found = memo._furthest(raw, lambda entry: True)
+        looked = memo.searched - before
+        assert found is not None and found[:2] == _furthest_by_every_mark(memo, raw)
+        same(raw, "chat", memo, hint=CLIENT_HINTS["chat"])
+        _assert_in_byte_order(memo)
+    assert looked == entries

@@ -71,6 +71,7 @@ MAX_MARKS = 16  # cuts kept per conversation: the last items, where a client edi
 LIGHT_ITEMS = 4 * MAX_MARKS  # the last items a light entry can read again from its body
 _NONE = object()
 _END = attrgetter("end")
+_RAW = attrgetter("raw")
 
 
 class Gone(LookupError):
@@ -406,6 +407,7 @@ class Resumed:
     decisions: list[Any] | None = None  # their decisions, before settle pinned any (observe.py)
     delta: int = 0  # delta_start (made here: it looks back at the calls before the cut)
     reuse: Reuse | None = None  # what the rewritten body may copy of the entry's (splice.py)
+    shared: int = 0  # the bytes the new body holds of the entry's (Memo.put)
 
 
 class Memo:
@@ -419,12 +421,19 @@ class Memo:
         self.max_bytes = max_bytes
         self.light = light
         self._entries: OrderedDict[int, Entry] = OrderedDict()
+        # The same entries in the byte order of their bodies, and each one's place there (by id).
+        # Of all the others, an entry's neighbours share the most leading bytes with it, so two
+        # compares tell that no other entry holds its body as far as a mark (_alone): then the
+        # search ends at the first entry it finds, however many conversations the memo holds.
+        self._order: list[Entry] = []
+        self._place: dict[int, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
         self._found: tuple[bytes, Entry, Mark] | None = None  # continues()'s, for the find() after it
         self.hits = 0
         self.misses = 0
         self.errors = 0  # resumes that raised (the full rewrite ran instead)
+        self.searched = 0  # entries the searches looked at (tests: a search stops at the one it finds)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -434,12 +443,15 @@ class Memo:
         other = Memo(self.max_entries, self.max_bytes, self.light)  # counters start at 0
         with self._lock:
             other._entries = OrderedDict(self._entries)
+            other._order, other._place = list(self._order), dict(self._place)
             other._bytes = self._bytes
         return other
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._order.clear()
+            self._place.clear()
             self._bytes = 0
 
     def find(
@@ -504,6 +516,13 @@ class Memo:
                 if end < n and raw.startswith(old[near:end], near) and _keeps(old, raw, end):
                     best, at = mark, i
                     break
+            if at == i:
+                with self._lock:
+                    alone = self._alone(entry, best.end)  # type: ignore[union-attr]
+                if alone:  # an entry that went as far would hold this one's bytes up to its mark
+                    self.searched += i + 1
+                    return entry, best  # type: ignore[return-value]
+        self.searched += len(entries)
         window, near, end = b"", 0, -1  # the bytes before the best end so far
         for i, entry in held:
             if i == at:  # its latest kept mark is the one just found
@@ -535,20 +554,57 @@ class Memo:
         with self._lock:
             return next(iter(self._entries.values()), None) if len(self._entries) == 1 else None
 
-    def put(self, entry: Entry, replaces: Entry | None = None) -> None:
-        """Remember ``entry`` (in place of ``replaces``); a light memo keeps it light."""
+    def put(self, entry: Entry, replaces: Entry | None = None, shared: int = 0) -> None:
+        """Remember ``entry`` (in place of ``replaces``, whose first ``shared`` bytes its body
+        holds); a light memo keeps it light."""
         if self.light and not entry.light:
             entry = _light(entry)
         with self._lock:
+            taken = None  # the place in byte order ``entry`` takes over from ``replaces``
             if replaces is not None and self._entries.pop(id(replaces), None) is not None:
                 self._bytes -= replaces.size
+                # No other entry holds those bytes: every one differs from both bodies at the same
+                # byte, before them, so the new body sorts where the old one did (no compares).
+                if shared and entry.size <= self.max_bytes and self._alone(replaces, shared):
+                    taken = self._place.pop(id(replaces))
+                else:
+                    self._unorder(replaces)
             if entry.size > self.max_bytes:
                 return
             self._entries[id(entry)] = entry
             self._bytes += entry.size
+            if taken is not None:
+                self._order[taken] = entry
+                self._place[id(entry)] = taken
+            elif id(entry) not in self._place:
+                at = bisect_left(self._order, entry.raw, key=_RAW)
+                self._order.insert(at, entry)
+                self._number(at)
             while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
                 _, old = self._entries.popitem(last=False)
                 self._bytes -= old.size
+                self._unorder(old)
+
+    def _alone(self, entry: Entry, end: int) -> bool:
+        """Whether no other entry's body starts with ``entry``'s first ``end`` bytes (under the lock)."""
+        at = self._place.get(id(entry))
+        if at is None:
+            return False
+        order, head = self._order, memoryview(entry.raw)[:end]
+        before = at > 0 and order[at - 1].raw.startswith(head)
+        return not before and not (at + 1 < len(order) and order[at + 1].raw.startswith(head))
+
+    def _unorder(self, entry: Entry) -> None:
+        at = self._place.pop(id(entry), None)
+        if at is not None:
+            del self._order[at]
+            self._number(at)
+
+    def _number(self, start: int) -> None:
+        """The places from ``start`` on, after an entry came or went there."""
+        place, order = self._place, self._order
+        for i in range(start, len(order)):
+            place[id(order[i])] = i
 
 
 def _keeps(old: bytes, raw: bytes, end: int) -> bool:
@@ -904,4 +960,4 @@ def resume(
     reuse = None
     if entry.written is not None:  # the items before the pending one and the steps before the cut
         reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps)
-    return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions, delta, reuse)
+    return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions, delta, reuse, mark.end)

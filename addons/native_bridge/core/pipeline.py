@@ -301,7 +301,7 @@ def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit
     result = _finish(dialect, r.doc, r.history, r.part, r.out, emit, r.delta, not memo.light, r.reuse)
     _fresh(result, r.fresh, r.decisions, resumed.entry.config)
     resumed.entry.written = result.written
-    memo.put(resumed.entry, resumed.replaces)
+    memo.put(resumed.entry, resumed.replaces, resumed.shared)
     return result
 
 
