@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 
 import pytest
 from mitmproxy import hooks
@@ -19,7 +21,7 @@ from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge, observed
 from native_bridge.core.memo import Memo
 from native_bridge.core.pipeline import Config, rewrite
-from native_bridge.runtime import META, dispatch
+from native_bridge.runtime import META, dispatch, worker
 from native_bridge.runtime.offload import Offloader
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
@@ -318,3 +320,38 @@ def test_a_large_body_whose_new_part_is_large_is_read_in_the_worker(small_offloa
     finally:
         nb.done()
         ctx.__exit__(None, None, None)
+
+
+def test_the_worker_hands_its_heap_back_only_once_idle(monkeypatch) -> None:
+    """After a large job the worker waits for the next one before it trims its heap: an agent's
+    next turn, coming within the idle time, finds the heap as the last one left it (trimmed, it
+    would pay for its pages again); a worker left idle that long hands the heap back."""
+    trims: list[float] = []
+    monkeypatch.setattr(worker, "trim", lambda: trims.append(time.monotonic()))
+    r, w = os.pipe()
+    try:
+        os.write(w, b"j")  # the next job is there: no trim, no wait
+        started = time.monotonic()
+        worker.idle_trim(r, 5.0)
+        assert trims == [] and time.monotonic() - started < 1.0
+        os.read(r, 1)
+        started = time.monotonic()
+        worker.idle_trim(r, 0.2)  # nothing comes: trimmed once the idle time is up
+        assert len(trims) == 1 and trims[0] - started >= 0.19
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_the_worker_keeps_its_heap_for_the_conversations_its_memo_keeps(monkeypatch) -> None:
+    """Only a job whose conversation the worker's memo keeps (rewriting or recording, up to
+    WORKER_MEMO_MAX_BODY) comes back to reuse its heap; a light one (observe mode: the proxy
+    keeps the conversation) or a larger one is trimmed after at once (worker.serve)."""
+    from native_bridge.runtime import offload
+
+    body = Session("chat", 1, seed=1).body(3)
+    job = Job(body, Config(), DIALECT_PATHS["chat"], None, emit=True, record=False)
+    light = Job(body, Config(), DIALECT_PATHS["chat"], None, emit=False, record=False)
+    assert offload.keeps(job) and not offload.keeps(light)
+    monkeypatch.setattr(offload, "WORKER_MEMO_MAX_BODY", len(body) - 1)
+    assert not offload.keeps(job)

@@ -41,8 +41,13 @@ def work(job: Any) -> Any:
         return result  # what was parsed is freed, and the heap trimmed, once the reply is out (worker.serve)
     if _WORKER_MEMO is None:
         _WORKER_MEMO = Memo()
-    kept = len(job.raw) <= WORKER_MEMO_MAX_BODY
-    return job.run(_WORKER_MEMO if kept else None)
+    return job.run(_WORKER_MEMO if keeps(job) else None)
+
+
+def keeps(job: Any) -> bool:
+    """Whether the worker's memo keeps ``job``'s conversation, so that its next turn comes back
+    here and reuses the heap this one leaves (worker.serve hands that back only when idle)."""
+    return not getattr(job, "light", False) and len(job.raw) <= WORKER_MEMO_MAX_BODY
 
 
 class Offloader:
