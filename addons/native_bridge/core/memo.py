@@ -493,7 +493,9 @@ class Memo:
         searched for only in the entries that hold the bytes just before the best end so far,
         which any entry that goes further must. Entries of the same client whose first marks lie
         in what they all share (one system prompt, one first task) so cost three or four short
-        compares each, not a binary search in each."""
+        compares each, not a binary search in each. And once an entry keeps one of its last two
+        marks and no other entry holds its bytes up to there (_alone: two compares), none can go
+        further: the search ends at the first entry it finds, however many the memo holds."""
         with self._lock:
             newest_first = list(reversed(self._entries.values()))
         entries = [e for e in newest_first if not (e.light and not self.light) and serves(e)]
