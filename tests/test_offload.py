@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 
 import pytest
@@ -330,13 +331,13 @@ def test_the_worker_hands_its_heap_back_only_once_idle(monkeypatch) -> None:
     monkeypatch.setattr(worker, "trim", lambda: trims.append(time.monotonic()))
     r, w = os.pipe()
     try:
-        os.write(w, b"j")  # the next job is there: no trim, no wait
+        os.write(w, b"j")  # the next job is there: no trim, no wait, still owed
         started = time.monotonic()
-        worker.idle_trim(r, 5.0)
+        assert not worker.idle_trim(r, 5.0)
         assert trims == [] and time.monotonic() - started < 1.0
         os.read(r, 1)
         started = time.monotonic()
-        worker.idle_trim(r, 0.2)  # nothing comes: trimmed once the idle time is up
+        assert worker.idle_trim(r, 0.2)  # nothing comes: trimmed once the idle time is up
         assert len(trims) == 1 and trims[0] - started >= 0.19
     finally:
         os.close(r)
@@ -355,3 +356,64 @@ def test_the_worker_keeps_its_heap_for_the_conversations_its_memo_keeps(monkeypa
     assert offload.keeps(job) and not offload.keeps(light)
     monkeypatch.setattr(offload, "WORKER_MEMO_MAX_BODY", len(body) - 1)
     assert not offload.keeps(job)
+
+
+_TRIM_TARGET = """
+import os
+import native_bridge.runtime.worker as w
+
+w._TRIM_IDLE = 0.5
+
+
+def _trim():
+    with open(os.environ["TRIM_LOG"], "a") as f:
+        f.write("trim\\n")
+
+
+w.trim = _trim
+
+
+def keeps(job):
+    return job[0] == "keep"
+
+
+def render(job):
+    return len(job[1])
+"""
+
+
+def test_the_worker_process_trims_after_what_it_keeps_only_when_idle(tmp_path, monkeypatch) -> None:
+    """The real worker process (worker.serve) with a target that logs its trims and an idle time
+    of 0.5 s: a large job it keeps is not trimmed after, nor when a small job comes next; once
+    idle it is, once. A large job it does not keep is trimmed right after."""
+    (tmp_path / "trim_target.py").write_text(_TRIM_TARGET)
+    log = tmp_path / "trims"
+    monkeypatch.setenv("TRIM_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), *sys.path]))
+
+    def trims() -> int:
+        return log.read_text().count("trim") if log.exists() else 0
+
+    def render(job: tuple[str, bytes]) -> int:  # named as the worker imports it; not imported here,
+        raise AssertionError("rendered in the test process")  # where it would patch this worker module
+
+    render.__module__, render.__qualname__ = "trim_target", "render"
+    renderer = worker.Renderer(render)
+    try:
+        big = b"x" * (2 << 20)
+        assert renderer.render(("keep", big)) == len(big)
+        assert renderer.render(("keep", b"small")) == 5  # came within the idle time
+        assert trims() == 0
+        deadline = time.monotonic() + 10
+        while trims() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert trims() == 1  # handed back once idle, though the last job was small
+        time.sleep(0.7)
+        assert trims() == 1  # and only once
+        assert renderer.render(("drop", big)) == len(big)
+        deadline = time.monotonic() + 5
+        while trims() == 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert trims() == 2
+    finally:
+        renderer.close()

@@ -153,9 +153,8 @@ def serve(target: str, parent: int) -> None:
     sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
     owed = False  # a large job's heap, to hand back when the worker is idle
     while True:
-        if owed:
-            idle_trim(stdin.fileno(), _TRIM_IDLE)
-            owed = False
+        if owed:  # until handed back: later small jobs do not cancel it
+            owed = not idle_trim(stdin.fileno(), _TRIM_IDLE)
         try:
             _, data, buffers = _read_message(stdin)
         except WorkerGone:
@@ -179,16 +178,21 @@ def serve(target: str, parent: int) -> None:
                 owed = True
             else:
                 trim()
+                owed = False
 
 
-def idle_trim(fd: int, idle: float) -> None:
-    """Wait up to ``idle`` seconds for the next job on ``fd``, then :func:`trim` if none came.
-    Nothing is buffered ahead of ``fd`` here: the proxy sends a job only once it has the reply
-    to the one before."""
-    with contextlib.suppress(OSError, ValueError):
+def idle_trim(fd: int, idle: float) -> bool:
+    """Wait up to ``idle`` seconds for the next job on ``fd``, then :func:`trim` if none came
+    (True: trimmed, or it cannot wait here). Nothing is buffered ahead of ``fd``: the proxy
+    sends a job only once it has the reply to the one before."""
+    try:
         ready, _, _ = select.select([fd], [], [], idle)
-        if not ready:
-            trim()
+    except (OSError, ValueError):  # no select on this pipe (not POSIX): nothing to wait for
+        return True
+    if ready:
+        return False
+    trim()
+    return True
 
 
 def trim() -> None:
