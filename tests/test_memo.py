@@ -680,8 +680,9 @@ def test_the_search_finds_the_entry_every_mark_compared_in_full_finds(dialect: s
 def test_a_full_memo_finds_a_conversation_at_the_first_entry_it_tries(light: bool) -> None:
     """Sixty-four conversations of one client (one system prompt, one first task) in a full memo:
     the next turn of any of them costs the search the entries tried before its own, not a look at
-    every one, and finds what comparing every mark in full finds. A fork (two entries holding the
-    same bytes past the cut) makes it look further, and still find the same."""
+    every one (nor asks of every one whether it serves), and finds what comparing every mark in
+    full finds. A fork (two entries holding the same bytes past the cut) makes it look further,
+    and still find the same."""
     memo = Memo(light=light)
     convs = [AgentConversation(8_000, 600 + i, 6) for i in range(64)]
     for conv in convs:
@@ -692,10 +693,11 @@ def test_a_full_memo_finds_a_conversation_at_the_first_entry_it_tries(light: boo
         for i in (63, 0, 31):
             raw = convs[i].body(turn)
             entries = list(reversed(memo._entries.values()))
-            before = memo.searched
-            found = memo._furthest(raw, lambda entry: True)
+            before, asked = memo.searched, []
+            found = memo._furthest(raw, lambda entry, asked=asked: asked.append(entry) is None)
             assert found is not None and found[:2] == _furthest_by_every_mark(memo, raw)
             assert memo.searched - before == entries.index(found[0]) + 1
+            assert asked == entries[: entries.index(found[0]) + 1]  # whether an entry serves: asked when reached
             same(raw, "chat", memo, hint=CLIENT_HINTS["chat"])
             _assert_in_byte_order(memo)
     # A rewind to conversation 5's first turn, gone on differently: the memo keeps both entries,

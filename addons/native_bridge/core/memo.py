@@ -498,12 +498,16 @@ class Memo:
         further: the search ends at the first entry it finds, however many the memo holds."""
         with self._lock:
             newest_first = list(reversed(self._entries.values()))
-        entries = [e for e in newest_first if not (e.light and not self.light) and serves(e)]
+        light = self.light
         best: Mark | None = None
-        at = -1  # best's entry, by its place in ``entries``
+        at, found = -1, None  # best's entry, by its place among the entries that serve, and itself
         n = len(raw)
         held = []  # the entries whose first mark the body keeps the bytes before: every mark needs them
-        for i, entry in enumerate(entries):
+        i = -1
+        for entry in newest_first:  # asked whether it serves only when reached: the search may end first
+            if (entry.light and not light) or not serves(entry):
+                continue
+            i += 1
             old, marks = entry.raw, entry.marks
             first = marks[0].end
             near = first - 64 if first > 64 else 0
@@ -516,7 +520,7 @@ class Memo:
                     break
                 near = end - 64 if end > 64 else 0
                 if end < n and raw.startswith(old[near:end], near) and _keeps(old, raw, end):
-                    best, at = mark, i
+                    best, at, found = mark, i, entry
                     break
             if at == i:
                 with self._lock:
@@ -524,7 +528,7 @@ class Memo:
                 if alone:  # an entry that went as far would hold this one's bytes up to its mark
                     self.searched += i + 1
                     return entry, best  # type: ignore[return-value]
-        self.searched += len(entries)
+        self.searched += i + 1
         window, near, end = b"", 0, -1  # the bytes before the best end so far
         for i, entry in held:
             if i == at:  # its latest kept mark is the one just found
@@ -541,8 +545,8 @@ class Memo:
                     continue
                 mark = _longest_kept(entry, raw, beyond)
             if mark is not None:
-                best, at = mark, i
-        return None if best is None else (entries[at], best)
+                best, at, found = mark, i, entry
+        return None if best is None else (found, best)  # type: ignore[return-value]
 
     def adopt(self, entry: Entry, raw: bytes) -> None:
         """Keep an entry a worker made for ``raw`` (it crossed without the body: ``raw`` is it)."""
