@@ -342,6 +342,9 @@ def test_the_worker_hands_its_heap_back_only_once_idle(monkeypatch) -> None:
     finally:
         os.close(r)
         os.close(w)
+    started = time.monotonic()
+    assert worker.idle_trim(r, 5.0)  # it cannot wait on this pipe (closed): trimmed at once
+    assert len(trims) == 2 and time.monotonic() - started < 1.0
 
 
 def test_the_worker_keeps_its_heap_for_the_conversations_its_memo_keeps(monkeypatch) -> None:

@@ -183,12 +183,13 @@ def serve(target: str, parent: int) -> None:
 
 def idle_trim(fd: int, idle: float) -> bool:
     """Wait up to ``idle`` seconds for the next job on ``fd``, then :func:`trim` if none came
-    (True: trimmed, or it cannot wait here). Nothing is buffered ahead of ``fd``: the proxy
-    sends a job only once it has the reply to the one before."""
+    (True: trimmed). Nothing is buffered ahead of ``fd``: the proxy sends a job only once it
+    has the reply to the one before. Where it cannot wait (no select on this pipe), it trims
+    at once, as after any other large job."""
     try:
         ready, _, _ = select.select([fd], [], [], idle)
-    except (OSError, ValueError):  # no select on this pipe (not POSIX): nothing to wait for
-        return True
+    except (OSError, ValueError):
+        ready = []
     if ready:
         return False
     trim()
