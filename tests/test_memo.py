@@ -204,6 +204,40 @@ def _held(memo_light: bool, bodies: list[bytes]) -> tuple[int, int]:
         tracemalloc.stop()
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_light_memo_keeps_a_short_history_whole_and_lightens_it_once_long(dialect: str) -> None:
+    """Below ``light_from`` a light memo's entry is whole (cheaper to resume); the turn whose body
+    reaches it is kept light, and so is every turn after. Verdicts and observations agree."""
+    s, hint = Session(dialect, 2, seed=37), CLIENT_HINTS[dialect]
+    bodies = [s.body(rounds) for rounds in range(1, 25)]
+    light_from = len(bodies[12])
+    memo = Memo(light=True, light_from=light_from)
+    kinds = []
+    for raw in bodies:
+        same(raw, dialect, memo, hint=hint)
+        entry = next(reversed(memo._entries.values()))  # the one this body made (most recently used last)
+        assert entry.raw == raw
+        kinds.append((len(raw) >= light_from, entry.light, isinstance(entry.items, LazyItems)))
+    assert kinds == [(long, long, long) for long, _, _ in kinds] and kinds[11][0] is False and kinds[12][0]
+    assert memo.hits >= 20
+
+
+def test_the_chat_hops_light_memo_keeps_short_histories_whole() -> None:
+    """What configure makes in observe mode: light, with whole entries below LIGHT_FROM."""
+    from mitmproxy import hooks
+    from mitmproxy.test import taddons
+    from native_bridge.chat_hop.addon import ChatHop
+    from native_bridge.core.memo import LIGHT_FROM
+
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="observe")
+        assert hop.memo.light and hop.memo.light_from == LIGHT_FROM >= 512 * 2**10
+        tctx.configure(hop, bridge_mode="rewrite")
+        assert not hop.memo.light
+
+
 def test_a_light_memo_holds_little_beyond_the_body() -> None:
     """A light entry keeps the last body (made before tracing: not counted), a few hundred bytes
     per tool call and the request's fields outside the items, parsed (memo._shell: the tools, read

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from mitmproxy import ctx, exceptions, flowfilter, http
 
 from ..core.kinds import KINDS, tool_map
-from ..core.memo import Memo
+from ..core.memo import LIGHT_FROM, Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from ..planner_hop.h2c import H2CListener, is_planner
 from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_directory
@@ -154,7 +154,8 @@ class ChatHop:
         self.filter: flowfilter.TFilter | DefaultFilter | None = None
         self.recorder: Recorder | None = None
         # The conversations this addon has read: a resumed one costs only its new part. Light
-        # (configure) in observe mode without records: then it holds about one body per conversation.
+        # (configure) in observe mode without records: then it holds about one body per conversation
+        # (a long one's: a short history's entry stays whole, memo.LIGHT_FROM).
         self.memo = Memo()
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
         # The options read on every request, as configure last saw them (ctx.options copies a
@@ -259,7 +260,7 @@ class ChatHop:
         self.backups = keeps_backups(ctx.master, opts)
         light = not self.emit and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
-            self.memo = Memo(light=light)
+            self.memo = Memo(light=light, light_from=LIGHT_FROM)
         if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:
             logger.warning("bridge: stream_large_bodies is set; streamed request bodies cannot be rewritten")
 

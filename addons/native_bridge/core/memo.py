@@ -44,6 +44,10 @@ content), so a light memo gives the same verdict and observations, at about the 
 size in memory instead of three times. Its lists are each a :class:`Tail` (a length and the last
 elements), so that a resume copies and keeps what is new, not a list as long as the history
 (two things are still copied whole: the first position of each id, and the turns' roles).
+Making an entry light and resuming from one costs about a fifth more than the same with a
+whole entry, which for a short history buys little: a light memo may keep entries of bodies
+below ``light_from`` bytes whole (the chat hop's: :data:`LIGHT_FROM`), and lightens a
+conversation's entry once its body reaches that size.
 """
 
 from __future__ import annotations
@@ -69,6 +73,10 @@ MAX_ENTRIES = 64  # conversations remembered
 MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost about twice as much again
 MAX_MARKS = 16  # cuts kept per conversation: the last items, where a client edits (cache_control)
 LIGHT_ITEMS = 4 * MAX_MARKS  # the last items a light entry can read again from its body
+# Below this, a chat hop's light memo keeps entries whole (the module's docstring): as large as
+# the bodies read on the event loop (runtime/dispatch.OFFLOAD_BYTES), whose parsed history costs a
+# few MB at most, while the memory target is about the multi-MB histories.
+LIGHT_FROM = 512 * 2**10
 _NONE = object()
 _END = attrgetter("end")
 _RAW = attrgetter("raw")
@@ -414,12 +422,16 @@ class Memo:
     """The remembered conversations, most recently used last; safe to share across threads.
 
     ``light``: keep each conversation light (the module's docstring); only for rewrites made
-    with ``emit=False`` whose steps no one records."""
+    with ``emit=False`` whose steps no one records. ``light_from``: a light memo's entries of
+    shorter bodies stay whole."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES, light: bool = False) -> None:
+    def __init__(
+        self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES, light: bool = False, light_from: int = 0
+    ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.light = light
+        self.light_from = light_from
         self._entries: OrderedDict[int, Entry] = OrderedDict()
         # The same entries in the byte order of their bodies, and each one's place there (by id).
         # Of all the others, an entry's neighbours share the most leading bytes with it, so two
@@ -440,7 +452,7 @@ class Memo:
 
     def copy(self) -> Memo:
         """Another memo holding the same entries (they never change): to measure a resume twice."""
-        other = Memo(self.max_entries, self.max_bytes, self.light)  # counters start at 0
+        other = Memo(self.max_entries, self.max_bytes, self.light, self.light_from)  # counters start at 0
         with self._lock:
             other._entries = OrderedDict(self._entries)
             other._order, other._place = list(self._order), dict(self._place)
@@ -562,8 +574,8 @@ class Memo:
 
     def put(self, entry: Entry, replaces: Entry | None = None, shared: int = 0) -> None:
         """Remember ``entry`` (in place of ``replaces``, whose first ``shared`` bytes its body
-        holds); a light memo keeps it light."""
-        if self.light and not entry.light:
+        holds); a light memo keeps it light (from ``light_from`` bytes on)."""
+        if self.light and not entry.light and len(entry.raw) >= self.light_from:
             entry = _light(entry)
         with self._lock:
             taken = None  # the place in byte order ``entry`` takes over from ``replaces``
