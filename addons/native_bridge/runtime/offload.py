@@ -13,9 +13,11 @@ this module imports no hop's code.
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from ..core.memo import Memo
+from .continued import Continued, Held, Resend, rebuild
 from .worker import Renderer
 
 # Rewriting or recording, the worker remembers conversations up to this size (memo.py): a resumed
@@ -27,6 +29,7 @@ WORKER_MEMO_MAX_BODY = 32 * 1024 * 1024
 # ---- the worker process ----------------------------------------------------------------------
 
 _WORKER_MEMO: Memo | None = None  # the worker process's own (or the fallback's, in the calling thread)
+_HELD: dict[int, bytes] = {}  # the bodies the proxy sent, by token (continued.py): the worker process's
 
 
 def work(job: Any) -> Any:
@@ -34,6 +37,8 @@ def work(job: Any) -> Any:
     (a chat request's Outcome, chat_hop/jobs.py; a Responses-over-WebSocket frame's,
     websocket.FrameJob's, what websocket.frame_work gives)."""
     global _WORKER_MEMO
+    if type(job) is Continued:  # a body that goes on from one held here: joined, then this job
+        return rebuild(job, _HELD, work)
     if getattr(job, "light", False):  # the proxy keeps the conversation: hand its entry back
         memo = Memo(light=True)
         result = job.run(memo)
@@ -47,6 +52,8 @@ def work(job: Any) -> Any:
 def keeps(job: Any) -> bool:
     """Whether the worker's memo keeps ``job``'s conversation, so that its next turn comes back
     here and reuses the heap this one leaves (worker.serve hands that back only when idle)."""
+    if type(job) is Continued:  # only such jobs are sent so
+        return True
     return not getattr(job, "light", False) and len(job.raw) <= WORKER_MEMO_MAX_BODY
 
 
@@ -59,6 +66,10 @@ class Offloader:
 
     def __init__(self) -> None:
         self._worker = Renderer(work)
+        # The bodies of the conversations the worker's memo keeps, sent once: a later turn sends
+        # only what follows the part the worker holds (continued.py).
+        self.held = Held()
+        self._lock = threading.Lock()
 
     @property
     def pid(self) -> int | None:
@@ -66,7 +77,22 @@ class Offloader:
 
     async def run(self, job: Any) -> Any:
         """What :func:`work` gives for ``job``, made in the worker while the loop runs on."""
-        return await asyncio.to_thread(self._worker.render, job)
+        return await asyncio.to_thread(self._render, job)
+
+    def _render(self, job: Any) -> Any:
+        if not (self._worker.remote and keeps(job)):
+            return self._worker.render(job)
+        with self._lock:  # one job at a time, as the worker takes them: the held bodies agree
+            shipped = self.held.ship(job)
+            reply = self._worker.render(shipped)
+            if type(reply) is Resend and self._worker.remote:  # the worker does not hold its base
+                reply = self._worker.render(self.held.whole(shipped, job.raw))
+            if not self._worker.remote:  # the worker is gone: jobs run here from now on, whole
+                self.held.forget_all()
+                _HELD.clear()  # what the fallback held in this process
+                if type(reply) is Resend:
+                    reply = self._worker.render(job)
+            return reply
 
     def close(self) -> None:
         self._worker.close()

@@ -163,6 +163,7 @@ def serve(target: str, parent: int) -> None:
         again = False
         try:  # a job that cannot be read back here fails alone, like one that raises
             job = pickle.loads(data, buffers=buffers)
+            size = max(size, getattr(job, "body_size", 0))  # a body sent as its new part only (continued.py)
             again = keeps is not None and keeps(job)
             reply: tuple[bytes, Any] = (b"o", render(job))
         except Exception as e:
@@ -220,6 +221,11 @@ class Renderer:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
+
+    @property
+    def remote(self) -> bool:
+        """Whether jobs go to the worker process (False: they run in the calling thread, for good)."""
+        return not self._broken
 
     def _start(self) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
