@@ -3,8 +3,10 @@
 - the shared length is exact, whatever the bytes (the 64-byte windows only guess it);
 - the proxy's held bodies and the worker's stay the same set, turn after turn, with forks,
   rewinds and evictions, and every body the worker joins is the one the proxy sent;
+- a rewritten body comes back as ranges of the one written for the base and the bytes
+  between them, which join to it exactly;
 - through the real worker process, a conversation's turns give what the inline path gives,
-  while only their new part crosses; a worker that does not hold a base gets the body whole;
+  while only their new part crosses, both ways; a worker that does not hold a base gets the body whole;
   one that is gone leaves the jobs running here, whole.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import os
 import random
 import sys
@@ -19,9 +22,19 @@ import sys
 import pytest
 from native_bridge.chat_hop.jobs import Job, bridge
 from native_bridge.core.memo import Memo
-from native_bridge.core.pipeline import Config
+from native_bridge.core.pipeline import Config, rewrite
 from native_bridge.runtime import continued, offload
-from native_bridge.runtime.continued import RESEND, Continued, Held, Resend, common_prefix, rebuild
+from native_bridge.runtime.continued import (
+    MIN_SHARED,
+    RESEND,
+    Continued,
+    Held,
+    Resend,
+    body_delta,
+    common_prefix,
+    join,
+    rebuild,
+)
 from native_bridge.runtime.offload import Offloader
 from support.histories import DIALECT_PATHS
 from support.histories.agent import AgentConversation, Session
@@ -138,6 +151,36 @@ def test_a_continued_job_crosses_with_its_rest_only() -> None:
     assert pickle.loads(pickle.dumps(RESEND)) is RESEND
 
 
+@pytest.mark.parametrize("dialect", ["chat", "anthropic", "responses"])
+def test_a_rewritten_body_is_the_pieces_of_the_one_before(dialect) -> None:
+    """Each turn's rewritten body against the last one's (most of it as ranges), an earlier
+    turn's (a rewind), and another conversation's: the pieces join to the body, byte for byte."""
+    path = DIALECT_PATHS[dialect]
+
+    def written(s: Session, rounds: list[int]) -> list:
+        memo, out = Memo(), []
+        for r in rounds:
+            result = rewrite(s.body(r), Config(), path, memo, UA)
+            assert result.written is not None and result.written.body == result.body
+            out.append(result.written)
+        return out
+
+    turns = written(Session(dialect, 2, seed=41, out=(2000, 9000)), [*range(20, 30), 24])
+    other = written(Session(dialect, 2, seed=42, out=(2000, 9000)), [25])[0]
+    shared = 0
+    for old, new in [*itertools.pairwise(turns), (turns[3], turns[8]), (other, turns[5]), (turns[5], other)]:
+        pieces = body_delta(old, new)
+        if pieces is None:
+            continue
+        assert join(old.body, pieces) == new.body
+        ranges = sum(p[1] - p[0] for p in pieces if type(p) is tuple)
+        assert ranges >= MIN_SHARED
+        shared += ranges
+    pieces = body_delta(turns[0], turns[1])
+    assert pieces is not None and sum(len(p) for p in pieces if type(p) is bytes) < 0.2 * len(turns[1].body)
+    assert shared > 5 * len(turns[-1].body)
+
+
 @pytest.fixture
 def off():
     o = Offloader()
@@ -159,6 +202,24 @@ def test_a_conversation_through_the_worker_sends_only_its_new_part(off, emit) ->
         if t:
             assert off.held.saved - saved > 0.9 * len(raw) and off.held.sent - sent < 0.1 * len(raw)
     assert len(off.held) == 1
+    # The rewritten bodies came back as pieces of the last one (records mode writes none).
+    assert (off.held.received_saved > 5 * len(raw)) == emit
+
+
+def test_two_conversations_interleaved_come_back_as_their_own_pieces(off) -> None:
+    """Two conversations with the same history, one a few bytes longer at the start (another
+    model name): the steps are the same bytes at other offsets, so pieces of the wrong one's
+    body would join to a wrong body. Turns interleaved in both orders."""
+    a = AgentConversation(400_000, 10, 6)
+    bodies = {"a": [a.body(t) for t in range(6)]}
+    bodies["b"] = [raw.replace(b'"model":"', b'"model":"other-', 1) for raw in bodies["a"]]
+    assert bodies["b"][0] != bodies["a"][0]
+    memo = Memo()
+    for t in range(6):
+        for name in ("a", "b") if t % 2 else ("b", "a"):
+            job = Job(bodies[name][t], Config(), DIALECT_PATHS["chat"], UA, emit=True, record=False)
+            assert asyncio.run(off.run(job)) == bridge(job, memo)
+    assert len(off.held) == 2 and off.held.received_saved > 8 * 400_000
 
 
 def test_a_light_job_or_one_too_large_to_keep_crosses_whole(off, monkeypatch) -> None:

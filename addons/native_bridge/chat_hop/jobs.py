@@ -61,6 +61,7 @@ class Outcome:
     accounting: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     entry: Entry | None = None  # the light memo entry a worker made (Memo.adopt gives it its body)
+    delta: Any = None  # from the worker: the body as pieces of one the proxy holds (runtime/continued.py)
 
     __reduce__ = by_reference  # the new body crosses back without a copy
 

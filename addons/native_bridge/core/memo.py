@@ -567,6 +567,11 @@ class Memo:
             entry.items.raw = raw
         self.put(entry)
 
+    def newest(self) -> Entry | None:
+        """The entry stored last (a worker's: the one its last job made, with the body it wrote)."""
+        with self._lock:
+            return next(reversed(self._entries.values()), None)
+
     def only(self) -> Entry | None:
         """The one entry of a memo made for one body (a worker's, to hand back)."""
         with self._lock:

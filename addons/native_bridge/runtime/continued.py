@@ -12,6 +12,11 @@ so everything after it is the same as for a body sent whole.
 The proxy alone decides which bodies are held (it tells the worker which to forget), so both
 sides agree, except when the worker no longer has a body: a new worker (the old one died), or
 a body it could not keep. It then answers :data:`RESEND` and the proxy sends the body whole.
+
+The rewritten body comes back the same way: the worker keeps the last body it wrote for each
+held one, and answers with the new one as pieces (:func:`body_delta`): ranges of the body it
+wrote for the base (the written items before the cut, the steps before it: what the writer
+copied, splice.py) and the bytes between them. The proxy, which holds that body too, joins them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.splice import Written
 from .worker import by_reference
 
 # A body goes on from a held one only when they share at least this much: below it, sending the
@@ -90,8 +96,11 @@ class Held:
         self._bytes = 0
         self._next = 0
         self._dropped: list[int] = []  # forgotten here since the last job: the worker is told
+        self._written: dict[int, bytes] = {}  # the rewritten body the worker gave for each held body
+        self._base_written: bytes | None = None  # the last job's base's (the worker's pieces are of it)
         self.sent = 0  # body bytes sent (tests, bench: what crossed)
         self.saved = 0  # body bytes not sent, because the worker held them
+        self.received_saved = 0  # rewritten body bytes that came as ranges of one held here
 
     def ship(self, job: Any) -> Continued:
         """``job`` as it crosses: its body after the held body that shares the most with it."""
@@ -103,11 +112,12 @@ class Held:
                 base, shared = token, n
         if shared < MIN_SHARED:
             base, shared = None, 0
-        elif 2 * shared >= len(self._bodies[base]):  # type: ignore[index]
+        self._base_written = self._written.get(base) if base is not None else None  # type: ignore[arg-type]
+        if base is not None and 2 * shared >= len(self._bodies[base]):
             # Going on from near its end, this is that conversation's next turn: it takes the
             # place of its last body. From early on (another conversation with the same start,
             # an old fork), both are held.
-            self._forget(base)  # type: ignore[arg-type]
+            self._forget(base)
         self._next += 1
         token = self._next
         self._keep(token, raw)
@@ -123,9 +133,30 @@ class Held:
         self.saved -= c.shared
         return dataclasses.replace(c, base=None, shared=0, rest=raw)
 
+    def receive(self, c: Continued, reply: Any) -> Any:
+        """The worker's reply to ``c``, its body joined again when it came as pieces; the body is
+        held for the next turn's pieces."""
+        delta = getattr(reply, "delta", None)
+        if delta is not None:
+            base, size, pieces = delta
+            old = self._base_written
+            if base != c.base or old is None:  # the worker's pieces are of a body not held here
+                raise ValueError(f"the worker answered with pieces of body {base}, which is not held")
+            body = join(old, pieces)
+            if len(body) != size:
+                raise ValueError(f"the worker's pieces join to {len(body)} bytes, not {size}")
+            reply.body, reply.delta = body, None
+            self.received_saved += len(reply.body) - sum(len(p) for p in pieces if type(p) is bytes)
+        self._base_written = None
+        body = getattr(reply, "body", None)
+        if type(body) is bytes and c.token in self._bodies:
+            self._written[c.token] = body
+        return reply
+
     def forget_all(self) -> None:
         """The worker holds nothing now (it was restarted, or it is gone)."""
         self._bodies.clear()
+        self._written.clear()
         self._bytes = 0
         self._dropped.clear()
 
@@ -137,6 +168,7 @@ class Held:
 
     def _forget(self, token: int) -> None:
         raw = self._bodies.pop(token, None)
+        self._written.pop(token, None)
         if raw is not None:
             self._bytes -= len(raw)
             self._dropped.append(token)
@@ -162,3 +194,52 @@ def rebuild(c: Continued, held: dict[int, bytes], run: Callable[[Any], Any]) -> 
     if c.token not in c.drop:
         held[c.token] = raw
     return run(dataclasses.replace(c.job, raw=raw))
+
+
+Piece = tuple[int, int] | bytes  # a range of the base's rewritten body, or bytes
+
+
+def body_delta(old: Written, new: Written) -> list[Piece] | None:
+    """``new.body`` as pieces of ``old.body`` and bytes: the bytes both start with, then what
+    lies between them and the steps ``new`` starts its steps array with that ``old``'s also
+    starts with; every range proven by a compare. None: they share less than MIN_SHARED."""
+    a = common_prefix(old.body, new.body)
+    pieces: list[Piece] = [(0, a)] if a else []
+    j = _shared_steps(old, new) if a <= new.steps_at else 0
+    if j:
+        end = old.step_ends[j - 1]
+        pieces.append(new.body[a : new.steps_at])
+        pieces.append((old.steps_at, end))
+        pieces.append(new.body[new.steps_at + end - old.steps_at :])
+    else:
+        pieces.append(new.body[a:])
+    if sum(p[1] - p[0] for p in pieces if type(p) is tuple) < MIN_SHARED:
+        return None
+    return pieces
+
+
+def _shared_steps(old: Written, new: Written) -> int:
+    """How many of ``old``'s steps ``new``'s steps array starts with, as the same bytes."""
+    ends, at, body = old.step_ends, old.steps_at, memoryview(old.body)
+
+    def same(j: int) -> bool:
+        return new.body.startswith(body[at : ends[j - 1]], new.steps_at)
+
+    if not ends:
+        return 0
+    if same(len(ends)):  # the common case: every old step is still there
+        return len(ends)
+    lo, hi = 0, len(ends) - 1  # same(lo) (or lo is 0); not same(hi + 1)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if same(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def join(old: bytes, pieces: list[Piece]) -> bytes:
+    """The body the pieces describe (one copy)."""
+    view = memoryview(old)
+    return b"".join(view[p[0] : p[1]] if type(p) is tuple else p for p in pieces)

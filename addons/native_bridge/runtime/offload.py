@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from ..core.memo import Memo
-from .continued import Continued, Held, Resend, rebuild
+from .continued import RESEND, Continued, Held, Resend, body_delta, rebuild
 from .worker import Renderer
 
 # Rewriting or recording, the worker remembers conversations up to this size (memo.py): a resumed
@@ -30,6 +30,7 @@ WORKER_MEMO_MAX_BODY = 32 * 1024 * 1024
 
 _WORKER_MEMO: Memo | None = None  # the worker process's own (or the fallback's, in the calling thread)
 _HELD: dict[int, bytes] = {}  # the bodies the proxy sent, by token (continued.py): the worker process's
+_WRITTEN: dict[int, Any] = {}  # and the rewritten body (splice.Written) it gave for each
 
 
 def work(job: Any) -> Any:
@@ -38,7 +39,7 @@ def work(job: Any) -> Any:
     websocket.FrameJob's, what websocket.frame_work gives)."""
     global _WORKER_MEMO
     if type(job) is Continued:  # a body that goes on from one held here: joined, then this job
-        return rebuild(job, _HELD, work)
+        return _continued(job)
     if getattr(job, "light", False):  # the proxy keeps the conversation: hand its entry back
         memo = Memo(light=True)
         result = job.run(memo)
@@ -47,6 +48,27 @@ def work(job: Any) -> Any:
     if _WORKER_MEMO is None:
         _WORKER_MEMO = Memo()
     return job.run(_WORKER_MEMO if keeps(job) else None)
+
+
+def _continued(job: Continued) -> Any:
+    """:func:`work` for a body sent as its new part: its rewritten body answered as pieces of the
+    one written for its base, when the worker wrote that one."""
+    old = _WRITTEN.get(job.base) if job.base is not None else None
+    reply = rebuild(job, _HELD, work)
+    for token in job.drop:
+        _WRITTEN.pop(token, None)
+    if reply is RESEND:
+        return reply
+    body = getattr(reply, "body", None)
+    entry = _WORKER_MEMO.newest() if _WORKER_MEMO is not None and body is not None else None
+    written = entry.written if entry is not None else None
+    if written is None or written.body is not body or job.token in job.drop:
+        return reply
+    _WRITTEN[job.token] = written
+    pieces = body_delta(old, written) if old is not None else None
+    if pieces is not None:
+        reply.body, reply.delta = None, (job.base, len(written.body), pieces)
+    return reply
 
 
 def keeps(job: Any) -> bool:
@@ -86,13 +108,15 @@ class Offloader:
             shipped = self.held.ship(job)
             reply = self._worker.render(shipped)
             if type(reply) is Resend and self._worker.remote:  # the worker does not hold its base
-                reply = self._worker.render(self.held.whole(shipped, job.raw))
+                shipped = self.held.whole(shipped, job.raw)
+                reply = self._worker.render(shipped)
             if not self._worker.remote:  # the worker is gone: jobs run here from now on, whole
                 self.held.forget_all()
                 _HELD.clear()  # what the fallback held in this process
+                _WRITTEN.clear()
                 if type(reply) is Resend:
-                    reply = self._worker.render(job)
-            return reply
+                    return self._worker.render(job)
+            return self.held.receive(shipped, reply)
 
     def close(self) -> None:
         self._worker.close()
