@@ -128,6 +128,27 @@ def test_a_fork_keeps_both_bodies_and_a_next_turn_replaces_its_own() -> None:
     assert nxt.shared == len(a) and len(held) == 2 and fork.token in held._bodies
 
 
+@dataclasses.dataclass
+class _Reply:
+    body: bytes | None = None
+    delta: object = None
+
+
+def test_the_held_bodies_and_their_rewritten_bodies_stay_within_the_bound() -> None:
+    held, worker = Held(max_bodies=8, max_bytes=2_000_000), {}
+    _seen, run = _worker_side(worker)
+    for i in range(6):
+        raw = bytes([i]) * 400_000
+        shipped = held.ship(_Job(raw))
+        run(shipped)
+        held.receive(shipped, _Reply(body=b"w" * 300_000))
+        assert held._bytes == sum(map(len, held._bodies.values())) + sum(map(len, held._written.values()))
+        assert held._bytes <= 2_000_000 and set(held._written) <= set(held._bodies)
+    assert len(held) == 2  # two bodies and their rewritten ones: 1.4 MB; a third would be 2.1 MB
+    run(held.ship(_Job(b"x")))  # the next job tells the worker what was forgotten
+    assert set(worker) == set(held._bodies)
+
+
 def test_a_worker_without_the_base_answers_resend() -> None:
     held, worker = Held(), {}
     _seen, run = _worker_side(worker)

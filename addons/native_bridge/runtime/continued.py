@@ -34,7 +34,7 @@ from .worker import by_reference
 # whole body costs about as little.
 MIN_SHARED = 64 * 1024
 HELD_BODIES = 8  # conversations whose last body the proxy and the worker hold
-HELD_BYTES = 128 * 1024 * 1024  # and at most this much of them
+HELD_BYTES = 96 * 1024 * 1024  # and at most this much of them and of their rewritten bodies
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +151,8 @@ class Held:
         body = getattr(reply, "body", None)
         if type(body) is bytes and c.token in self._bodies:
             self._written[c.token] = body
+            self._bytes += len(body)
+            self._bound()
         return reply
 
     def forget_all(self) -> None:
@@ -163,12 +165,17 @@ class Held:
     def _keep(self, token: int, raw: bytes) -> None:
         self._bodies[token] = raw
         self._bytes += len(raw)
+        self._bound()
+
+    def _bound(self) -> None:
         while len(self._bodies) > self.max_bodies or self._bytes > self.max_bytes:
             self._forget(next(iter(self._bodies)))
 
     def _forget(self, token: int) -> None:
         raw = self._bodies.pop(token, None)
-        self._written.pop(token, None)
+        written = self._written.pop(token, None)
+        if written is not None:
+            self._bytes -= len(written)
         if raw is not None:
             self._bytes -= len(raw)
             self._dropped.append(token)
