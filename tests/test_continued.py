@@ -243,6 +243,23 @@ def test_two_conversations_interleaved_come_back_as_their_own_pieces(off) -> Non
     assert len(off.held) == 2 and off.held.received_saved > 8 * 400_000
 
 
+def test_pieces_that_do_not_join_fail_that_request_alone(off) -> None:
+    """Pieces of a body the proxy does not hold as the worker does (a bug, made here by changing
+    the proxy's copy): that request fails (the dispatch sends it on untouched), and the next turn
+    of the conversation goes whole and is right again."""
+    conv = AgentConversation(400_000, 14, 4)
+    memo = Memo()
+    jobs = [Job(conv.body(t), Config(), DIALECT_PATHS["chat"], UA, emit=True, record=False) for t in range(4)]
+    assert asyncio.run(off.run(jobs[0])) == bridge(jobs[0], memo)
+    (token,) = off.held._written
+    off.held._written[token] = off.held._written[token][:100_000]  # not what the worker wrote
+    with pytest.raises(ValueError, match="do not join"):
+        asyncio.run(off.run(jobs[1]))
+    bridge(jobs[1], memo)
+    for job in jobs[2:]:
+        assert asyncio.run(off.run(job)) == bridge(job, memo)
+
+
 def test_a_light_job_or_one_too_large_to_keep_crosses_whole(off, monkeypatch) -> None:
     monkeypatch.setattr(offload, "WORKER_MEMO_MAX_BODY", 300_000)
     conv = AgentConversation(400_000, 8, 4)
