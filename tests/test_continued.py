@@ -149,6 +149,24 @@ def test_the_held_bodies_and_their_rewritten_bodies_stay_within_the_bound() -> N
     assert set(worker) == set(held._bodies)
 
 
+def test_of_many_held_bodies_with_one_start_only_the_best_is_compared_in_full(monkeypatch) -> None:
+    """Forks of one long history: each held body shares a long start with the new one, and one
+    shares the most. The windows pick it; only it is compared in full (one pass, not one each)."""
+    rng = random.Random(13)
+    start = rng.randbytes(300_000)
+    held = Held()
+    forks = [start + rng.randbytes(400_000 + 50_000 * i) for i in range(5)]  # under half shared: all kept
+    for raw in forks:
+        held.ship(_Job(raw))
+    assert len(held) == 5
+    proofs = []
+    real = continued.common_prefix
+    monkeypatch.setattr(continued, "common_prefix", lambda a, b: proofs.append(len(a)) or real(a, b))
+    new = forks[2] + b"next"
+    shipped = held.ship(_Job(new))
+    assert proofs == [len(forks[2])] and shipped.shared == len(forks[2])
+
+
 def test_a_worker_without_the_base_answers_resend() -> None:
     held, worker = Held(), {}
     _seen, run = _worker_side(worker)

@@ -64,26 +64,36 @@ RESEND = Resend()
 
 
 def common_prefix(a: bytes, b: bytes) -> int:
-    """How many leading bytes ``a`` and ``b`` share. Where they part is guessed from 64-byte
-    windows (a binary search, a few hundred bytes read), then proven by one compare in place at
-    memcmp speed; when the guess is wrong, an exact binary search of compares in place."""
-    n = min(len(a), len(b))
-    lo, hi = 0, n
+    """How many leading bytes ``a`` and ``b`` share: :func:`_guess`, proven by one compare in
+    place at memcmp speed; when the guess is wrong, an exact binary search of compares in place."""
+    lo = _guess(a, b)
+    view = memoryview(a)
+    if not b.startswith(view[:lo]):
+        lo, hi = 0, lo  # they part before the guess
+    else:
+        hi = lo
+    while lo < hi:  # a[:lo] == b[:lo]; they part before hi
+        mid = (lo + hi + 1) // 2
+        if b.startswith(view[lo:mid], lo):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _guess(a: bytes, b: bytes) -> int:
+    """Where ``a`` and ``b`` part, guessed from 64-byte windows (a binary search, a few hundred
+    bytes read): at most 63 bytes short of it when the windows before it agree and those after
+    it do not, as they do for two turns of a conversation."""
+    lo, hi = 0, min(len(a), len(b))
     while hi - lo > 64:
         mid = (lo + hi) // 2
         if a[mid - 64 : mid] == b[mid - 64 : mid]:
             lo = mid
         else:
             hi = mid
-    view = memoryview(a)
-    if not b.startswith(view[:lo]):
-        lo, hi = 0, lo  # they part before the guess
-    while lo < hi:  # a[:lo] == b[:lo]; they part before hi, or hi is where one ends
-        mid = (lo + hi + 1) // 2
-        if b.startswith(view[lo:mid], lo):
-            lo = mid
-        else:
-            hi = mid - 1
+    while lo < hi and a[lo] == b[lo]:  # the last few bytes one by one (fewer than 65)
+        lo += 1
     return lo
 
 
@@ -105,11 +115,12 @@ class Held:
     def ship(self, job: Any) -> Continued:
         """``job`` as it crosses: its body after the held body that shares the most with it."""
         raw: bytes = job.raw
-        base, shared = None, 0
+        base, guess = None, 0
         for token, held in reversed(self._bodies.items()):  # the newest first: on a tie it wins
-            n = common_prefix(held, raw)
-            if n > shared:
-                base, shared = token, n
+            n = _guess(held, raw)  # a few hundred bytes read: only the best is proven (one pass)
+            if n > guess:
+                base, guess = token, n
+        shared = common_prefix(self._bodies[base], raw) if base is not None and guess >= MIN_SHARED else 0
         if shared < MIN_SHARED:
             base, shared = None, 0
         self._base_written = self._written.get(base) if base is not None else None  # type: ignore[arg-type]
