@@ -83,8 +83,8 @@ def common_prefix(a: bytes, b: bytes) -> int:
 
 def _guess(a: bytes, b: bytes) -> int:
     """Where ``a`` and ``b`` part, guessed from 64-byte windows (a binary search, a few hundred
-    bytes read): at most 63 bytes short of it when the windows before it agree and those after
-    it do not, as they do for two turns of a conversation."""
+    bytes read) and the last bytes one by one: exact when the windows before it agree and those
+    after it do not, as they do for two turns of a conversation; :func:`common_prefix` proves it."""
     lo, hi = 0, min(len(a), len(b))
     while hi - lo > 64:
         mid = (lo + hi) // 2
