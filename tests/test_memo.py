@@ -444,6 +444,32 @@ def test_a_resume_reuses_the_fields_after_the_items_only_when_their_bytes_are_th
     assert last.shell["messages"] is None
 
 
+def test_a_resumed_body_copies_the_bytes_around_its_items_when_they_are_the_entrys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rewriting, the body's other fields (the tools, a system prompt: often most of a short
+    history) are written from the bytes the client sent, not encoded again on every turn; a
+    turn that changes one is encoded, and every body is what a full rewrite writes."""
+    from native_bridge.core import splice
+
+    encoded = []
+    around = splice.around
+    monkeypatch.setattr(splice, "around", lambda doc, key: encoded.append(doc) or around(doc, key))
+    for dialect in DIALECTS:
+        s = Session(dialect, 1, seed=41)
+        bodies = [s.body(r) for r in range(2, 8)]
+        changed = orjson.loads(bodies[3])
+        changed["max_tokens"] = 1234  # after the items, in every dialect the generator writes
+        bodies[3] = orjson.dumps(changed)
+        memo = Memo()
+        for t, raw in enumerate(bodies):
+            encoded.clear()
+            same(raw, dialect, memo, hint=CLIENT_HINTS[dialect])
+            # Encoded: the first turn (a full read; the rewrite without a memo writes its body
+            # whole), the changed one, and the next (its fields differ from the changed entry's).
+            assert len(encoded) == (t in (0, 3, 4)), (dialect, t)
+
+
 def test_a_light_entrys_items_then_new_ones_are_its_slice_and_them() -> None:
     """LazyItems.then(cut, new), a resume's one-copy join, is items[:cut] + new: the same slots,
     the spans before the cut, the same body."""

@@ -806,10 +806,10 @@ def _shell(doc: dict[str, Any], key: str) -> dict[str, Any]:
     return shell
 
 
-def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> dict[str, Any] | None:
+def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> tuple[dict[str, Any], bool] | None:
     """The new body's object with only the items after ``mark`` (None: not orjson's encoding,
-    or it holds ``steps_key``). When the bytes after the items are the entry's own, only the new
-    items are parsed: the rest is the entry's shell."""
+    or it holds ``steps_key``), and whether the bytes after the items are the entry's own: then
+    only the new items are parsed, the rest is the entry's shell."""
     comma = raw[mark.end] == 44  # 44: ","
     start = mark.end + 1 if comma else mark.end
     tail = memoryview(entry.raw)[entry.stop :]  # from the items array's "]" on
@@ -824,16 +824,18 @@ def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> dict[st
                 return None
             doc = dict(entry.shell)
             doc[key] = new
+            shelled = True
         else:
             small = raw[: entry.head] + raw[start:]
             doc = orjson.loads(small)
             if type(doc) is not dict or steps_key in doc or orjson.dumps(doc) != small:
                 return None
+            shelled = False
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return None
     if comma and not doc.get(key):  # "[A,B,]": a comma and no item after it is not JSON
         return None
-    return doc
+    return doc, shelled
 
 
 def _entry(
@@ -900,9 +902,10 @@ def resume(
         return None
     entry, mark = found
     # Parse only what follows the cut (and the head): the items before it are the entry's.
-    doc = _parse_rest(raw, entry, mark, steps_key)
-    if doc is None:
+    parsed = _parse_rest(raw, entry, mark, steps_key)
+    if parsed is None:
         return None
+    doc, shelled = parsed
     new = doc.get(dialect.ITEMS)
     if type(new) is not list:
         return None
@@ -982,5 +985,7 @@ def resume(
     delta = delta_start(whole, step_calls)
     reuse = None
     if entry.written is not None:  # the items before the pending one and the steps before the cut
-        reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps)
+        # The bytes around the items, orjson's (_parse_rest proved them): the entry's own after them.
+        frame = (memoryview(raw)[: entry.head], memoryview(entry.raw)[entry.stop :]) if shelled else None
+        reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps, frame)
     return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions, delta, reuse, mark.end)

@@ -36,13 +36,17 @@ class Written:
 @dataclass(frozen=True, slots=True)
 class Reuse:
     """What a resumed rewrite may copy: the first ``n_items`` of ``out`` and ``n_steps`` of
-    ``docs`` (an entry's written items and steps, as objects) from ``written``."""
+    ``docs`` (an entry's written items and steps, as objects) from ``written``; ``frame``: the
+    body's bytes before its items (through the "[") and after them (from the "]"), when they
+    are orjson's encoding of the body's other keys (the tools, a system prompt: not encoded
+    again on every turn)."""
 
     written: Written
     out: list[Any]
     docs: list[Any]
     n_items: int
     n_steps: int
+    frame: tuple[bytes | memoryview, bytes | memoryview] | None = None
 
 
 def around(doc: dict[str, Any], key: str) -> tuple[bytes, bytes]:
@@ -111,7 +115,7 @@ def encode(
     body whole). Raises orjson.JSONEncodeError as orjson.dumps would."""
     if steps_key in doc or delta_key in doc or items_key not in doc:
         return None
-    head, tail = around(doc, items_key)
+    head, tail = reuse.frame if reuse is not None and reuse.frame is not None else around(doc, items_key)
     old = reuse.written if reuse is not None else None
     k_items = _shared(items, reuse.out, reuse.n_items) if reuse is not None else 0
     k_steps = _shared(steps, reuse.docs, reuse.n_steps) if reuse is not None else 0
@@ -119,7 +123,8 @@ def encode(
     b.add(head)
     items_at = b.size
     item_ends = b.array(items, old, old.item_ends if old else [], old.items_at if old else 0, k_items)
-    b.add(tail[:-1] + b"," + orjson.dumps(steps_key) + b":[")  # the steps go where the body's "}" was
+    b.add(tail[:-1])
+    b.add(b"," + orjson.dumps(steps_key) + b":[")  # the steps go where the body's "}" was
     steps_at = b.size
     step_ends = b.array(steps, old, old.step_ends if old else [], old.steps_at if old else 0, k_steps)
     b.add(b"]," + orjson.dumps(delta_key) + b":" + orjson.dumps(delta) + b"}")
