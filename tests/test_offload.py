@@ -98,9 +98,7 @@ def test_the_worker_gives_what_the_inline_path_gives():
 
 @pytest.fixture
 def small_offload(monkeypatch):
-    monkeypatch.setattr(
-        dispatch, "OFFLOAD_BYTES", 10_000
-    )  # above a round (2-5 KB), below the bodies (14 KB and up)
+    monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", 10_000)  # above a round (2-5 KB), below the bodies (14 KB and up)
 
 
 def _addon(mode: str):

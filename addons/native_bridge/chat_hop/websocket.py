@@ -403,6 +403,7 @@ class _Frame:
         if done.out is not None:
             _annotate(self.nb, self.flow, self.index, self.raw, done.out, done.sent, done.context)
 
+
 def _annotate(
     nb: FrameHost,
     flow: http.HTTPFlow,

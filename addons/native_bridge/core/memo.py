@@ -466,9 +466,7 @@ class Memo:
             self._place.clear()
             self._bytes = 0
 
-    def find(
-        self, raw: bytes, dialect: ModuleType, config: Any, any_client: bool = False
-    ) -> tuple[Entry, Mark] | None:
+    def find(self, raw: bytes, dialect: ModuleType, config: Any, any_client: bool = False) -> tuple[Entry, Mark] | None:
         """The entry this body continues furthest, and its latest mark the body keeps.
         ``any_client``: the client is not known yet (``config`` has none): an entry made for
         any client serves, and the caller checks the client once it has read the new part."""
