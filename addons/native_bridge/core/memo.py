@@ -67,7 +67,7 @@ from .builder import Part, Placement, Tally, assemble, delta_start
 from .dialects import Cursor, DialectError, Output
 from .history import History, ToolCall, ToolResult
 from .settle import Span, cut_ok, settle
-from .splice import Reuse, Written, around
+from .splice import Frame, Reuse, Written, around
 
 MAX_ENTRIES = 64  # conversations remembered
 MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost about twice as much again
@@ -804,10 +804,11 @@ def _shell(doc: dict[str, Any], key: str) -> dict[str, Any]:
     return shell
 
 
-def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> tuple[dict[str, Any], bool] | None:
+def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> tuple[dict[str, Any], Frame | None] | None:
     """The new body's object with only the items after ``mark`` (None: not orjson's encoding,
-    or it holds ``steps_key``), and whether the bytes after the items are the entry's own: then
-    only the new items are parsed, the rest is the entry's shell."""
+    or it holds ``steps_key``). When the bytes after the items are the entry's own, only the new
+    items are parsed, the rest is the entry's shell, and the body's bytes before and after its
+    items come with it (splice.Reuse.frame: orjson's, so they need not be encoded again)."""
     comma = raw[mark.end] == 44  # 44: ","
     start = mark.end + 1 if comma else mark.end
     tail = memoryview(entry.raw)[entry.stop :]  # from the items array's "]" on
@@ -822,18 +823,18 @@ def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> tuple[d
                 return None
             doc = dict(entry.shell)
             doc[key] = new
-            shelled = True
+            frame = memoryview(raw)[: entry.head], tail
         else:
             small = raw[: entry.head] + raw[start:]
             doc = orjson.loads(small)
             if type(doc) is not dict or steps_key in doc or orjson.dumps(doc) != small:
                 return None
-            shelled = False
+            frame = None
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return None
     if comma and not doc.get(key):  # "[A,B,]": a comma and no item after it is not JSON
         return None
-    return doc, shelled
+    return doc, frame
 
 
 def _entry(
@@ -903,7 +904,7 @@ def resume(
     parsed = _parse_rest(raw, entry, mark, steps_key)
     if parsed is None:
         return None
-    doc, shelled = parsed
+    doc, frame = parsed
     new = doc.get(dialect.ITEMS)
     if type(new) is not list:
         return None
@@ -983,7 +984,5 @@ def resume(
     delta = delta_start(whole, step_calls)
     reuse = None
     if entry.written is not None:  # the items before the pending one and the steps before the cut
-        # The bytes around the items, orjson's (_parse_rest proved them): the entry's own after them.
-        frame = (memoryview(raw)[: entry.head], memoryview(entry.raw)[entry.stop :]) if shelled else None
         reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps, frame)
     return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions, delta, reuse, mark.end)

@@ -33,6 +33,10 @@ class Written:
     steps_at: int
 
 
+# A body's bytes before its items (through the "[") and after them (from the "]").
+Frame = tuple[bytes | memoryview, bytes | memoryview]
+
+
 @dataclass(frozen=True, slots=True)
 class Reuse:
     """What a resumed rewrite may copy: the first ``n_items`` of ``out`` and ``n_steps`` of
@@ -46,7 +50,7 @@ class Reuse:
     docs: list[Any]
     n_items: int
     n_steps: int
-    frame: tuple[bytes | memoryview, bytes | memoryview] | None = None
+    frame: Frame | None = None
 
 
 def around(doc: dict[str, Any], key: str) -> tuple[bytes, bytes]:
