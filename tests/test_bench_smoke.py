@@ -10,13 +10,14 @@ arithmetic, with fake proxies of known cost: the agent loop's turns paired acros
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
 from itertools import pairwise
 
 import pytest
 from bench.cli import run
-from bench.shapes import balanced_orders, paired_stats, paired_turns
+from bench.shapes import balanced_orders, fresh_sets, paired_stats, paired_turns
 from bench.targets import Target
 from native_bridge.core import exitstatus
 from native_bridge.core.clients import BY_ID
@@ -113,6 +114,49 @@ def test_paired_stats_interval_holds_the_ratio_and_widens_with_the_spread() -> N
     assert stats["steady"]["lo"] == pytest.approx(1.2) == stats["steady"]["hi"]
     s = stats["shaky"]
     assert s["lo"] <= s["p50"] / stats["plain"]["p50"] <= s["hi"] and s["hi"] - s["lo"] > 0.2
+
+
+def test_fresh_sets_draw_each_proxys_instance_luck_anew_for_every_conversation() -> None:
+    """A process keeps its speed for its whole life (identical mitmdumps differ by up to 9%): on one
+    set of proxies, that luck is in the ratio and no interval shows it; on a set started for every
+    conversation it is drawn anew each time, so the ratio comes near the true cost ratio and the
+    interval over conversations holds it."""
+    rng = random.Random(11)
+    cost = {"plain": 1.0, "observe": 1.05}
+    events: list[tuple[str, int]] = []
+
+    @contextlib.contextmanager
+    def start():
+        k = len([e for e in events if e[0] == "start"])
+        events.append(("start", k))
+        try:
+            yield k, {n: rng.uniform(0.9, 1.1) for n in cost}
+        finally:
+            events.append(("stop", k))
+
+    current: dict[str, object] = {}
+    used: list[list[int]] = []
+
+    def ready(up) -> None:
+        current["set"], current["luck"] = up
+        used.append([])
+
+    def send(name: str, body: bytes) -> float:
+        used[-1].append(current["set"])
+        return cost[name] * current["luck"][name]
+
+    convs = [[b"x"] * 10 for _ in range(40)]
+    stats = paired_stats(paired_turns(fresh_sets(convs, start, ready), list(cost), send))
+    # one set per conversation, up only while its conversation runs, and every turn of it sent there
+    assert events == [(what, k) for k in range(40) for what in ("start", "stop")]
+    assert used == [[k] * 20 for k in range(40)]
+    ratio = stats["observe"]["p50"] / stats["plain"]["p50"]
+    assert ratio == pytest.approx(1.05, abs=0.03) and stats["observe"]["lo"] <= 1.05 <= stats["observe"]["hi"]
+    assert stats["observe"]["hi"] - stats["observe"]["lo"] > 0.02  # the luck is in the interval
+
+    luck = {"plain": 0.93, "observe": 1.04}  # one set for the whole run: its luck is the ratio
+    one = paired_stats(paired_turns(convs, list(cost), lambda name, body: cost[name] * luck[name]))
+    assert one["observe"]["lo"] == one["observe"]["hi"] == pytest.approx(1.05 * 1.04 / 0.93)
 
 
 def test_exit_status_screens_say_what_the_rules_say() -> None:

@@ -12,10 +12,13 @@ one proxy after another.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import itertools
 import random
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,10 +87,11 @@ SHAPES = [
     Shape("2 MB same body", 2_000_000, "same", 1, 10, 3),
     Shape("2 MB agent loop", 2_000_000, "loop", 1, 40, 6, state=True),
     Shape("2 MB new conversations", 2_000_000, "new", 1, 10, 3),
-    Shape("10 MB agent loop", 10_000_000, "loop", 1, 20, 4, state=True),
+    Shape("10 MB agent loop", 10_000_000, "loop", 1, 20, 8, state=True),
 ]
 SHAPES_QUICK = [Shape("200 KB agent loop", 200_000, "loop", 1, 10, 2)]
 SHAPE_PROXIES = ("plain", "naive", "rewrite", "observe", "observe+records", "observe+state")
+QUICK_PROXIES = ("plain", "naive", "rewrite", "observe")
 
 
 @dataclass(slots=True)
@@ -96,7 +100,7 @@ class ShapeRow:
     stats: dict[str, dict[str, float]]  # proxy -> p50, p99 (s), rps
 
 
-def _shape_proxies(upstream: str, tmp: Path, quick: bool) -> dict[str, Any]:
+def _shape_proxies(upstream: str, tmp: Path) -> dict[str, Any]:
     bridge = BRIDGE
     naive = tmp / "naive_addon.py"
     naive.write_text(NAIVE_ADDON)
@@ -113,37 +117,62 @@ def _shape_proxies(upstream: str, tmp: Path, quick: bool) -> dict[str, Any]:
             upstream, bridge, None, tmp / "p6", ("--set", "bridge_mode=observe", "--set", f"bridge_state={tmp}/st.db")
         ),
     }
-    if quick:
-        del proxies["observe+records"], proxies["observe+state"]
     return proxies
 
 
+def started(proxies: dict[str, Any]) -> contextlib.AbstractContextManager[dict[str, str]]:
+    """The proxies started side by side (each start waits until it listens), stopped on the way out."""
+
+    @contextlib.contextmanager
+    def run() -> Iterator[dict[str, str]]:
+        try:
+            with ThreadPoolExecutor(len(proxies)) as pool:
+                list(pool.map(lambda p: p.start(), proxies.values()))
+            yield {n: p.url for n, p in proxies.items()}
+        finally:
+            with ThreadPoolExecutor(len(proxies)) as pool:
+                list(pool.map(lambda p: p.stop(), proxies.values()))
+
+    return run()
+
+
 def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None = None) -> list[ShapeRow]:
-    """Every traffic shape through every proxy: an agent loop turn by turn, paired (``paired_turns``);
-    the other shapes in batches interleaved (rotating order)."""
+    """Every traffic shape through every proxy: an agent loop turn by turn, paired (``paired_turns``),
+    each conversation on proxies started for it (``fresh_sets``); the other shapes in batches
+    interleaved (rotating order), through one set of proxies."""
     plan = plan or (SHAPES_QUICK if quick else SHAPES)
     rows = []
-    with Planner() as planner, tempfile.TemporaryDirectory(prefix="bridge-shapes-") as tmp:
-        proxies = _shape_proxies(planner.url, Path(tmp), quick)
-        for p in proxies.values():
-            p.start()
-        try:
-            for shape in plan:
-                names = [
-                    n
-                    for n in proxies
-                    if (shape.records or n != "observe+records") and (shape.state or n != "observe+state")
-                ]
-                urls = {n: proxies[n].url for n in names}
-                if shape.paired:
-                    stats = _paired_loop(shape, urls, Path(tmp) / "records")
-                else:
-                    stats = _batches(shape, urls, Path(tmp) / "records")
-                rows.append(ShapeRow(shape, stats))
-                log(_shape_line(rows[-1]))
-        finally:
-            for p in proxies.values():
-                p.stop()
+    with (
+        Planner() as planner,
+        tempfile.TemporaryDirectory(prefix="bridge-shapes-") as tmp,
+        contextlib.ExitStack() as up,
+    ):
+        sets = itertools.count()
+
+        def proxy_set(names: Sequence[str]) -> tuple[contextlib.AbstractContextManager[dict[str, str]], Path]:
+            where = Path(tmp) / f"set{next(sets)}"
+            where.mkdir()
+            proxies = _shape_proxies(planner.url, where)
+            return started({n: proxies[n] for n in names}), where / "records"
+
+        shared: tuple[dict[str, str], Path] | None = None  # the batches' proxies, started when first needed
+        for shape in plan:
+            names = [
+                n
+                for n in SHAPE_PROXIES
+                if (not quick or n in QUICK_PROXIES)
+                and (shape.records or n != "observe+records")
+                and (shape.state or n != "observe+state")
+            ]
+            if shape.paired:
+                stats = _paired_loop(shape, names, proxy_set)
+            else:
+                if shared is None:
+                    every, records = proxy_set([n for n in SHAPE_PROXIES if not quick or n in QUICK_PROXIES])
+                    shared = up.enter_context(every), records
+                stats = _batches(shape, {n: shared[0][n] for n in names}, shared[1])
+            rows.append(ShapeRow(shape, stats))
+            log(_shape_line(rows[-1]))
     return rows
 
 
@@ -242,32 +271,65 @@ def paired_stats(lat: dict[str, list[list[float]]], base: str = "plain") -> dict
     return stats
 
 
-def _paired_loop(shape: Shape, urls: dict[str, str], records: Path) -> dict[str, dict[str, float]]:
-    """The agent loop turn by turn through every proxy, paired: ``shape.reps`` conversations of
-    ``shape.per_client`` turns, each a new one (its first turn a first sight), after a warm-up
-    conversation that takes every proxy through its whole path (a first sight, in the worker for
-    a large body; resumed turns; records written)."""
-    names = list(urls)
-    conns = {n: Connection(url) for n, url in urls.items()}
+def fresh_sets(
+    conversations: Iterable[Sequence[bytes]],
+    start: Callable[[], contextlib.AbstractContextManager[Any]],
+    ready: Callable[[Any], None],
+) -> Iterator[Sequence[bytes]]:
+    """``conversations`` for ``paired_turns``, each on a set of proxies started for it: ``start()``
+    brings a set up (a context manager: it stays up while its conversation runs) and ``ready`` gets
+    it going (connections, a warm-up). A process's speed depends on where its code and data happen
+    to lie in memory (address layout, the allocator's history): identical mitmdumps side by side
+    differ by up to 9% at 10 MB and keep their difference for their whole life. Pairing turns cannot
+    cancel that; a new set for every conversation draws it afresh for every proxy alike, so the
+    bootstrap over conversations (``paired_stats``) holds it too."""
+    for bodies in conversations:
+        with start() as proxies:
+            ready(proxies)
+            yield bodies
+
+
+def _paired_loop(
+    shape: Shape,
+    names: Sequence[str],
+    proxy_set: Callable[[Sequence[str]], tuple[contextlib.AbstractContextManager[dict[str, str]], Path]],
+) -> dict[str, dict[str, float]]:
+    """The agent loop turn by turn through the proxies ``names``, paired: ``shape.reps``
+    conversations of ``shape.per_client`` turns, each a new one (its first turn a first sight) on
+    proxies started for it (``proxy_set``: the set, and where its records go), after a warm-up
+    conversation that takes every proxy through its whole path (a first sight, in the worker for a
+    large body; resumed turns; records written)."""
+    conns: dict[str, Connection] = {}
+    records: list[Path] = []
+
+    def start() -> contextlib.AbstractContextManager[dict[str, str]]:
+        up, where = proxy_set(names)
+        records[:] = [where]
+        return up
 
     def after() -> None:
-        if "observe+records" in urls:  # the writer catches up before the next conversation
-            drain_records(records)
+        if "observe+records" in conns:  # the writer catches up before the next conversation
+            drain_records(records[0])
 
     def send(name: str, body: bytes) -> float:
         return conns[name].post(body)
 
-    try:
+    def ready(urls: dict[str, str]) -> None:
+        close()
+        conns.update((n, Connection(url)) for n, url in urls.items())
         paired_turns([shape.conversation(10_000, min(8, shape.per_client))], names, send, after)
 
-        def conversations() -> Iterator[list[bytes]]:
-            for r in range(shape.reps):
-                yield shape.conversation(r, shape.per_client)
-
-        return paired_stats(paired_turns(conversations(), names, send, after))
-    finally:
+    def close() -> None:
         for c in conns.values():
             c.close()
+        conns.clear()
+
+    convs = fresh_sets((shape.conversation(r, shape.per_client) for r in range(shape.reps)), start, ready)
+    try:
+        return paired_stats(paired_turns(convs, names, send, after))
+    finally:
+        close()
+        convs.close()  # the last set stops
 
 
 def _shape_line(r: ShapeRow) -> str:
