@@ -120,20 +120,16 @@ def _shape_proxies(upstream: str, tmp: Path) -> dict[str, Any]:
     return proxies
 
 
-def started(proxies: dict[str, Any]) -> contextlib.AbstractContextManager[dict[str, str]]:
+@contextlib.contextmanager
+def started(proxies: dict[str, Any]) -> Iterator[dict[str, str]]:
     """The proxies started side by side (each start waits until it listens), stopped on the way out."""
-
-    @contextlib.contextmanager
-    def run() -> Iterator[dict[str, str]]:
-        try:
-            with ThreadPoolExecutor(len(proxies)) as pool:
-                list(pool.map(lambda p: p.start(), proxies.values()))
-            yield {n: p.url for n, p in proxies.items()}
-        finally:
-            with ThreadPoolExecutor(len(proxies)) as pool:
-                list(pool.map(lambda p: p.stop(), proxies.values()))
-
-    return run()
+    try:
+        with ThreadPoolExecutor(len(proxies)) as pool:
+            list(pool.map(lambda p: p.start(), proxies.values()))
+        yield {n: p.url for n, p in proxies.items()}
+    finally:
+        with ThreadPoolExecutor(len(proxies)) as pool:
+            list(pool.map(lambda p: p.stop(), proxies.values()))
 
 
 def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None = None) -> list[ShapeRow]:
