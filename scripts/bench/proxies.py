@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import orjson
 import wsproto
 import wsproto.events as wsevents
 from support.histories.agent import CLIENT_HINTS, Session, no_history_doc, session_for_size
+from support.lifetime import ending_with
 
 ROOT = Path(__file__).resolve().parents[2]
 BRIDGE = str(ROOT / "addons" / "bridge.py")
@@ -98,6 +100,7 @@ class Planner:
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,
+            preexec_fn=ending_with(os.getpid()),  # a SIGKILLed bench leaves no planner behind
         )
         assert self.proc.stdout is not None
         self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}"
@@ -193,12 +196,27 @@ def logged_mitmdump() -> type:
 
     class Logged(Mitmdump):
         def start(self, timeout: float = 20.0) -> Logged:
+            self.launch()
+            return self.listening(timeout)
+
+        def launch(self) -> None:
+            """Start the process (it comes up while the caller starts others: ``listening``)."""
             log = Path(tempfile.mkstemp(prefix="bench-mitmdump-", suffix=".log")[1])
             self._log = log
             with log.open("wb") as out:
                 self._proc = subprocess.Popen(
-                    self.args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=DEMO_ROOT
+                    self.args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=DEMO_ROOT,
+                    preexec_fn=ending_with(os.getpid()),  # a SIGKILLed bench leaves no proxy behind
                 )
+
+        def listening(self, timeout: float = 20.0) -> Logged:
+            """Wait until the launched process listens (its port read from its log)."""
+            assert self._proc is not None
+            log = self._log
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self._proc.poll() is None:
                 text = log.read_text(errors="replace")

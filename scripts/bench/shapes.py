@@ -122,10 +122,14 @@ def _shape_proxies(upstream: str, tmp: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def started(proxies: dict[str, Any]) -> Iterator[dict[str, str]]:
-    """The proxies started side by side (each start waits until it listens), stopped on the way out."""
+    """The proxies started side by side (all launched, then each waited for until it listens),
+    stopped on the way out. Launched from this thread: each ends with the thread that started it
+    (support.lifetime)."""
     try:
-        with ThreadPoolExecutor(len(proxies)) as pool:
-            list(pool.map(lambda p: p.start(), proxies.values()))
+        for p in proxies.values():
+            p.launch()
+        for p in proxies.values():
+            p.listening()
         yield {n: p.url for n, p in proxies.items()}
     finally:
         with ThreadPoolExecutor(len(proxies)) as pool:

@@ -3,7 +3,12 @@
 ``die_with_parent`` asks the kernel (PR_SET_PDEATHSIG) to signal the calling process
 when its parent dies, also when the parent is SIGKILLed and runs no cleanup of its own.
 Used by the language-server shim for its children (between fork and exec), by the
-stand-in language server for itself, and by the interop harness for the agent clients.
+stand-in language server for itself, by the interop harness for the agent clients, and
+(``ending_with``) for every mitmdump and planner the tests, the demo and the bench start.
+
+The kernel's "parent" is the *thread* that started the child: a child started from a
+short-lived thread (a pool's) gets the signal when that thread ends. Start them from a
+thread that lives as long as they should.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
 
@@ -30,3 +36,14 @@ def die_with_parent(sig: int = signal.SIGTERM, parent: int | None = None) -> boo
     if gone:
         os.kill(os.getpid(), sig)
     return True
+
+
+def ending_with(parent: int, sig: int = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn`` for ``subprocess.Popen``: the child gets ``sig`` when ``parent`` (the
+    caller's ``os.getpid()``, taken before the fork) dies, even SIGKILLed, and at once if it
+    already has."""
+
+    def setup() -> None:
+        die_with_parent(sig, parent)
+
+    return setup

@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from .lifetime import ending_with
+
 ROOT = Path(__file__).resolve().parents[2]
 # mitmdump's startup line, e.g. "reverse proxy to http://127.0.0.1:9 listening at 127.0.0.1:50195."
 LISTENING = re.compile(r"listening at \S+:(\d+)\.?\s*$")
@@ -85,6 +87,7 @@ class Mitmdump:
             errors="replace",
             cwd=ROOT,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),  # its log lines must reach us as they happen
+            preexec_fn=ending_with(os.getpid()),  # a SIGKILLed test or demo leaves no proxy behind
         )
         self._reader = threading.Thread(target=self._read, name="mitmdump-output", daemon=True)
         self._reader.start()

@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 import pytest
+from support.lifetime import ending_with
 from support.reference_planner import ReferencePlanner
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
@@ -92,6 +93,7 @@ class Process:
             stderr=subprocess.STDOUT,
             text=True,
             errors="replace",
+            preexec_fn=ending_with(os.getpid()),  # a SIGKILLed test run leaves no mitmweb or browser behind
             **kwargs,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from support.lifetime import ending_with
 from support.reference_planner import ReferencePlanner
 
 pytestmark = pytest.mark.e2e
@@ -97,6 +98,7 @@ class Running:
             stderr=subprocess.STDOUT,
             text=True,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            preexec_fn=ending_with(os.getpid()),  # a SIGKILLed test run leaves no command behind
         )
         threading.Thread(target=self._read, daemon=True).start()
         if not self._ready.wait(60) or self.port is None:

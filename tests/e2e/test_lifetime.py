@@ -1,0 +1,67 @@
+"""What starts a mitmdump (a test, the demo, the bench) may be SIGKILLed and run no cleanup of
+its own: every mitmdump and planner it started ends too (support.lifetime.ending_with)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import procs
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+
+pytestmark = pytest.mark.e2e
+
+
+def _mitmdumps(pids: set[int]) -> set[int]:
+    return {p for p in pids if "mitmdump" in procs.cmdline(p)}
+
+
+def _killed_leaves_nothing(argv: list[str], up: Callable[[set[int]], bool], timeout: float = 90) -> None:
+    """Start ``argv``, wait until ``up`` says its descendants are running, SIGKILL it: every one
+    of them must end."""
+    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while not up(kids := procs.descendants(proc.pid)):
+            assert proc.poll() is None, f"{argv} ended early (exit {proc.returncode})"
+            assert time.monotonic() < deadline, f"{argv} did not start its processes: {kids}"
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        left = procs.wait_gone(kids, 20)
+        assert not left, f"left behind: {[procs.cmdline(p) for p in sorted(left)]}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_killed_owner_of_a_mitmdump_leaves_no_proxy_behind(tmp_path: Path) -> None:
+    """support.mitmdump.Mitmdump, as the tests, the demo and the interop harness start it, killed
+    once the proxy listens (killed while it starts, it would die of its closed stdout anyway)."""
+    up = tmp_path / "up"
+    script = (
+        "import sys, time; sys.path.insert(0, 'scripts'); from support.mitmdump import Mitmdump; "
+        f"Mitmdump('http://127.0.0.1:9', {str(tmp_path / 'records')!r}, {str(tmp_path / 'conf')!r}).start(); "
+        f"open({str(up)!r}, 'w').close(); time.sleep(600)"
+    )
+    _killed_leaves_nothing([PYTHON, "-c", script], lambda kids: up.exists() and bool(_mitmdumps(kids)))
+
+
+def test_a_killed_bench_leaves_no_proxy_or_planner_behind() -> None:
+    """The bench mid-run, its agent-loop proxies up (started together for a conversation)."""
+    argv = [PYTHON, "scripts/bench", "--shape", "10 KB agent loop"]
+
+    def up(kids: set[int]) -> bool:
+        planner = any("--serve-planner" in procs.cmdline(p) for p in kids)
+        return planner and len(_mitmdumps(kids)) >= 4  # plain, naive, rewrite, observe
+
+    _killed_leaves_nothing(argv, up)
