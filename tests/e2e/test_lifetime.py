@@ -25,9 +25,10 @@ def _mitmdumps(pids: set[int]) -> set[int]:
 
 
 def _killed_leaves_nothing(argv: list[str], up: Callable[[set[int]], bool], timeout: float = 90) -> None:
-    """Start ``argv``, wait until ``up`` says its descendants are running, SIGKILL it: every one
-    of them must end."""
-    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    """Start ``argv`` (it imports what the tests import), wait until ``up`` says its descendants
+    are running, SIGKILL it: every one of them must end."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + timeout
         while not up(kids := procs.descendants(proc.pid)):
@@ -49,7 +50,7 @@ def test_a_killed_owner_of_a_mitmdump_leaves_no_proxy_behind(tmp_path: Path) -> 
     once the proxy listens (killed while it starts, it would die of its closed stdout anyway)."""
     up = tmp_path / "up"
     script = (
-        "import sys, time; sys.path.insert(0, 'scripts'); from support.mitmdump import Mitmdump; "
+        "import time; from support.mitmdump import Mitmdump; "
         f"Mitmdump('http://127.0.0.1:9', {str(tmp_path / 'records')!r}, {str(tmp_path / 'conf')!r}).start(); "
         f"open({str(up)!r}, 'w').close(); time.sleep(600)"
     )
