@@ -155,21 +155,18 @@ def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None
             proxies = _shape_proxies(planner.url, where)
             return started({n: proxies[n] for n in names}), where / "records"
 
+        every = QUICK_PROXIES if quick else SHAPE_PROXIES
         shared: tuple[dict[str, str], Path] | None = None  # the batches' proxies, started when first needed
         for shape in plan:
             names = [
-                n
-                for n in SHAPE_PROXIES
-                if (not quick or n in QUICK_PROXIES)
-                and (shape.records or n != "observe+records")
-                and (shape.state or n != "observe+state")
+                n for n in every if (shape.records or n != "observe+records") and (shape.state or n != "observe+state")
             ]
             if shape.paired:
                 stats = _paired_loop(shape, names, proxy_set)
             else:
                 if shared is None:
-                    every, records = proxy_set([n for n in SHAPE_PROXIES if not quick or n in QUICK_PROXIES])
-                    shared = up.enter_context(every), records
+                    proxies, records = proxy_set(every)
+                    shared = up.enter_context(proxies), records
                 stats = _batches(shape, {n: shared[0][n] for n in names}, shared[1])
             rows.append(ShapeRow(shape, stats))
             log(_shape_line(rows[-1]))

@@ -15,7 +15,6 @@ import procs
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
 
 pytestmark = pytest.mark.e2e
 
@@ -54,12 +53,12 @@ def test_a_killed_owner_of_a_mitmdump_leaves_no_proxy_behind(tmp_path: Path) -> 
         f"Mitmdump('http://127.0.0.1:9', {str(tmp_path / 'records')!r}, {str(tmp_path / 'conf')!r}).start(); "
         f"open({str(up)!r}, 'w').close(); time.sleep(600)"
     )
-    _killed_leaves_nothing([PYTHON, "-c", script], lambda kids: up.exists() and bool(_mitmdumps(kids)))
+    _killed_leaves_nothing([sys.executable, "-c", script], lambda kids: up.exists() and bool(_mitmdumps(kids)))
 
 
 def test_a_killed_bench_leaves_no_proxy_or_planner_behind() -> None:
     """The bench mid-run, its agent-loop proxies up (started together for a conversation)."""
-    argv = [PYTHON, "scripts/bench", "--shape", "10 KB agent loop"]
+    argv = [sys.executable, "scripts/bench", "--shape", "10 KB agent loop"]
 
     def up(kids: set[int]) -> bool:
         planner = any("--serve-planner" in procs.cmdline(p) for p in kids)
