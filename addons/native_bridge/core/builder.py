@@ -188,7 +188,8 @@ def delta_start(history: History, step_calls: list[ToolCall]) -> int:
     return i
 
 
-def _decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str]) -> list[_Decision]:
+def decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, str]) -> list[_Decision]:
+    """Each call's decision, in call order: a step of which kind, or why it stays a message."""
     # Counted by hand: a Counter costs more to make than a resumed turn's pair costs to count.
     call_ids: dict[str | None, int] = {}
     for c in history.calls:
@@ -296,7 +297,7 @@ def assemble(
     (the dialect writer's pins: taking the pair out would leave the request invalid).
     ``prior``: this history's decisions made before (settle.py's earlier round): only the
     kept pairs change, so nothing is read or parsed again."""
-    decisions = _decide(history, kinds, tool_kinds) if prior is None else prior
+    decisions = decide(history, kinds, tool_kinds) if prior is None else prior
     if keep:
         decisions = _kept(decisions, keep)
     docs, sources, step_calls, step_of = [], [], [], {}
@@ -351,6 +352,6 @@ def build_pending(
         return []
     return [
         encode_step(KINDS[d.kind], d.inputs or {}, d.observed)
-        for d in _decide(history, kinds, tool_kinds)
+        for d in decide(history, kinds, tool_kinds)
         if d.kind is not None and d.call.turn >= pending
     ]

@@ -63,7 +63,7 @@ from typing import Any
 
 import orjson
 
-from .builder import Part, Placement, Tally, assemble, delta_start
+from .builder import Part, Placement, Tally, assemble, decide, delta_start
 from .dialects import Cursor, DialectError, Output
 from .history import History, ToolCall, ToolResult
 from .settle import Span, cut_ok, settle
@@ -403,13 +403,15 @@ def _rebuilt(fields: dict[str, Any]) -> Entry:
 
 @dataclass(slots=True)
 class Resumed:
-    """A rewrite continued from a mark: what rewrite() needs to finish it, and the new entry."""
+    """A rewrite continued from a mark: what rewrite() needs to finish it, and the new entry
+    (``successor()``: made when asked, which may be once the request has gone)."""
 
     doc: dict[str, Any]  # the new body without the items before the mark
     history: History
     part: Part
     out: list[Any]
-    entry: Entry
+    successor: Callable[[], Entry]
+    config: Any  # the new entry's
     replaces: Entry | None
     fresh: History | None = None  # the calls and results after the cut: the only ones decided now
     decisions: list[Any] | None = None  # their decisions, before settle pinned any (observe.py)
@@ -882,15 +884,33 @@ def _thin(marks: list[Mark]) -> list[Mark]:
 # ---- continuing from a mark ---------------------------------------------------------------
 
 
-def resume(
+@dataclass(slots=True)
+class Begun:
+    """A resume read and decided as far as its new pairs (:func:`begin`): what the planner hop's
+    observations need. :func:`complete` settles and writes it, and makes the new entry."""
+
+    entry: Entry
+    mark: Mark
+    raw: bytes
+    doc: dict[str, Any]  # the new body without the items before the mark
+    frame: Frame | None
+    config: Any  # the entry's (an unnamed client's, as the new part told it)
+    items: list[Any]
+    fresh: History  # the calls and results after the cut
+    reads: list[tuple[Any, ...]]
+    decisions: list[Any]  # the new pairs', before settle pinned any
+
+
+def begin(
     memo: Memo,
     raw: bytes,
     dialect: ModuleType,
     config: Any,
     steps_key: str,
     client_of: Callable[[dict[str, Any]], str | None] | None = None,
-) -> Resumed | None:
-    """Everything a rewrite of ``raw`` needs, from a remembered cut; None: do a full rewrite.
+) -> Begun | None:
+    """The first half of :func:`resume`: from a remembered cut, the new part read and its pairs
+    decided; None: do a full rewrite.
 
     ``client_of``: the client is not known before parsing (no user agent names it); it is told
     from the parsed part (its declared tools, which lie outside the items: clients.identify),
@@ -911,10 +931,9 @@ def resume(
     if client_of is not None:
         client = client_of(doc)
         if client != entry.config.client:  # another client's decisions: an entry of this one may serve
-            return resume(memo, raw, dialect, entry.config.for_client(client), steps_key)
+            return begin(memo, raw, dialect, entry.config.for_client(client), steps_key)
         config = entry.config
-    b = mark.index
-    items = _then(entry.items, b, new)
+    items = _then(entry.items, mark.index, new)
     cur = mark.cursor
     turns = entry.turns[: cur.turns]
     if turns:
@@ -929,8 +948,13 @@ def resume(
     # No id may be carried on both sides of the cut.
     if any(entry.first_pos.get(x, cur.pos) < cur.pos for _, x in _ids(h.calls, h.results)):
         return None
-    part = assemble(h, config.kinds, config.tool_kinds, step_base=mark.n_steps)
-    decisions = part.decisions
+    return Begun(entry, mark, raw, doc, frame, config, items, h, reads, decide(h, config.kinds, config.tool_kinds))
+
+
+def complete(memo: Memo, begun: Begun) -> Resumed | None:
+    """The second half of :func:`resume`: settled, written, the new entry made; None: do a full rewrite."""
+    entry, mark, items, h, config = begun.entry, begun.mark, begun.items, begun.fresh, begun.config
+    dialect, b, cur = entry.dialect, mark.index, mark.cursor
 
     def write(new_stepped: frozenset[int]) -> tuple[Output, Any]:
         prefix = entry.out[: mark.out_len]
@@ -939,6 +963,7 @@ def resume(
         out = Output(prefix, cur.pos, mark.dropped, mark.gap)
         return out, write_marked(dialect, items, b, new_stepped, out, tail=0)
 
+    part = assemble(h, config.kinds, config.tool_kinds, mark.n_steps, prior=begun.decisions)
     # A pin on a pair before the cut (the new items need it back) means a full rewrite.
     settled = settle(dialect, items, h, config.kinds, config.tool_kinds, part, write, mark.n_steps, cur.pos)
     if settled is None:
@@ -948,13 +973,6 @@ def resume(
     k = mark.tally.placed - mark.tally.kept if entry.light else bisect_left(entry.stepped, cur.pos)
     stepped = _then(entry.stepped, k, part.stepped)
 
-    first_pos = (
-        {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
-    )
-    new_ids = _ids(h.calls, h.results)
-    for pos, x in new_ids:
-        if pos < first_pos.get(x, pos + 1):
-            first_pos[x] = pos
     whole = History(
         _then(entry.calls, mark.n_calls, h.calls), _then(entry.results, mark.n_results, h.results), h.turns, h.client
     )
@@ -967,15 +985,28 @@ def resume(
         stepped,
         tally=mark.tally,
     )
-    end = mark.end + len(orjson.dumps(new)) - 1 if new else mark.end  # just past the last item
-    marks = [m for m in entry.marks if m.index <= b]
-    tallied = (joined.docs, joined.placements, mark.tally, mark.n_steps)
-    fresh = _marks(items, end, reads, writes, step_calls, first_pos, new_ids, dialect, spans, *tallied)
-    marks = _thin(marks + [m for m in fresh if m.index > b])
-    successor = _entry(dialect, config, raw, entry.head, end, marks, items, whole, joined, out.items, first_pos)
-    successor.shell = _shell(doc, dialect.ITEMS)
-    if entry.light:
-        _lighten(successor, mark)
+    doc = begun.doc
+
+    def successor() -> Entry:
+        first_pos = (
+            {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
+        )
+        new_ids = _ids(h.calls, h.results)
+        for pos, x in new_ids:
+            if pos < first_pos.get(x, pos + 1):
+                first_pos[x] = pos
+        new = doc[dialect.ITEMS]
+        end = mark.end + len(orjson.dumps(new)) - 1 if new else mark.end  # just past the last item
+        marks = [m for m in entry.marks if m.index <= b]
+        tallied = (joined.docs, joined.placements, mark.tally, mark.n_steps)
+        fresh = _marks(items, end, begun.reads, writes, step_calls, first_pos, new_ids, dialect, spans, *tallied)
+        marks = _thin(marks + [m for m in fresh if m.index > b])
+        made = _entry(dialect, config, begun.raw, entry.head, end, marks, items, whole, joined, out.items, first_pos)
+        made.shell = _shell(doc, dialect.ITEMS)
+        if entry.light:
+            _lighten(made, mark)
+        return made
+
     memo.hits += 1
     # Going on from near the end of the entry's body, this is the same conversation: it takes
     # the entry's place. From early on (another conversation with the same system prompt, an
@@ -984,5 +1015,20 @@ def resume(
     delta = delta_start(whole, step_calls)
     reuse = None
     if entry.written is not None:  # the items before the pending one and the steps before the cut
-        reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps, frame)
-    return Resumed(doc, whole, joined, out.items, successor, replaces, h, decisions, delta, reuse, mark.end)
+        reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps, begun.frame)
+    made = (doc, whole, joined, out.items, successor, config, replaces)
+    return Resumed(*made, h, begun.decisions, delta, reuse, mark.end)
+
+
+def resume(
+    memo: Memo,
+    raw: bytes,
+    dialect: ModuleType,
+    config: Any,
+    steps_key: str,
+    client_of: Callable[[dict[str, Any]], str | None] | None = None,
+) -> Resumed | None:
+    """Everything a rewrite of ``raw`` needs, from a remembered cut; None: do a full rewrite
+    (:func:`begin`, then :func:`complete`)."""
+    begun = begin(memo, raw, dialect, config, steps_key, client_of)
+    return None if begun is None else complete(memo, begun)

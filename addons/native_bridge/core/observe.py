@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..evidence import Observation, call_key, match_key
-from .builder import _decide, _Decision
+from .builder import _Decision, decide
 from .history import History
 from .kinds import KINDS, Refusal, signals_failure
 
@@ -28,7 +28,7 @@ def observations(
     (pipeline.Rewrite.decisions), so that nothing is decided twice; None: decide here."""
     out = []
     if decisions is None:
-        decisions = _decide(history, frozenset(KINDS), tool_kinds)
+        decisions = decide(history, frozenset(KINDS), tool_kinds)
     for d in decisions:
         result, kind = d.result, tool_kinds.get(d.call.name)
         if result is None or kind is None or result.text is None or not d.call.id:

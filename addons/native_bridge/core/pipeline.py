@@ -13,7 +13,7 @@ from typing import Any, Literal
 import orjson
 
 from . import memo as _memo
-from .builder import Part, Plan, assemble, delta_start
+from .builder import Part, Plan, assemble, decide, delta_start
 from .clients import identify
 from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
@@ -81,6 +81,9 @@ class Rewrite:
     fresh: History | None = field(default=None, repr=False)
     decisions: list[Any] | None = field(default=None, repr=False)
     written: Written | None = field(default=None, repr=False)  # the body's arrays, for the memo (splice.py)
+    # The memo's new entry for this body, made when called (read(..., later=True)): once the
+    # request has gone. Made at once otherwise, and then None.
+    remember: Callable[[], None] | None = field(default=None, repr=False)
 
     def summary(self) -> dict[str, Any]:
         if self.plan is None:
@@ -168,6 +171,7 @@ def rewrite(
     client_hint: str | None = None,
     *,
     emit: bool = True,
+    later: bool = False,
 ) -> Rewrite:
     """Rewrite one request body; never raises for bad input, only reports.
 
@@ -177,20 +181,71 @@ def rewrite(
     it the client is identified from the body alone, or not at all (then every known exit-status
     frame counts at its place, and no client's success wording: truth rules 3 and 5).
     ``emit=False``: the caller will not send a new body (observe mode): everything is decided and
-    the memo filled as usual, but the body is not written; the status is then "observed"."""
-    result = _rewrite(raw, config, path, memo, client_hint, emit)
+    the memo filled as usual, but the body is not written; the status is then "observed".
+    ``later``: the memo's new entry is left to the caller, as the Rewrite's ``remember`` (to be
+    made once the request has gone)."""
+    result = read(raw, config, path, memo, client_hint, emit=emit)
     assert result is not None
-    return _checked(raw, result)
+    return result.finish(later) if isinstance(result, Reading) else result
 
 
 def resume(
-    raw: bytes, config: Config, path: str | None, memo: _memo.Memo, client_hint: str | None, *, emit: bool = True
+    raw: bytes,
+    config: Config,
+    path: str | None,
+    memo: _memo.Memo,
+    client_hint: str | None,
+    *,
+    emit: bool = True,
+    later: bool = False,
 ) -> Rewrite | None:
     """:func:`rewrite` when ``raw`` goes on from the memo's bytes and a resume reads only its new
     part (or it holds no tool history); None otherwise, without parsing the body (the caller
     reads it in full elsewhere: in a worker, off the event loop)."""
-    result = _rewrite(raw, config, path, memo, client_hint, emit, resume_only=True)
-    return None if result is None else _checked(raw, result)
+    result = read(raw, config, path, memo, client_hint, emit=emit, resume_only=True)
+    return result.finish(later) if isinstance(result, Reading) else result
+
+
+def read(
+    raw: bytes,
+    config: Config,
+    path: str | None,
+    memo: _memo.Memo | None,
+    client_hint: str | None,
+    *,
+    emit: bool = True,
+    resume_only: bool = False,
+) -> Rewrite | Reading | None:
+    """:func:`rewrite` (:func:`resume` with ``resume_only``) in two halves: a Rewrite when that
+    is all (nothing to decide), else a :class:`Reading` whose pairs are decided (what the planner
+    hop's observations need) and whose ``finish()`` settles, writes and remembers the rest, the
+    same Rewrite the whole call gives. The chat hop sends a request upstream between the two
+    when only the observations must be in place first (a shared state file)."""
+    return _rewrite(raw, config, path, memo, client_hint, emit, resume_only)
+
+
+@dataclass(slots=True)
+class Reading:
+    """A rewrite decided as far as its pairs (:func:`read`): ``fresh`` and ``decisions`` as the
+    finished Rewrite will hold them (observe.py reads them); ``finish`` does the rest."""
+
+    fresh: History
+    decisions: list[Any] | None
+    _rest: Callable[[], Rewrite] = field(repr=False)
+    _raw: bytes = field(repr=False)
+
+    def finish(self, later: bool = False) -> Rewrite:
+        """The Rewrite: settled, written, remembered (once: a second call is a bug). ``later``:
+        the memo's new entry is left to the caller, as the Rewrite's ``remember``."""
+        result = self._rest()
+        remember, result.remember = result.remember, None
+        result = _checked(self._raw, result)  # a body it refuses is still remembered, as read
+        if remember is not None:
+            if later:
+                result.remember = remember
+            else:
+                remember()
+        return result
 
 
 def _checked(raw: bytes, result: Rewrite) -> Rewrite:
@@ -223,7 +278,8 @@ def _rewrite(
     hint: str | None,
     emit: bool = True,
     resume_only: bool = False,
-) -> Rewrite | None:
+    resumable: bool = True,
+) -> Rewrite | Reading | None:
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
     markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS + gemini.MARKERS)
@@ -235,12 +291,16 @@ def _rewrite(
     if early is not None:
         config = config.for_client(early)
     tried = memo is not None and dialect is not None  # a resume from the bytes as they came
-    if tried:
+
+    def full() -> Rewrite | Reading | None:  # a resume that cannot be completed: read in full
+        return _rewrite(raw, config, path, memo, hint, emit, resumable=False)
+
+    if tried and resumable:
         # A client no user agent names is told by its declared tools, read with the new part.
         client_of = None if early is not None else (lambda doc: identify(hint, doc))
-        resumed = _resume(memo, raw, dialect, config, client_of)  # type: ignore[arg-type]
-        if resumed is not None:
-            return _resumed(memo, dialect, resumed, emit)  # type: ignore[arg-type]
+        begun = _begin(memo, raw, dialect, config, client_of)  # type: ignore[arg-type]
+        if begun is not None:
+            return _reading(memo, begun, emit, full)  # type: ignore[arg-type]
     if resume_only:
         return None
     try:
@@ -254,12 +314,12 @@ def _rewrite(
             config = config.for_client(identify(hint, body))
         items = body.get(dialect.ITEMS)
         canon = _canonical(body, raw) if memo is not None and isinstance(items, list) else None
-        if canon is not None and (canon is not raw or not tried):
+        if canon is not None and (canon is not raw or not tried) and resumable:
             # Not orjson's own bytes (pretty-printed, other escapes): the memo speaks orjson's.
-            resumed = _resume(memo, canon, dialect, config)  # type: ignore[arg-type]
-            if resumed is not None:
+            begun = _begin(memo, canon, dialect, config)  # type: ignore[arg-type]
+            if begun is not None:
                 del body, items  # the memo holds the items before the cut: free these first
-                return _resumed(memo, dialect, resumed, emit)  # type: ignore[arg-type]
+                return _reading(memo, begun, emit, full)  # type: ignore[arg-type]
         if canon is not None:  # read the same way, noting where the memo may cut
             history = History(client=config.client)
             reads = _memo.read_marked(dialect, items, Cursor(), history)
@@ -270,28 +330,52 @@ def _rewrite(
         return Rewrite("skipped", str(e), dialect.NAME if dialect else None)
     if not history.calls and not history.results:
         return Rewrite("unchanged", "no tool history", dialect.NAME)
-    part = assemble(history, config.kinds, config.tool_kinds)
-    decisions = part.decisions
+    decisions = decide(history, config.kinds, config.tool_kinds)
 
-    def write(stepped: frozenset[int]) -> tuple[Output, Any]:
-        out = Output([], 0)
+    def rest() -> Rewrite:
+        part = assemble(history, config.kinds, config.tool_kinds, prior=decisions)
+
+        def write(stepped: frozenset[int]) -> tuple[Output, Any]:
+            out = Output([], 0)
+            if canon is None:
+                dialect.write_items(items, 0, stepped, out)
+                return out, None
+            return out, _memo.write_marked(dialect, items, 0, stepped, out)
+
+        # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
+        settled = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)
+        done, out, writes, spans = settled  # type: ignore[misc]
+        keep = canon is not None and not memo.light  # type: ignore[union-attr]
+        result = _finish(dialect, body, history, done, out.items, emit, keep=keep)
+        _fresh(result, history, decisions, config)
         if canon is None:
-            dialect.write_items(items, 0, stepped, out)
-            return out, None
-        return out, _memo.write_marked(dialect, items, 0, stepped, out)
+            return result
 
-    # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
-    part, out, writes, spans = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)  # type: ignore[misc]
-    keep = canon is not None and not memo.light  # type: ignore[union-attr]
-    result = _finish(dialect, body, history, part, out.items, emit, keep=keep)
-    _fresh(result, history, decisions, config)
-    if canon is None:
+        def remember() -> None:
+            entry = _memo.remember(canon, body, dialect, config, history, reads, done, out.items, writes, spans)
+            if entry is not None:
+                entry.written = result.written
+                memo.put(entry)  # type: ignore[union-attr]
+
+        result.remember = remember
         return result
-    entry = _memo.remember(canon, body, dialect, config, history, reads, part, out.items, writes, spans)
-    if entry is not None:
-        entry.written = result.written
-        memo.put(entry)  # type: ignore[union-attr]
-    return result
+
+    return Reading(history, _kinds_all(decisions, config), rest, raw)
+
+
+def _reading(memo: _memo.Memo, begun: _memo.Begun, emit: bool, full: Callable[[], Any]) -> Reading:
+    """A resume's Reading: its ``finish`` completes the resume, or reads in full (``full``) when
+    the resume cannot be completed (a pin before the cut, an item a light entry dropped)."""
+    dialect = begun.entry.dialect
+
+    def rest() -> Rewrite:
+        resumed = _complete(memo, begun)
+        if resumed is None:
+            result = full()
+            return result.finish(later=True) if isinstance(result, Reading) else result
+        return _resumed(memo, dialect, resumed, emit)
+
+    return Reading(begun.fresh, _kinds_all(begun.decisions, begun.config), rest, begun.raw)
 
 
 def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit: bool) -> Rewrite:
@@ -299,22 +383,36 @@ def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit
     told to be); the entry remembered, with the body's arrays the next turn copies (splice.py)."""
     r = resumed
     result = _finish(dialect, r.doc, r.history, r.part, r.out, emit, r.delta, not memo.light, r.reuse)
-    _fresh(result, r.fresh, r.decisions, resumed.entry.config)
-    resumed.entry.written = result.written
-    memo.put(resumed.entry, resumed.replaces, resumed.shared)
+    _fresh(result, r.fresh, r.decisions, r.config)
+    written = result.written
+
+    def remember() -> None:
+        entry = r.successor()
+        entry.written = written
+        memo.put(entry, r.replaces, r.shared)
+
+    result.remember = remember
     return result
 
 
-def _resume(
+def _begin(
     memo: _memo.Memo,
     raw: bytes,
     dialect: ModuleType,
     config: Config,
     client_of: Callable[[dict[str, Any]], str | None] | None = None,
-) -> _memo.Resumed | None:
+) -> _memo.Begun | None:
     """The memo's head start, or None; a fault in it costs only speed (the full rewrite runs)."""
+    return _guarded(memo, lambda: _memo.begin(memo, raw, dialect, config, STEPS_KEY, client_of))
+
+
+def _complete(memo: _memo.Memo, begun: _memo.Begun) -> _memo.Resumed | None:
+    return _guarded(memo, lambda: _memo.complete(memo, begun))
+
+
+def _guarded(memo: _memo.Memo, step: Callable[[], Any]) -> Any:
     try:
-        return _memo.resume(memo, raw, dialect, config, STEPS_KEY, client_of)
+        return step()
     except _memo.Gone:  # a light entry no longer holds an item the resume would read
         memo.misses += 1
         return None
@@ -336,7 +434,11 @@ def _canonical(body: dict[str, Any], raw: bytes) -> bytes | None:
 def _fresh(result: Rewrite, fresh: History | None, decisions: list[Any] | None, config: Config) -> None:
     """Note what this call decided, for observe.py (decisions made for fewer kinds are not its)."""
     result.fresh = fresh
-    result.decisions = decisions if config.kinds >= _ALL_KINDS else None
+    result.decisions = _kinds_all(decisions, config)
+
+
+def _kinds_all(decisions: list[Any] | None, config: Config) -> list[Any] | None:
+    return decisions if config.kinds >= _ALL_KINDS else None
 
 
 _ALL_KINDS = frozenset(KINDS)
