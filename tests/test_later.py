@@ -6,7 +6,8 @@
 - observe mode with the state in memory: the history is read after the request went on
   (the body goes as it came; this process's planner hop reads on the same loop, later);
 - with a shared state file the observations are written before the request goes, since
-  another proxy may serve the gateway's planner call;
+  another proxy may serve the gateway's planner call; only they: settling the rest and filling
+  the memo wait until it has gone;
 - a flow that goes nowhere (a capture read back, a reply set by server replay) is
   annotated in the hook, as mitmproxy writes it out right after.
 """
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 from mitmproxy import hooks
@@ -100,6 +102,123 @@ def test_a_shared_state_file_gets_the_observations_before_the_request_goes(chat_
         assert f.metadata[META]["status"] == "observed"
 
     asyncio.run(run())
+
+
+def _turns(rounds: range) -> list[bytes]:
+    s = Session("chat", parallel=2, seed=8)
+    return [s.body(n) for n in rounds]
+
+
+@pytest.mark.parametrize("chat_hop", [("observe", True)], indirect=True)
+def test_with_a_shared_state_file_only_the_observations_go_before_the_request(chat_hop):
+    """A resumed turn: its new pairs' observations are in the file when the hook returns; the
+    settling, the verdict and the memo's new entry come once the request has gone, and give what
+    one reading in the hook gives (the in-memory hop below reads all of it at once)."""
+    memo = chat_hop.memo
+    state = BridgeState()
+    alone = ChatHop(state)  # no running loop: reads in the hook, its own memo; the verdict to agree with
+    with taddons.context(state, alone) as tctx:
+        for addon in (state, alone):
+            tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
+        for raw in _turns(range(2, 9)):
+            f, g = chat_flow(raw), chat_flow(raw)
+            alone.request(g)
+            hits = memo.hits
+            seen = bridge(Job(raw, chat_hop.config, PATH, UA, emit=False, record=False), None).observations
+
+            async def run(f=f, seen=seen, hits=hits):
+                assert chat_hop.request(f) is None
+                assert stored(chat_hop, seen), "another proxy's planner hop may read them any moment now"
+                assert META not in f.metadata and memo.hits == hits, "the rest waits until the request has gone"
+                await asyncio.sleep(0)
+
+            asyncio.run(run())
+            assert f.metadata[META] == g.metadata[META] and f.comment == g.comment
+            assert f.request.raw_content == raw
+        alone.done()
+        state.done()
+    assert memo.hits >= 5 and memo.errors == 0
+
+
+@pytest.mark.parametrize("chat_hop", [("observe", True)], indirect=True)
+def test_a_reading_that_fails_after_the_request_went_fails_open(chat_hop, monkeypatch, caplog):
+    from native_bridge.chat_hop import jobs
+
+    raws = _turns(range(2, 4))
+    ChatHop.request(chat_hop, chat_flow(raws[0]))  # no loop: read in the hook, remembered
+    seen = bridge(Job(raws[1], chat_hop.config, PATH, UA, emit=False, record=False), None).observations
+
+    def broken(self):
+        raise RuntimeError("settling broke")
+
+    monkeypatch.setattr(jobs.Read, "finish", broken)
+    caplog.set_level(logging.ERROR, logger="native_bridge")  # whatever an earlier test left set
+    f = chat_flow(raws[1])
+
+    async def run():
+        assert chat_hop.request(f) is None and stored(chat_hop, seen)
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert f.metadata[META]["status"] == "error" and f.request.raw_content == raws[1]
+    assert "reading failed after the request went upstream" in caplog.text and "settling broke" in caplog.text
+
+
+@pytest.mark.parametrize("chat_hop", [("rewrite", False)], indirect=True)
+def test_rewrite_mode_sends_the_new_body_before_the_memo_and_the_observations(chat_hop):
+    """A resumed turn in rewrite mode, the state in memory: the new body is set in the hook; the
+    memo's new entry and the observations come once the request has gone (this process's planner
+    hop reads them on the same loop, later), and agree with a hop that does all of it at once."""
+    memo = chat_hop.memo
+    state = BridgeState()
+    alone = ChatHop(state)  # no running loop: everything in the hook
+    with taddons.context(state, alone) as tctx:
+        for addon in (state, alone):
+            tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(alone, bridge_mode="rewrite")
+        for raw in _turns(range(2, 9)):
+            f, g = chat_flow(raw), chat_flow(raw)
+            alone.request(g)
+            seen = bridge(Job(raw, chat_hop.config, PATH, UA, emit=False, record=False), None).observations
+            before = memo.newest()
+
+            async def run(f=f, g=g, seen=seen, before=before, raw=raw):
+                assert chat_hop.request(f) is None
+                assert f.request.raw_content == g.request.raw_content != raw  # what goes upstream, now
+                assert memo.newest() is before and not stored(chat_hop, seen), "the rest waits"
+                await asyncio.sleep(0)
+                assert memo.newest() is not before and stored(chat_hop, seen)
+
+            asyncio.run(run())
+            assert f.metadata[META] == g.metadata[META] and f.comment == g.comment
+        alone.done()
+        state.done()
+    assert memo.hits >= 5 and memo.errors == 0
+
+
+@pytest.mark.parametrize("chat_hop", [("rewrite", False)], indirect=True)
+def test_a_rewrite_whose_rest_fails_after_the_request_went_keeps_its_verdict(chat_hop, monkeypatch, caplog):
+    from native_bridge.chat_hop import jobs
+
+    raw = _turns(range(3, 4))[0]
+    inline = chat_flow(raw)
+    ChatHop.request(chat_hop, inline)  # no loop: all in the hook
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("observing broke")
+
+    monkeypatch.setattr(jobs, "outcome", broken)
+    caplog.set_level(logging.ERROR, logger="native_bridge")
+    f = chat_flow(raw)
+
+    async def run():
+        assert chat_hop.request(f) is None
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert f.request.raw_content == inline.request.raw_content != raw  # the rewritten body went
+    assert f.metadata[META] == inline.metadata[META] and f.metadata[META]["status"] == "rewritten"
+    assert "reading failed after the request went upstream" in caplog.text and "observing broke" in caplog.text
 
 
 @pytest.mark.parametrize("chat_hop", [("rewrite", False)], indirect=True)

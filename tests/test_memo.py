@@ -777,3 +777,71 @@ def test_a_full_memo_finds_a_conversation_at_the_first_entry_it_tries(light: boo
         same(raw, "chat", memo, hint=CLIENT_HINTS["chat"])
         _assert_in_byte_order(memo)
     assert looked == entries
+
+
+# ---- read in two halves (pipeline.read): the observations first, the rest later -----------------
+
+
+def _two_halves_agree(raw: bytes, dialect: str, memos: tuple[Memo, Memo, Memo], hint: str, emit: bool) -> None:
+    """One bridge() (on the first memo), jobs.read then finish() (the second) and sent_first then
+    later() (the third, in rewrite mode) give the same Outcome; the observations read hands over
+    before finishing are the finished ones (those of the new pairs), or some of them when the
+    resume ended in a full read between the halves."""
+    from native_bridge.chat_hop.jobs import Job, Read, bridge, read, sent_first
+
+    job = Job(raw, Config(), DIALECT_PATHS[dialect], hint, emit=emit, record=emit)  # a light memo: no records
+    once = bridge(job, memos[0])
+    first = read(job, memos[1], whole=True)
+    outs = [first.finish() if isinstance(first, Read) else first]
+    if emit:
+        sent = sent_first(job, memos[2], whole=True)
+        assert sent is not None and sent.later is not None and not sent.observations
+        assert (sent.status, sent.body, sent.summary) == (once.status, once.body, once.summary)
+        sent.later()
+        outs.append(sent)
+    for out in outs:
+        assert (out.status, out.reason, out.summary, out.body, out.steps, out.accounting) == (
+            once.status,
+            once.reason,
+            once.summary,
+            once.body,
+            once.steps,
+            once.accounting,
+        )
+        assert out.observations == once.observations
+    if isinstance(first, Read) and outs[0].observations is not first.observations:  # read in full after all
+        assert set(first.observations) <= set(outs[0].observations)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_read_in_two_halves_gives_what_one_reading_gives(dialect: str, light: bool, monkeypatch) -> None:
+    """Growing, edited and mutated histories, each turn through three memos; with a window of one
+    item, light resumes that look further back end in a full read between the halves (counted:
+    that path is taken). The memos resume alike: the later entries serve as the at-once ones."""
+    completed: list[bool] = []
+    complete = memo_module.complete
+
+    def counting(memo: Memo, begun: Any) -> Any:
+        done = None
+        try:
+            done = complete(memo, begun)
+        finally:
+            completed.append(done is not None)
+        return done
+
+    monkeypatch.setattr(memo_module, "complete", counting)
+    rng, hint = random.Random(23), CLIENT_HINTS[dialect]
+    s = Session(dialect, 3, seed=29)
+    for window in (memo_module.LIGHT_ITEMS, 1):
+        monkeypatch.setattr(memo_module, "LIGHT_ITEMS", window)
+        memos = (Memo(light=light), Memo(light=light), Memo(light=light))
+        for rounds in (*range(2, 14), 7, 14, 15):
+            doc = s.doc(rounds)
+            _two_halves_agree(orjson.dumps(doc), dialect, memos, hint, emit=not light)
+            for _, mutated in mutations(doc, dialect, rng, tail=4):
+                _two_halves_agree(orjson.dumps(mutated), dialect, memos, hint, emit=not light)
+        assert all(m.errors == 0 for m in memos)
+        assert memos[1].hits == memos[0].hits and (light or memos[2].hits == memos[0].hits)
+    assert completed.count(True) >= 10
+    if light:
+        assert not all(completed), "a light resume that ends in a full read between the halves"

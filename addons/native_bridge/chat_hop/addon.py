@@ -19,7 +19,7 @@ from ..runtime.dispatch import Dispatch
 from ..runtime.later import Original, back_up, deferrable, keeps_backups, original
 from ..runtime.state import BridgeState
 from . import websocket
-from .jobs import Job, Outcome, bridge, resume
+from .jobs import Job, Outcome, Read, bridge, read, resume, sent_first
 from .verdict import announce, calm_level, comment, error, record_job
 
 logger = logging.getLogger(__name__)
@@ -369,6 +369,12 @@ class _Request:
         # wait for the reading; this process's planner hop waits for it (a shared state file is
         # written first: another proxy may serve the gateway's planner call).
         self.later = not self.emit and not hop.state.store.shared and deferrable(flow)
+        # Observe mode with a shared state file: only the observations must be written before the
+        # request goes; settling the rest and filling the memo wait until it has gone (account).
+        self.split = not self.emit and hop.state.store.shared and deferrable(flow)
+        # Rewrite mode with the state in this process: only the new body is needed before the
+        # request goes; the verdict, the observations and the memo's new entry wait (account).
+        self.defer = self.emit and not hop.state.store.shared and deferrable(flow)
         self.size = 0
         self.job: Job | None = None
         self.came: Original | None = None
@@ -395,8 +401,12 @@ class _Request:
         memo = self.hop.memo
         return self.size - memo.continues(self.raw or b"") if memo.light else self.size
 
-    def here(self, whole: bool) -> Outcome | None:
+    def here(self, whole: bool) -> Outcome | Read | None:
         assert self.job is not None
+        if self.split:
+            return read(self.job, self.hop.memo, whole)
+        if self.defer:
+            return sent_first(self.job, self.hop.memo, whole, rewrite)
         return bridge(self.job, self.hop.memo, rewrite) if whole else resume(self.job, self.hop.memo)
 
     async def away(self, dispatch: Dispatch) -> Outcome:
@@ -411,14 +421,39 @@ class _Request:
     def failed(self, e: Exception) -> Outcome:
         return error(e)
 
-    def apply(self, out: Outcome) -> None:
+    def apply(self, out: Outcome | Read) -> None:
         if out.observations:
             self.hop.state.store.observe(out.observations)
+        if isinstance(out, Read):
+            return  # the rest once the request has gone (account)
         if out.status == "rewritten":
             assert out.body is not None
             came = original(self.flow.request) if self.hop.backups else None
             self.flow.request.set_content(out.body)  # encodes first: on failure the request is unchanged
             self.came = came
 
-    def account(self, out: Outcome) -> None:
+    def account(self, out: Outcome | Read) -> None:
+        if isinstance(out, Read) or out.later is not None:
+            out = self._rest(out)
         self.hop.account(self.flow, self.raw, out, self.came)
+
+    def _rest(self, out: Outcome | Read) -> Outcome:
+        """What waited until the request had gone (a Read's settling, a deferred Outcome's
+        observations and entry); fails open like the dispatch, the request having gone as decided."""
+        try:
+            if isinstance(out, Read):
+                done = out.finish()
+                if done.observations is not out.observations:  # read in full after all: every pair's
+                    self.hop.state.store.observe(done.observations)
+                return done
+            assert out.later is not None
+            later, out.later = out.later, None
+            later()
+            if out.observations:
+                self.hop.state.store.observe(out.observations)
+        except Exception as e:
+            logger.exception(f"bridge: {self.where}: reading failed after the request went upstream")
+            if isinstance(out, Read):
+                return error(e)
+            out.observations = []  # the body went as decided, its verdict stands: only the rest is lost
+        return out

@@ -20,7 +20,7 @@ from typing import Any
 from ..core import pipeline
 from ..core.memo import Entry, Memo
 from ..core.observe import observations
-from ..core.pipeline import Config, Rewrite, rewrite
+from ..core.pipeline import Config, Reading, Rewrite, rewrite
 from ..evidence import Observation
 from ..runtime.worker import by_reference
 
@@ -62,20 +62,27 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     entry: Entry | None = None  # the light memo entry a worker made (Memo.adopt gives it its body)
     delta: Any = None  # from the worker: the body as pieces of one the proxy holds (runtime/continued.py)
+    # What :func:`sent_first` left for once the request has gone: the summary, the observations,
+    # the record's fields and the memo's new entry (never set on an Outcome that crosses processes).
+    later: Callable[[], None] | None = None
 
     __reduce__ = by_reference  # the new body crosses back without a copy
 
 
-def observed(result: Rewrite, tool_kinds: Mapping[str, str]) -> list[Observation]:
+def observed(result: Rewrite | Reading, tool_kinds: Mapping[str, str]) -> list[Observation]:
     """The planner hop's observations of the pairs this rewrite decided (the rest were handed over before)."""
-    history = result.fresh if result.fresh is not None else result.history
+    history = result.fresh if result.fresh is not None else result.history  # type: ignore[union-attr]
     if history is None:
         return []
     return observations(history, tool_kinds, result.decisions if history is result.fresh else None)
 
 
-def outcome(result: Rewrite, tool_kinds: Mapping[str, str], record: bool) -> Outcome:
-    seen = observed(result, tool_kinds)
+def outcome(
+    result: Rewrite, tool_kinds: Mapping[str, str], record: bool, seen: list[Observation] | None = None
+) -> Outcome:
+    """The Outcome of ``result``; ``seen``: its observations, made already."""
+    if seen is None:
+        seen = observed(result, tool_kinds)
     out = Outcome(result.status, result.reason, result.dialect, result.body, result.summary(), seen)
     if record:
         out.steps = result.steps
@@ -88,6 +95,59 @@ def bridge(job: Job, memo: Memo | None, rewrite: Callable[..., Rewrite] = rewrit
     """Rewrite (or only read, when not ``job.emit``) one body; raises only on a bug (the caller fails open)."""
     result = rewrite(job.raw, job.config, job.path, memo, job.hint, emit=job.emit)
     return outcome(result, job.config.tool_kinds, job.record)
+
+
+@dataclass(slots=True)
+class Read:
+    """A job decided as far as its pairs (pipeline.read): the planner hop's ``observations`` now,
+    the Outcome from ``finish()`` (settled, the memo filled), which holds the same observations."""
+
+    observations: list[Observation]
+    reading: Reading
+    tool_kinds: Mapping[str, str]
+    record: bool
+
+    def finish(self) -> Outcome:
+        result = self.reading.finish()
+        # A resume that could not be completed was read in full: its observations are all the pairs'.
+        seen = self.observations if result.fresh is self.reading.fresh else None
+        return outcome(result, self.tool_kinds, self.record, seen)
+
+
+def read(job: Job, memo: Memo, whole: bool) -> Outcome | Read | None:
+    """:func:`bridge` (``whole``) or :func:`resume` in two halves (pipeline.read): an Outcome when
+    there was nothing to decide, else a :class:`Read`."""
+    result = pipeline.read(job.raw, job.config, job.path, memo, job.hint, emit=job.emit, resume_only=not whole)
+    if not isinstance(result, Reading):
+        return None if result is None else outcome(result, job.config.tool_kinds, job.record)
+    return Read(observed(result, job.config.tool_kinds), result, job.config.tool_kinds, job.record)
+
+
+def sent_first(job: Job, memo: Memo, whole: bool, rewrite: Callable[..., Rewrite] = rewrite) -> Outcome | None:
+    """:func:`bridge` (``whole``) or :func:`resume` for a request that goes upstream before the
+    rest is done (rewrite mode, the state in this process): the Outcome's verdict and body now;
+    its observations, the record's fields and the memo's new entry when ``later()`` is called."""
+    if whole:
+        done = rewrite(job.raw, job.config, job.path, memo, job.hint, emit=job.emit, later=True)
+    else:
+        done = pipeline.resume(job.raw, job.config, job.path, memo, job.hint, emit=job.emit, later=True)
+        if done is None:
+            return None
+    out = Outcome(done.status, done.reason, done.dialect, done.body, done.summary())
+
+    def later() -> None:
+        if done.remember is not None:
+            done.remember()
+        whole = outcome(done, job.config.tool_kinds, job.record)
+        out.observations, out.steps, out.accounting, out.notes = (
+            whole.observations,
+            whole.steps,
+            whole.accounting,
+            whole.notes,
+        )
+
+    out.later = later
+    return out
 
 
 def resume(job: Job, memo: Memo) -> Outcome | None:

@@ -1,5 +1,6 @@
 """Work that may wait until a request has gone upstream: annotations, log lines, records,
-and (with the state in memory) the chat hop's observations."""
+the chat hop's observations (with the state in memory) and what its reading does beyond what
+the request needs (the memo's new entry; with a shared state file, all but the observations)."""
 
 from __future__ import annotations
 
