@@ -483,3 +483,80 @@ def test_a_step_referring_to_what_before_does_not_hold_is_an_error():
     assert written == [{"out": {"$before": ["messages", 0, "content"]}}]
     with pytest.raises(ValueError, match="does not hold it"):
         bodydiff.resolve(written, {"messages": []})
+
+
+def _session_jobs(turns: int, secret_at: int) -> list[RecordJob]:
+    """A chat session's records, one round longer each turn, as the chat hop makes them (observe
+    and rewrite alike: before, after and steps), a credential in one tool result."""
+    from native_bridge.chat_hop.addon import ChatHop
+    from native_bridge.chat_hop.jobs import Job, bridge
+    from native_bridge.core.memo import Memo
+    from support.histories.agent import Session
+
+    config, memo, out = ChatHop().config, Memo(), []
+    for t in range(1, turns + 1):
+        doc = orjson.loads(Session("chat", parallel=2, seed=8).body(t))
+        if t >= secret_at:  # from this turn on the history holds a key a command printed
+            doc["messages"][secret_at]["content"] = "export OPENAI_API_KEY=sk-proj-4fJx9Qw2Lm8Zr7Tb1Kc0"
+        raw = orjson.dumps(doc)
+        o = bridge(Job(raw, config, "/v1/chat/completions", "claude-cli/2.0.0", emit=True, record=True), memo)
+        out.append(job(before=raw, after=o.body, steps=o.steps, accounting=o.accounting, status=o.status))
+    return out
+
+
+def test_a_record_worker_redacts_only_the_items_it_has_not_seen(monkeypatch):
+    """The record of turn t holds the history of turn t - 1 again: the worker's remembered texts
+    (redact.Texts) redact only the new items, and every record is byte for byte the one a fresh
+    worker renders, the credential masked in each."""
+    from native_bridge.records import redact
+
+    jobs = _session_jobs(12, secret_at=3)
+    calls = []
+    text = redact.text
+    monkeypatch.setattr(redact, "text", lambda v: calls.append(v) or text(v))
+    texts = redact.Texts()
+    for i, j in enumerate(jobs):
+        calls.clear()
+        warm = records._dump(to_record(j, texts))
+        warm_calls = len(calls)
+        calls.clear()
+        cold = records._dump(to_record(j, redact.Texts()))
+        assert warm == cold == records._dump(to_record(j))
+        if i >= 3:
+            assert b"sk-proj-4fJx9Qw2Lm8Zr7Tb1Kc0" not in warm and b"OPENAI_API_KEY=<redacted>" in warm
+        if i >= 5:  # one round is new: a small part of what a fresh worker reads
+            assert warm_calls * 4 < len(calls), (i, warm_calls, len(calls))
+
+
+@pytest.mark.parametrize("nesting", [196, 197, 198, 199, 260])
+@pytest.mark.parametrize("where", ["item", "field"])
+def test_remembered_items_keep_the_depth_rule(nesting, where):
+    """A body nested too deep for a record is kept as text, whether the depth lies in an item of
+    a top-level array (remembered by a worker) or elsewhere; below the limit, as JSON."""
+    from native_bridge.records import redact
+
+    deep: object = "Authorization: Bearer sk-deep-secret-0123456789"
+    for _ in range(nesting):
+        deep = [deep]
+    doc = {"model": "m", "messages": [{"role": "user", "content": "x" * 100}]}
+    if where == "item":
+        doc["messages"].append({"role": "tool", "content": deep})
+    else:
+        doc["metadata"] = {"trace": deep}
+    j = job(before=orjson.dumps(doc) if nesting < 250 else json.dumps(doc).encode(), after=None)
+    plain = records._dump(to_record(j))
+    for texts in (redact.Texts(), redact.Texts(items_budget=300)):
+        assert records._dump(to_record(j, texts)) == records._dump(to_record(j, texts)) == plain
+    rec = to_record(j)
+    levels = nesting + (3 if where == "item" else 2)  # the body, its array or object, the item's own
+    assert (rec["before"] is None) == (levels > 200) and b"sk-deep-secret" not in plain
+
+
+def test_remembered_items_stay_within_their_budget():
+    from native_bridge.records import redact
+
+    texts = redact.Texts(items_budget=20_000)
+    for j in _session_jobs(10, secret_at=2):
+        assert records._dump(to_record(j, texts)) == records._dump(to_record(j))
+        assert texts._items_size <= texts.items_budget
+        assert texts._items_size == sum(map(len, texts._items))

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import orjson
+
 REDACTED = "<redacted>"
 
 _SECRET_HEADERS = frozenset(
@@ -135,12 +137,15 @@ def body(doc: Any, texts: Callable[[str], str] | None = None) -> Any:
 
 class Texts:
     """:func:`text`, remembering what it gave for long strings (up to ``budget`` characters): an
-    agent's history comes back in the record of every turn of its conversation, one round longer."""
+    agent's history comes back in the record of every turn of its conversation, one round longer.
+    :meth:`document` remembers whole items the same way (up to ``items_budget`` bytes of them)."""
 
-    def __init__(self, budget: int = 16 << 20, least: int = 256) -> None:
-        self.budget, self.least = budget, least
+    def __init__(self, budget: int = 16 << 20, least: int = 256, items_budget: int = 16 << 20) -> None:
+        self.budget, self.least, self.items_budget = budget, least, items_budget
         self._seen: dict[str, str] = {}  # oldest first
         self._size = 0
+        self._items: dict[bytes, tuple[Any, int]] = {}  # an item's JSON -> its redacted copy, its depth
+        self._items_size = 0
 
     def __call__(self, value: str) -> str:
         if not self.least <= len(value) <= self.budget // 4:
@@ -154,6 +159,91 @@ class Texts:
                 self._size -= len(old) + len(self._seen.pop(old))
         self._seen[value] = out  # the newest last
         return out
+
+    def document(self, doc: Any, limit: int) -> tuple[Any, bool]:
+        """:func:`body` of ``doc`` and whether it nests deeper than ``limit`` (then no copy): the
+        items of its top-level arrays (a history's messages, its tools) are remembered by their
+        JSON, so a body that repeats the previous turn's history redacts only its new items."""
+        if not isinstance(doc, dict):
+            return (None, True) if too_deep(doc, limit) else (body(doc, self), False)
+        out = {}
+        for k, v in doc.items():
+            if _body_secret(k) or not isinstance(v, list):
+                if too_deep(v, limit - 1):
+                    return None, True
+                out[k] = _secret_value(v, self) if _body_secret(k) else body(v, self)
+                continue
+            items = []
+            for item in v:
+                copy, depth = self._item(item)
+                if depth > limit - 2:
+                    return None, True
+                items.append(copy)
+            out[k] = items
+        return out, False
+
+    def _item(self, item: Any) -> tuple[Any, int]:
+        """An array item's redacted copy and depth (0: not a container), remembered when large."""
+        if not isinstance(item, dict | list):
+            return body(item, self), 0
+        try:
+            key = orjson.dumps(item)  # the same JSON is the same value: the same copy
+        except orjson.JSONEncodeError:  # nested past what orjson writes: deeper than any limit
+            return None, 1 << 30
+        if len(key) < _LEAST_ITEM or len(key) > self.items_budget // 4:
+            return body(item, self), depth(item)
+        hit = self._items.pop(key, None)
+        if hit is None:
+            hit = body(item, self), depth(item)
+            self._items_size += len(key)
+            while self._items_size > self.items_budget and self._items:
+                old = next(iter(self._items))
+                del self._items[old]
+                self._items_size -= len(old)
+        self._items[key] = hit  # the newest last
+        return hit
+
+
+_LEAST_ITEM = 64  # bytes: a smaller item costs less to redact than to look up
+
+
+def listed(values: list[Any], texts: Callable[[str], str] | None = None) -> list[Any]:
+    """:func:`body` of a list (a record's steps, its accounting); a :class:`Texts` remembers its
+    items, which come back in the next turn's record with one round more."""
+    if isinstance(texts, Texts):
+        return [texts._item(v)[0] for v in values]
+    return body(values, texts)
+
+
+def document(doc: Any, texts: Callable[[str], str], limit: int) -> tuple[Any, bool]:
+    """:func:`body` of a request body and whether it nests deeper than ``limit`` (then no copy);
+    a :class:`Texts` remembers its top-level arrays' items (:meth:`Texts.document`)."""
+    if isinstance(texts, Texts):
+        return texts.document(doc, limit)
+    return (None, True) if too_deep(doc, limit) else (body(doc, texts), False)
+
+
+def depth(doc: Any) -> int:
+    """How deep containers nest in ``doc`` (0: a string or a number; 1: a flat list or object)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, d)
+            stack.extend((v, d + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def too_deep(doc: Any, limit: int) -> bool:
+    """Whether containers nest in ``doc`` deeper than ``limit`` (it stops at the first that does)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict | list):
+            if d > limit:
+                return True
+            stack.extend((v, d + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return False
 
 
 # Secrets in free text are found by their shape and their place, never by a word alone: "basic searches",

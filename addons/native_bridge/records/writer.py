@@ -135,17 +135,6 @@ def prepare_directory(directory: str) -> str:
     return path
 
 
-def _too_deep(doc: Any, limit: int = _MAX_BODY_DEPTH) -> bool:
-    stack = [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict | list):
-            if depth > limit:
-                return True
-            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
-    return False
-
-
 def _body_doc(raw: bytes | None, texts: Callable[[str], str] = redact.text) -> tuple[Any, str | None]:
     """The body as redacted JSON when it is JSON, else as (redacted) text."""
     if raw is None:
@@ -155,8 +144,9 @@ def _body_doc(raw: bytes | None, texts: Callable[[str], str] = redact.text) -> t
     except orjson.JSONDecodeError:
         doc = None
     else:
-        if not _too_deep(doc):
-            return redact.body(doc, texts), None
+        copy, deep = redact.document(doc, texts, _MAX_BODY_DEPTH)
+        if not deep:
+            return copy, None
     return None, redact.text(raw.decode("utf-8", "replace"))
 
 
@@ -178,7 +168,7 @@ def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict
     before, before_text = _body_doc(job.before, texts) if not job.omit_before else (None, None)
     after, after_text = _body_doc(job.after, texts)
     # Steps carry tool output (a token a command printed) and accounting reasons quote arguments.
-    steps = redact.body(job.steps, texts)
+    steps = redact.listed(job.steps, texts)
     rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "flow_id": _str(job.flow_id),
@@ -198,7 +188,7 @@ def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict
         # The rewritten body once: what changed from before (bodydiff); rebuild_after() gives its bytes.
         "after_patch": None,
         "steps": steps,
-        "accounting": redact.body(job.accounting),
+        "accounting": redact.listed(job.accounting, texts),
     }
     if job.websocket_message is not None:  # a frame of the flow's WebSocket, not its HTTP request
         rec["websocket_message"] = job.websocket_message
