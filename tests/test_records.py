@@ -508,24 +508,27 @@ def test_a_record_worker_redacts_only_the_items_it_has_not_seen(monkeypatch):
     """The record of turn t holds the history of turn t - 1 again: the worker's remembered texts
     (redact.Texts) redact only the new items, and every record is byte for byte the one a fresh
     worker renders, the credential masked in each."""
-    from native_bridge.records import redact
+    from native_bridge.records import bodydiff, redact
 
     jobs = _session_jobs(12, secret_at=3)
-    calls = []
-    text = redact.text
+    calls, walked = [], []
+    text, collect = redact.text, bodydiff._collect
     monkeypatch.setattr(redact, "text", lambda v: calls.append(v) or text(v))
-    texts = redact.Texts()
+    monkeypatch.setattr(bodydiff, "_collect", lambda node, *a: walked.append(node) or collect(node, *a))
+    texts, index = redact.Texts(), bodydiff.Index()
     for i, j in enumerate(jobs):
-        calls.clear()
-        warm = records._dump(to_record(j, texts))
-        warm_calls = len(calls)
-        calls.clear()
+        calls.clear(), walked.clear()
+        warm = records._dump(to_record(j, texts, index))
+        warm_calls, warm_walks = len(calls), len(walked)
+        calls.clear(), walked.clear()
         cold = records._dump(to_record(j, redact.Texts()))
-        assert warm == cold == records._dump(to_record(j))
+        assert warm == cold == records._dump(to_record(j, redact.Texts(), bodydiff.Index()))
+        assert b'"$before"' in warm  # the steps refer to the tool output before holds
         if i >= 3:
             assert b"sk-proj-4fJx9Qw2Lm8Zr7Tb1Kc0" not in warm and b"OPENAI_API_KEY=<redacted>" in warm
-        if i >= 5:  # one round is new: a small part of what a fresh worker reads
+        if i >= 5:  # one round is new: a small part of what a fresh worker reads and walks
             assert warm_calls * 4 < len(calls), (i, warm_calls, len(calls))
+            assert warm_walks * 4 < len(walked), (i, warm_walks, len(walked))
 
 
 @pytest.mark.parametrize("nesting", [196, 197, 198, 199, 260])

@@ -23,6 +23,7 @@ A patch node is one of::
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import OrderedDict
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -124,14 +125,48 @@ LEAST_REF = 512  # characters: shorter strings stay as they are (a command line,
 _REF_KEYS = frozenset({REF, "json", "at", "len"})
 
 
+def _collect(
+    node: Any, path: list[Any], inner: list[Any] | None, least: int, paths: list[Any], texts: list[str]
+) -> None:
+    """The strings of ``least`` characters or more in ``node``, in document order, with their paths
+    (and inside a string that holds JSON, the path within it)."""
+    stack = [(node, path)]
+    while stack:
+        x, p = stack.pop()
+        if isinstance(x, dict):
+            stack.extend((v, [*p, k]) for k, v in reversed(x.items()))
+        elif isinstance(x, list):
+            stack.extend((v, [*p, i]) for i, v in reversed(list(enumerate(x))))
+        elif isinstance(x, str) and len(x) >= least:
+            paths.append((p, None) if inner is None else (inner, p))
+            texts.append(x)
+            if inner is None and x[0] in "{[":
+                try:
+                    doc = orjson.loads(x)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(doc, dict | list):
+                    _collect(doc, [], p, least, paths, texts)
+
+
 class _Strings:
     """Every long string of a document, with its path, to find a step's string in."""
 
-    def __init__(self, doc: Any, least: int) -> None:
+    def __init__(self, doc: Any, least: int, index: Index | None = None) -> None:
         self.least = least
         self.paths: list[tuple[list[Any], list[Any] | None]] = []
         self.texts: list[str] = []
-        self._walk(doc, [], None)
+        if index is None or not isinstance(doc, dict):
+            _collect(doc, [], None, least, self.paths, self.texts)
+        else:  # in document order, as the walk goes: each top-level array item's strings from the index
+            for k, v in doc.items():
+                if not isinstance(v, list):
+                    _collect(v, [k], None, least, self.paths, self.texts)
+                    continue
+                for i, item in enumerate(v):
+                    paths, texts = index.strings(item, least)
+                    self.paths += [([k, i, *p], None) if q is None else ([k, i, *p], q) for p, q in paths]
+                    self.texts += texts
         self.whole = {t: i for i, t in reversed(list(enumerate(self.texts)))}
         self.starts: list[int] = []
         at = 0
@@ -143,25 +178,6 @@ class _Strings:
         # Characters the substring searches may scan: steps found are found in history order, a
         # few steps ahead of the last one; a string the body does not hold costs a whole scan.
         self._budget = 16 * len(self.joined) + (64 << 20)
-
-    def _walk(self, node: Any, path: list[Any], inner: list[Any] | None) -> None:
-        stack = [(node, path)]
-        while stack:
-            x, p = stack.pop()
-            if isinstance(x, dict):
-                stack.extend((v, [*p, k]) for k, v in reversed(x.items()))
-            elif isinstance(x, list):
-                stack.extend((v, [*p, i]) for i, v in reversed(list(enumerate(x))))
-            elif isinstance(x, str) and len(x) >= self.least:
-                self.paths.append((p, None) if inner is None else (inner, p))
-                self.texts.append(x)
-                if inner is None and x[0] in "{[":
-                    try:
-                        doc = orjson.loads(x)
-                    except orjson.JSONDecodeError:
-                        continue
-                    if isinstance(doc, dict | list):
-                        self._walk(doc, [], p)
 
     def find(self, s: str) -> dict[str, Any] | None:
         i = self.whole.get(s)
@@ -188,12 +204,37 @@ class _Strings:
         return {REF: outer} if inner is None else {REF: outer, "json": inner}
 
 
-def refer(steps: Any, base: Any, least: int = LEAST_REF) -> Any:
+class Index:
+    """The long strings of the array items :func:`refer` has looked in, by the item's identity: a
+    record worker's redacted items (redact.Texts) come back as the same objects turn after turn,
+    so a turn's record walks only its new items. Holds each item it knows (``max_items``)."""
+
+    def __init__(self, max_items: int = 1 << 14) -> None:
+        self.max_items = max_items
+        self._known: OrderedDict[tuple[int, int], tuple[Any, Any]] = OrderedDict()  # oldest first
+
+    def strings(self, item: Any, least: int) -> tuple[list[Any], list[str]]:
+        """The paths (inside ``item``) and texts of ``item``'s strings of ``least`` or more characters."""
+        key = (id(item), least)
+        known = self._known.pop(key, None)
+        if known is None or known[0] is not item:
+            paths: list[Any] = []
+            texts: list[str] = []
+            _collect(item, [], None, least, paths, texts)
+            known = item, (paths, texts)
+            while len(self._known) >= self.max_items:
+                self._known.popitem(last=False)
+        self._known[key] = known  # the newest last; holding the item keeps its identity its own
+        return known[1]
+
+
+def refer(steps: Any, base: Any, least: int = LEAST_REF, index: Index | None = None) -> Any:
     """``steps`` with each string of ``least`` characters or more that ``base`` holds written as
-    a reference to it (:func:`resolve` gives ``steps`` back)."""
+    a reference to it (:func:`resolve` gives ``steps`` back); ``index``: a worker's, that knows
+    the items of ``base`` it has seen."""
     if base is None or not isinstance(steps, list):
         return steps
-    strings = _Strings(base, least)
+    strings = _Strings(base, least, index)
     if not strings.texts:
         return steps
 

@@ -163,8 +163,11 @@ def _str(value: str) -> str:
     return _SURROGATES.sub("\ufffd", value)
 
 
-def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict[str, Any]:
-    """The record of ``job``; ``texts`` redacts each string (redact.text, or a redact.Texts)."""
+def to_record(
+    job: RecordJob, texts: Callable[[str], str] = redact.text, index: bodydiff.Index | None = None
+) -> dict[str, Any]:
+    """The record of ``job``; ``texts`` redacts each string (redact.text, or a redact.Texts);
+    ``index``: the long strings of the body items a worker has seen (bodydiff.Index)."""
     before, before_text = _body_doc(job.before, texts) if not job.omit_before else (None, None)
     after, after_text = _body_doc(job.after, texts)
     # Steps carry tool output (a token a command printed) and accounting reasons quote arguments.
@@ -215,7 +218,7 @@ def to_record(job: RecordJob, texts: Callable[[str], str] = redact.text) -> dict
         if after_text is not None:
             rec["after_text"] = after_text
     # The steps restate tool output before holds: each such string once, there (steps_of() resolves it).
-    rec["steps"] = bodydiff.refer(steps, before)
+    rec["steps"] = bodydiff.refer(steps, before, index=index)
     return rec
 
 
@@ -474,15 +477,16 @@ def _dump(rec: dict[str, Any]) -> bytes:
 # The rendering process's redacted long strings (redact.Texts): a conversation's history is in each
 # of its records again, and only its newest round is new.
 _TEXTS: redact.Texts | None = None
+_INDEX: bodydiff.Index | None = None
 
 
 def _render(job: RecordJob) -> bytes:
-    global _TEXTS
-    if _TEXTS is None:
-        _TEXTS = redact.Texts()
+    global _TEXTS, _INDEX
+    if _TEXTS is None or _INDEX is None:
+        _TEXTS, _INDEX = redact.Texts(), bodydiff.Index()
     option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
     try:
-        rec = to_record(job, _TEXTS)
+        rec = to_record(job, _TEXTS, _INDEX)
         data = _dump(rec)
         if job.max_record and len(data) > job.max_record:
             # Over the cap: the bodies go first, then the steps (tool output), then all but the verdict.
