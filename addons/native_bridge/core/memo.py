@@ -909,8 +909,8 @@ def begin(
     steps_key: str,
     client_of: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> Begun | None:
-    """The first half of :func:`resume`: from a remembered cut, the new part read and its pairs
-    decided; None: do a full rewrite.
+    """The first half of a resume: from a remembered cut, the new part read and its pairs
+    decided (what the planner hop's observations need); None: do a full rewrite.
 
     ``client_of``: the client is not known before parsing (no user agent names it); it is told
     from the parsed part (its declared tools, which lie outside the items: clients.identify),
@@ -952,7 +952,8 @@ def begin(
 
 
 def complete(memo: Memo, begun: Begun) -> Resumed | None:
-    """The second half of :func:`resume`: settled, written, the new entry made; None: do a full rewrite."""
+    """The second half of a resume (after :func:`begin`): settled, written, the new entry made
+    when asked (``Resumed.successor``); None: do a full rewrite."""
     entry, mark, items, h, config = begun.entry, begun.mark, begun.items, begun.fresh, begun.config
     dialect, b, cur = entry.dialect, mark.index, mark.cursor
 
@@ -1018,17 +1019,3 @@ def complete(memo: Memo, begun: Begun) -> Resumed | None:
         reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps, begun.frame)
     made = (doc, whole, joined, out.items, successor, config, replaces)
     return Resumed(*made, h, begun.decisions, delta, reuse, mark.end)
-
-
-def resume(
-    memo: Memo,
-    raw: bytes,
-    dialect: ModuleType,
-    config: Any,
-    steps_key: str,
-    client_of: Callable[[dict[str, Any]], str | None] | None = None,
-) -> Resumed | None:
-    """Everything a rewrite of ``raw`` needs, from a remembered cut; None: do a full rewrite
-    (:func:`begin`, then :func:`complete`)."""
-    begun = begin(memo, raw, dialect, config, steps_key, client_of)
-    return None if begun is None else complete(memo, begun)
