@@ -508,6 +508,7 @@ def test_a_record_worker_redacts_only_the_items_it_has_not_seen(monkeypatch):
     """The record of turn t holds the history of turn t - 1 again: the worker's remembered texts
     (redact.Texts) redact only the new items, and every record is byte for byte the one a fresh
     worker renders, the credential masked in each."""
+    from native_bridge.core.conversation import conversation_key
     from native_bridge.records import bodydiff, redact
 
     jobs = _session_jobs(12, secret_at=3)
@@ -524,6 +525,7 @@ def test_a_record_worker_redacts_only_the_items_it_has_not_seen(monkeypatch):
         cold = records._dump(to_record(j, redact.Texts()))
         assert warm == cold == records._dump(to_record(j, redact.Texts(), bodydiff.Index()))
         assert b'"$before"' in warm  # the steps refer to the tool output before holds
+        assert orjson.loads(warm)["conversation"] == conversation_key(j.headers, j.before) is not None
         if i >= 3:
             assert b"sk-proj-4fJx9Qw2Lm8Zr7Tb1Kc0" not in warm and b"OPENAI_API_KEY=<redacted>" in warm
         if i >= 5:  # one round is new: a small part of what a fresh worker reads and walks

@@ -137,8 +137,14 @@ def prepare_directory(directory: str) -> str:
 
 def _body_doc(raw: bytes | None, texts: Callable[[str], str] = redact.text) -> tuple[Any, str | None]:
     """The body as redacted JSON when it is JSON, else as (redacted) text."""
+    copy, text, _ = _read_body(raw, texts)
+    return copy, text
+
+
+def _read_body(raw: bytes | None, texts: Callable[[str], str]) -> tuple[Any, str | None, Any]:
+    """:func:`_body_doc`, and the body as parsed (None: not JSON), which the record reads once."""
     if raw is None:
-        return None, None
+        return None, None, None
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -146,8 +152,8 @@ def _body_doc(raw: bytes | None, texts: Callable[[str], str] = redact.text) -> t
     else:
         copy, deep = redact.document(doc, texts, _MAX_BODY_DEPTH)
         if not deep:
-            return copy, None
-    return None, redact.text(raw.decode("utf-8", "replace"))
+            return copy, None, doc
+    return None, redact.text(raw.decode("utf-8", "replace")), doc
 
 
 def _not_json(raw: bytes | None) -> bool:
@@ -168,7 +174,10 @@ def to_record(
 ) -> dict[str, Any]:
     """The record of ``job``; ``texts`` redacts each string (redact.text, or a redact.Texts);
     ``index``: the long strings of the body items a worker has seen (bodydiff.Index)."""
-    before, before_text = _body_doc(job.before, texts) if not job.omit_before else (None, None)
+    if job.omit_before:
+        before, before_text, parsed = None, None, job.before  # the key still reads the body
+    else:
+        before, before_text, parsed = _read_body(job.before, texts)
     after, after_text = _body_doc(job.after, texts)
     # Steps carry tool output (a token a command printed) and accounting reasons quote arguments.
     steps = redact.listed(job.steps, texts)
@@ -180,7 +189,7 @@ def to_record(
         "url": redact.url(_str(job.url)),
         "request_headers": redact.headers([(_str(k), _str(v)) for k, v in job.headers]),
         "dialect": job.dialect,
-        "conversation": conversation_key(job.headers, job.before),  # a digest, never the raw id
+        "conversation": conversation_key(job.headers, parsed),  # a digest, never the raw id
         "status": job.status,
         "reason": redact.text(_str(job.reason)),
         "comment": redact.text(_str(job.comment)),
