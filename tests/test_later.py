@@ -207,7 +207,7 @@ def test_a_rewrite_whose_rest_fails_after_the_request_went_keeps_its_verdict(cha
     def broken(*args, **kwargs):
         raise RuntimeError("observing broke")
 
-    monkeypatch.setattr(jobs, "outcome", broken)
+    monkeypatch.setattr(jobs, "observed", broken)  # the rest: observations first
     caplog.set_level(logging.ERROR, logger="native_bridge")
     f = chat_flow(raw)
 

@@ -85,10 +85,15 @@ def outcome(
         seen = observed(result, tool_kinds)
     out = Outcome(result.status, result.reason, result.dialect, result.body, result.summary(), seen)
     if record:
-        out.steps = result.steps
-        out.accounting = [p.to_json() for p in result.plan.accounting] if result.plan else []
-        out.notes = result.notes
+        _record_fields(out, result)
     return out
+
+
+def _record_fields(out: Outcome, result: Rewrite) -> None:
+    """What only a record reads: the steps, the accounting, the notes."""
+    out.steps = result.steps
+    out.accounting = [p.to_json() for p in result.plan.accounting] if result.plan else []
+    out.notes = result.notes
 
 
 def bridge(job: Job, memo: Memo | None, rewrite: Callable[..., Rewrite] = rewrite) -> Outcome:
@@ -138,13 +143,9 @@ def sent_first(job: Job, memo: Memo, whole: bool, rewrite: Callable[..., Rewrite
     def later() -> None:
         if done.remember is not None:
             done.remember()
-        whole = outcome(done, job.config.tool_kinds, job.record)
-        out.observations, out.steps, out.accounting, out.notes = (
-            whole.observations,
-            whole.steps,
-            whole.accounting,
-            whole.notes,
-        )
+        out.observations = observed(done, job.config.tool_kinds)
+        if job.record:
+            _record_fields(out, done)
 
     out.later = later
     return out
