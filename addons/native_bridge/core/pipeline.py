@@ -206,24 +206,6 @@ def resume(
     return result.finish(later) if isinstance(result, Reading) else result
 
 
-def read(
-    raw: bytes,
-    config: Config,
-    path: str | None,
-    memo: _memo.Memo | None,
-    client_hint: str | None,
-    *,
-    emit: bool = True,
-    resume_only: bool = False,
-) -> Rewrite | Reading | None:
-    """:func:`rewrite` (:func:`resume` with ``resume_only``) in two halves: a Rewrite when that
-    is all (nothing to decide), else a :class:`Reading` whose pairs are decided (what the planner
-    hop's observations need) and whose ``finish()`` settles, writes and remembers the rest, the
-    same Rewrite the whole call gives. The chat hop sends a request upstream between the two
-    when only the observations must be in place first (a shared state file)."""
-    return _rewrite(raw, config, path, memo, client_hint, emit, resume_only)
-
-
 @dataclass(slots=True)
 class Reading:
     """A rewrite decided as far as its pairs (:func:`read`): ``fresh`` and ``decisions`` as the
@@ -270,16 +252,23 @@ def _has_e_plus(data: bytes, looks: int = 64) -> bool:
     return at >= 0 and b"e+" in data[at - 1 :]
 
 
-def _rewrite(
+def read(
     raw: bytes,
     config: Config,
     path: str | None,
     memo: _memo.Memo | None,
     hint: str | None,
+    *,
     emit: bool = True,
     resume_only: bool = False,
     resumable: bool = True,
 ) -> Rewrite | Reading | None:
+    """:func:`rewrite` (:func:`resume` with ``resume_only``) in two halves: a Rewrite when that
+    is all (nothing to decide), else a :class:`Reading` whose pairs are decided (what the planner
+    hop's observations need) and whose ``finish()`` settles, writes and remembers the rest, the
+    same Rewrite the whole call gives. The chat hop sends a request upstream between the two
+    when only the observations must be in place first (a shared state file). ``resumable=False``:
+    read in full (a resume that could not be completed)."""
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
     markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS + gemini.MARKERS)
@@ -293,7 +282,7 @@ def _rewrite(
     tried = memo is not None and dialect is not None  # a resume from the bytes as they came
 
     def full() -> Rewrite | Reading | None:  # a resume that cannot be completed: read in full
-        return _rewrite(raw, config, path, memo, hint, emit, resumable=False)
+        return read(raw, config, path, memo, hint, emit=emit, resumable=False)
 
     if tried and resumable:
         # A client no user agent names is told by its declared tools, read with the new part.
