@@ -217,7 +217,7 @@ class Index:
         """The paths (inside ``item``) and texts of ``item``'s strings of ``least`` or more characters."""
         key = (id(item), least)
         known = self._known.pop(key, None)
-        if known is None or known[0] is not item:
+        if known is None:
             paths: list[Any] = []
             texts: list[str] = []
             _collect(item, [], None, least, paths, texts)

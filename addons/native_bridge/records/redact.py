@@ -160,23 +160,21 @@ class Texts:
         self._seen[value] = out  # the newest last
         return out
 
-    def document(self, doc: Any, limit: int) -> tuple[Any, bool]:
+    def document(self, doc: dict[str, Any], limit: int) -> tuple[Any, bool]:
         """:func:`body` of ``doc`` and whether it nests deeper than ``limit`` (then no copy): the
         items of its top-level arrays (a history's messages, its tools) are remembered by their
         JSON, so a body that repeats the previous turn's history redacts only its new items."""
-        if not isinstance(doc, dict):
-            return (None, True) if too_deep(doc, limit) else (body(doc, self), False)
         out = {}
         for k, v in doc.items():
             if _body_secret(k) or not isinstance(v, list):
-                if too_deep(v, limit - 1):
+                if depth(v) > limit - 1:
                     return None, True
                 out[k] = _secret_value(v, self) if _body_secret(k) else body(v, self)
                 continue
             items = []
             for item in v:
-                copy, depth = self._item(item)
-                if depth > limit - 2:
+                copy, nesting = self._item(item)
+                if nesting > limit - 2:
                     return None, True
                 items.append(copy)
             out[k] = items
@@ -218,9 +216,9 @@ def listed(values: list[Any], texts: Callable[[str], str] | None = None) -> list
 def document(doc: Any, texts: Callable[[str], str], limit: int) -> tuple[Any, bool]:
     """:func:`body` of a request body and whether it nests deeper than ``limit`` (then no copy);
     a :class:`Texts` remembers its top-level arrays' items (:meth:`Texts.document`)."""
-    if isinstance(texts, Texts):
+    if isinstance(texts, Texts) and isinstance(doc, dict):
         return texts.document(doc, limit)
-    return (None, True) if too_deep(doc, limit) else (body(doc, texts), False)
+    return (None, True) if depth(doc) > limit else (body(doc, texts), False)
 
 
 def depth(doc: Any) -> int:
@@ -232,18 +230,6 @@ def depth(doc: Any) -> int:
             deepest = max(deepest, d)
             stack.extend((v, d + 1) for v in (node.values() if isinstance(node, dict) else node))
     return deepest
-
-
-def too_deep(doc: Any, limit: int) -> bool:
-    """Whether containers nest in ``doc`` deeper than ``limit`` (it stops at the first that does)."""
-    stack = [(doc, 1)]
-    while stack:
-        node, d = stack.pop()
-        if isinstance(node, dict | list):
-            if d > limit:
-                return True
-            stack.extend((v, d + 1) for v in (node.values() if isinstance(node, dict) else node))
-    return False
 
 
 # Secrets in free text are found by their shape and their place, never by a word alone: "basic searches",
