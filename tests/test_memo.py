@@ -813,8 +813,9 @@ def _two_halves_agree(raw: bytes, dialect: str, memos: tuple[Memo, Memo, Memo], 
         assert set(first.observations) <= set(outs[0].observations)
 
 
+@pytest.mark.parametrize("named", [True, False], ids=["user-agent", "no-user-agent"])
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_read_in_two_halves_gives_what_one_reading_gives(dialect: str, light: bool, monkeypatch) -> None:
+def test_read_in_two_halves_gives_what_one_reading_gives(dialect: str, named: bool, light: bool, monkeypatch) -> None:
     """Growing, edited and mutated histories, each turn through three memos; with a window of one
     item, light resumes that look further back end in a full read between the halves (counted:
     that path is taken). The memos resume alike: the later entries serve as the at-once ones."""
@@ -830,7 +831,7 @@ def test_read_in_two_halves_gives_what_one_reading_gives(dialect: str, light: bo
         return done
 
     monkeypatch.setattr(memo_module, "complete", counting)
-    rng, hint = random.Random(23), CLIENT_HINTS[dialect]
+    rng, hint = random.Random(23), CLIENT_HINTS[dialect] if named else None  # unnamed: told by its tools
     s = Session(dialect, 3, seed=29)
     for window in (memo_module.LIGHT_ITEMS, 1):
         monkeypatch.setattr(memo_module, "LIGHT_ITEMS", window)
