@@ -11,12 +11,15 @@ arithmetic, with fake proxies of known cost: the agent loop's turns paired acros
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import threading
 from collections import Counter
 from itertools import pairwise
 
 import pytest
 from bench.cli import run
+from bench.proxies import records_written
 from bench.shapes import balanced_orders, fresh_sets, paired_stats, paired_turns
 from bench.targets import Target
 from native_bridge.core import exitstatus
@@ -185,3 +188,24 @@ def test_exit_status_screens_say_what_the_rules_say() -> None:
             line = ln.strip()
             said = any(r.pattern.fullmatch(line) for r in rules)
             assert bool(screen and screen.fullmatch(line)) == said, (where, client, line)
+
+
+def test_records_written_waits_for_the_count_and_not_for_a_file_still_being_written(tmp_path) -> None:
+    """The paired loop's wait after a turn through observe+records: a record counts once renamed into
+    place (the writer's dot-named temporary file does not), and a record that never comes is an error."""
+    (tmp_path / ".rec.tmp").write_text("half")
+    (tmp_path / "a.json").write_text("{}")
+
+    def later() -> None:
+        (tmp_path / ".b.tmp").write_text("{}")
+        os.replace(tmp_path / ".b.tmp", tmp_path / "b.json")
+
+    timer = threading.Timer(0.05, later)
+    timer.start()
+    try:
+        records_written(tmp_path, 2, timeout=5)
+        assert (tmp_path / "b.json").exists()
+    finally:
+        timer.cancel()
+    with pytest.raises(RuntimeError, match="3 records not written"):
+        records_written(tmp_path, 3, timeout=0.05)

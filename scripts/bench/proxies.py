@@ -256,6 +256,17 @@ def reverse_proxy(
     return proxy
 
 
+def records_written(records: Path, count: int, timeout: float = 30.0) -> None:
+    """Wait until the records directory holds ``count`` records (a record appears whole: the
+    writer renames it into place), polling every half millisecond."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if records.exists() and sum(1 for f in records.iterdir() if not f.name.startswith(".")) >= count:
+            return
+        time.sleep(0.0005)
+    raise RuntimeError(f"{records}: {count} records not written in {timeout}s")
+
+
 def drain_records(records: Path, timeout: float = 120.0) -> None:
     """Wait until the record writer is idle (no file appears for a while), then empty the directory."""
     deadline, seen, quiet = time.monotonic() + timeout, -1, 0
