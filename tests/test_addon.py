@@ -923,3 +923,22 @@ def test_the_reference_probe_in_the_default_configuration_is_exit_2():
         [step] = body_of(f)["additional_steps"]
         assert step["runCommand"]["exitCode"] == 2
         nb.done()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        [],
+        [(b"User-Agent", b"claude-cli/1.0.0 (external, cli)")],
+        [(b"user-agent", b"a/1"), (b"Content-Type", b"application/json"), (b"USER-AGENT", b"b/2")],
+        [(b"Content-Encoding", b"gzip"), (b"content-encoding", b"br"), (b"user-agent", b"")],
+        [(b"content-encoding", b""), (b"X-User-Agent", b"not it"), (b"user-agent", b"caf\xc3\xa9 \xff")],
+    ],
+)
+def test_header_values_read_as_mitmproxys_headers_get(fields: list[tuple[bytes, bytes]]) -> None:
+    """The chat hop reads content-encoding and user-agent in one pass over the fields: the same
+    strings Headers.get gives (folded with ", ", case-insensitive names, undecodable bytes kept)."""
+    req = tflow.treq()
+    req.headers = http.Headers(fields)
+    expected = (req.headers.get("content-encoding"), req.headers.get("user-agent"))
+    assert addon_module._header_values(req) == expected

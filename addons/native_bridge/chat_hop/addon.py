@@ -127,20 +127,45 @@ def record_limits(opts) -> Limits:
     return Limits(max_record, max_total, max_age, opts.bridge_records_skipped_bodies)
 
 
-def decode(req: http.Request, limit: int) -> tuple[bytes | None, Rewrite | None]:
-    """The decoded body (at most ``limit`` bytes: bridge_max_body), or why it cannot be rewritten."""
-    too_big = Rewrite("skipped", f"body larger than bridge_max_body ({limit} bytes)")
-    if req.stream or req.raw_content is None:
+def _header_values(req: http.Request) -> tuple[str | None, str | None]:
+    """``Headers.get`` of content-encoding and user-agent, both read in one pass over the
+    fields (folded with ", ", as mitmproxy folds them): the mapping's ``get`` makes about a
+    dozen calls per lookup, on every chat request."""
+    encoding: list[bytes] = []
+    agent: list[bytes] = []
+    for name, value in req.data.headers.fields:
+        name = name.lower()
+        if name == b"content-encoding":
+            encoding.append(value)
+        elif name == b"user-agent":
+            agent.append(value)
+    return (
+        b", ".join(encoding).decode("utf-8", "surrogateescape") if encoding else None,
+        b", ".join(agent).decode("utf-8", "surrogateescape") if agent else None,
+    )
+
+
+def decode(req: http.Request, limit: int, encoding: str | None) -> tuple[bytes | None, Rewrite | None]:
+    """The decoded body (at most ``limit`` bytes: bridge_max_body), or why it cannot be rewritten;
+    ``encoding``: its content-encoding header."""
+    content = req.data.content
+    if req.stream or content is None:
         return None, Rewrite("skipped", "body is streamed (stream_large_bodies), it cannot be rewritten")
-    if len(req.raw_content) > limit:
-        return None, too_big
+    if len(content) > limit:
+        return None, _too_big(limit)
+    if not encoding:  # what get_content gives for a body sent as it is
+        return content, None
     try:
         raw = req.get_content()
     except ValueError as e:
         return None, Rewrite("skipped", f"cannot decode the body: {e}")
     if raw is None or len(raw) > limit:
-        return None, too_big
+        return None, _too_big(limit)
     return raw, None
+
+
+def _too_big(limit: int) -> Rewrite:
+    return Rewrite("skipped", f"body larger than bridge_max_body ({limit} bytes)")
 
 
 class ChatHop:
@@ -364,17 +389,18 @@ class _Request:
     def __init__(self, hop: ChatHop, flow: http.HTTPFlow) -> None:
         self.hop, self.flow = hop, flow
         self.where = f"flow {flow.id}"
-        self.emit = hop.emit
+        self.emit = emit = hop.emit
+        goes, shared = deferrable(flow), hop.state.store.shared
         # Observe mode with the state in this process: the body goes as it came, so it need not
         # wait for the reading; this process's planner hop waits for it (a shared state file is
         # written first: another proxy may serve the gateway's planner call).
-        self.later = not self.emit and not hop.state.store.shared and deferrable(flow)
+        self.later = goes and not emit and not shared
         # Observe mode with a shared state file: only the observations must be written before the
         # request goes; settling the rest and filling the memo wait until it has gone (account).
-        self.split = not self.emit and hop.state.store.shared and deferrable(flow)
+        self.split = goes and not emit and shared
         # Rewrite mode with the state in this process: only the new body is needed before the
         # request goes; the verdict, the observations and the memo's new entry wait (account).
-        self.defer = self.emit and not hop.state.store.shared and deferrable(flow)
+        self.defer = goes and emit and not shared
         self.size = 0
         self.job: Job | None = None
         self.came: Original | None = None
@@ -386,12 +412,12 @@ class _Request:
 
     def prepare(self) -> Outcome | None:
         req = self.flow.request
-        raw, skipped = decode(req, self.hop.max_body)
+        encoding, ua = _header_values(req)
+        raw, skipped = decode(req, self.hop.max_body, encoding)
         if skipped is not None:
             return Outcome(skipped.status, skipped.reason)
         assert raw is not None
         self.size = len(raw)
-        ua = req.headers.get("user-agent")
         self.job = Job(raw, self.hop.config, req.path, ua, emit=self.emit, record=self.hop.recorder is not None)
         return None
 

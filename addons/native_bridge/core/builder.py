@@ -160,8 +160,9 @@ def _pending_turn(history: History) -> int | None:
         last -= 1
     if last < 0:
         return None
-    if any(role != "results" for role in turns[last + 1 :]):
-        return None
+    for role in turns[last + 1 :]:
+        if role != "results":
+            return None
     while turns[last] == "more" and last >= 2 and turns[last - 1] == "results" and turns[last - 2] in ("calls", "more"):
         last -= 2
     ids = set()

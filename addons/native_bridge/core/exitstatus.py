@@ -373,8 +373,15 @@ class _Text:
         self.body = body
         head, tail = _edges(body)
         self.head, self.tail = head, tail
-        self.first = next((ln for ln in head if ln.strip()), "")
-        self.last = next((ln for ln in reversed(tail) if ln.strip()), "")
+        self.first = self.last = ""  # the first and the last non-blank line
+        for ln in head:
+            if ln.strip():
+                self.first = ln
+                break
+        for ln in reversed(tail):
+            if ln.strip():
+                self.last = ln
+                break
         self.end = _header_end(head)
         self._doc: object = None
 

@@ -584,18 +584,19 @@ class Memo:
             entry = _light(entry)
         with self._lock:
             taken = None  # the place in byte order ``entry`` takes over from ``replaces``
+            size = entry.size
             if replaces is not None and self._entries.pop(id(replaces), None) is not None:
                 self._bytes -= replaces.size
                 # No other entry holds those bytes: every one differs from both bodies at the same
                 # byte, before them, so the new body sorts where the old one did (no compares).
-                if shared and entry.size <= self.max_bytes and self._alone(replaces, shared):
+                if shared and size <= self.max_bytes and self._alone(replaces, shared):
                     taken = self._place.pop(id(replaces))
                 else:
                     self._unorder(replaces)
-            if entry.size > self.max_bytes:
+            if size > self.max_bytes:
                 return
             self._entries[id(entry)] = entry
-            self._bytes += entry.size
+            self._bytes += size
             if taken is not None:
                 self._order[taken] = entry
                 self._place[id(entry)] = taken
@@ -739,7 +740,14 @@ def _marks(
         offsets[i] = offsets[i + 1] - len(orjson.dumps(items[i])) - 1
     marks = []
     for index, cursor, n_calls, n_results, last_turn in reads:
-        if index == 0 or any(first < cursor.pos <= last for first, last in id_spans):
+        if index == 0:
+            continue
+        straddled = False  # an id on both sides of the cut (a loop: no generator on every turn)
+        for first, last in id_spans:
+            if first < cursor.pos <= last:
+                straddled = True
+                break
+        if straddled:
             continue
         if not cut_ok(dialect, items, index, cursor.pos, spans):
             continue
@@ -899,6 +907,7 @@ class Begun:
     fresh: History  # the calls and results after the cut
     reads: list[tuple[Any, ...]]
     decisions: list[Any]  # the new pairs', before settle pinned any
+    ids: list[tuple[int, str]]  # (pos, id) of the new calls and results (_ids)
 
 
 def begin(
@@ -946,9 +955,12 @@ def begin(
     except DialectError:
         return None
     # No id may be carried on both sides of the cut.
-    if any(entry.first_pos.get(x, cur.pos) < cur.pos for _, x in _ids(h.calls, h.results)):
-        return None
-    return Begun(entry, mark, raw, doc, frame, config, items, h, reads, decide(h, config.kinds, config.tool_kinds))
+    ids, first_pos, at = _ids(h.calls, h.results), entry.first_pos, cur.pos
+    for _, x in ids:
+        if first_pos.get(x, at) < at:
+            return None
+    decisions = decide(h, config.kinds, config.tool_kinds)
+    return Begun(entry, mark, raw, doc, frame, config, items, h, reads, decisions, ids)
 
 
 def complete(memo: Memo, begun: Begun) -> Resumed | None:
@@ -992,7 +1004,7 @@ def complete(memo: Memo, begun: Begun) -> Resumed | None:
         first_pos = (
             {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
         )
-        new_ids = _ids(h.calls, h.results)
+        new_ids = begun.ids
         for pos, x in new_ids:
             if pos < first_pos.get(x, pos + 1):
                 first_pos[x] = pos

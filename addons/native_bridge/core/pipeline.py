@@ -107,8 +107,9 @@ def _may_hold(raw: bytes, markers: tuple[bytes, ...]) -> bool:
     a scan of the body, still far less than parsing it. A marker spelled with escapes needs
     a ``\\u00XX`` escape of an ASCII letter or "_" (0x40-0x7f); the escapes clients write for
     other characters (non-ASCII text, controls, Go's <>&) cannot spell one."""
-    if any(m in raw for m in markers):
-        return True
+    for m in markers:  # a loop, not any() over a generator: one marker is the common case
+        if m in raw:
+            return True
     i = raw.find(b"\\u00")
     while i != -1:
         if raw[i + 4 : i + 5] in (b"4", b"5", b"6", b"7"):
@@ -392,22 +393,25 @@ def _begin(
     client_of: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> _memo.Begun | None:
     """The memo's head start, or None; a fault in it costs only speed (the full rewrite runs)."""
-    return _guarded(memo, lambda: _memo.begin(memo, raw, dialect, config, STEPS_KEY, client_of))
+    try:
+        return _memo.begin(memo, raw, dialect, config, STEPS_KEY, client_of)
+    except Exception as e:
+        return _missed(memo, e)
 
 
 def _complete(memo: _memo.Memo, begun: _memo.Begun) -> _memo.Resumed | None:
-    return _guarded(memo, lambda: _memo.complete(memo, begun))
-
-
-def _guarded(memo: _memo.Memo, step: Callable[[], Any]) -> Any:
     try:
-        return step()
-    except _memo.Gone:  # a light entry no longer holds an item the resume would read
+        return _memo.complete(memo, begun)
+    except Exception as e:
+        return _missed(memo, e)
+
+
+def _missed(memo: _memo.Memo, e: Exception) -> None:
+    """A resume that raised: counted, and the full rewrite runs."""
+    if isinstance(e, _memo.Gone):  # a light entry no longer holds an item the resume would read
         memo.misses += 1
-        return None
-    except Exception:
+    else:
         memo.errors += 1  # tests assert there are none
-        return None
 
 
 def _canonical(body: dict[str, Any], raw: bytes) -> bytes | None:

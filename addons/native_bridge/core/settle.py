@@ -72,7 +72,8 @@ def settle(
 
 def cut_ok(dialect: ModuleType, items: Any, index: int, pos: int, spans: list[Span]) -> bool:
     """Whether the memo may cut before ``items[index]`` (``pos``: calls and results before it)."""
-    if any(call < pos and horizon >= index for call, horizon in spans):
-        return False
+    for call, horizon in spans:
+        if call < pos and horizon >= index:
+            return False
     joins = getattr(dialect, "joins", None)
     return joins is None or not joins(items, index)

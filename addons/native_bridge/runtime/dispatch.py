@@ -126,7 +126,7 @@ class Dispatch:
         loop = running_loop()
         if work.later and loop is not None:  # the request goes on now; the reading follows it
             if here:
-                after_forward(lambda: self._here(work, forwarded=True))
+                after_forward(lambda: self._here(work, forwarded=True), loop)
             else:
                 self._meanwhile(work, loop)
             return None

@@ -31,14 +31,14 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def after_forward(work: Callable[[], None]) -> None:
+def after_forward(work: Callable[[], None], loop: asyncio.AbstractEventLoop | None = None) -> None:
     """Run ``work`` once the current hook has returned and mitmproxy has sent the request on.
 
     A hook that returns synchronously lets the proxy write the request in the same loop
     step; a callback scheduled now runs in the next step, before any reply (or any other
     connection's bytes) can be read. Without a running loop (a test calling a hook
-    directly), at once."""
-    loop = running_loop()
+    directly), at once. ``loop``: the running loop, when the caller has it already."""
+    loop = loop or running_loop()
     if loop is None:
         work()
         return
