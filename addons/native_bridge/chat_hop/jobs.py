@@ -138,7 +138,7 @@ def sent_first(job: Job, memo: Memo, whole: bool, rewrite: Callable[..., Rewrite
         done = pipeline.resume(job.raw, job.config, job.path, memo, job.hint, emit=job.emit, later=True)
         if done is None:
             return None
-    out = Outcome(done.status, done.reason, done.dialect, done.body, done.summary())
+    out = outcome(done, job.config.tool_kinds, False, seen=[])  # the observations and record fields: later()
 
     def later() -> None:
         if done.remember is not None:

@@ -1029,5 +1029,6 @@ def complete(memo: Memo, begun: Begun) -> Resumed | None:
     reuse = None
     if entry.written is not None:  # the items before the pending one and the steps before the cut
         reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps, begun.frame)
-    made = (doc, whole, joined, out.items, successor, config, replaces)
-    return Resumed(*made, h, begun.decisions, delta, reuse, mark.end)
+    return Resumed(
+        doc, whole, joined, out.items, successor, config, replaces, h, begun.decisions, delta, reuse, mark.end
+    )
