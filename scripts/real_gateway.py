@@ -7,7 +7,7 @@
       -> planner hop: the shim's mitmdump on the port the gateway asked for        (127.0.0.1:42100)
       -> language server: scripts/fake_language_server.py on the shim's free port
 
-Both mitmdumps share one SQLite state file (``bridge_state``): the chat hop stores what it
+Both mitmdumps share one state file (``bridge_state``) and its logs: the chat hop stores what it
 observed (the client's results, is_error), the planner hop reads it to state the true exit
 codes, and keeps its per-cascade ledger there.
 

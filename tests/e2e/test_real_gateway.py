@@ -192,14 +192,14 @@ def test_turn_two_the_resumed_cascade_gets_only_the_new_step(run: Run):
 
 
 def test_the_exit_codes_came_from_the_chat_hop_through_the_shared_state(run: Run):
-    """The shim names no client: without the chat hop's observations in the SQLite file the
-    planner hop could not state these codes (the field would be absent)."""
+    """The shim names no client: without the chat hop's observations in the state file's logs
+    the planner hop could not state these codes (the field would be absent)."""
     shim_toml = (run.state / "gwhome" / ".config" / "native-bridge" / "shim.toml").read_text()
     assert "client" not in shim_toml
     reasons = [c["reason"] for r in run.planner_records() for c in r["native"]["changes"] if c["action"] == "exit_code"]
     assert len(reasons) == 2, (reasons, run.untouched())
     assert all("the chat hop observed" in reason for reason in reasons), reasons
-    assert (run.state / "bridge.sqlite").exists()
+    assert (run.state / "bridge.sqlite").exists() and list(run.state.glob("bridge.sqlite-obs-*"))
 
 
 def test_no_key_in_any_record_or_state_file(run: Run):

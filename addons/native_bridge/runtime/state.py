@@ -33,8 +33,9 @@ class BridgeState:
             "bridge_state",
             str | None,
             None,
-            "SQLite file for the per-cascade ledger and the chat hop's observations (WAL mode; "
-            "several mitmdump processes may share it). Unset: memory only, forgotten on restart.",
+            "SQLite file for the per-cascade ledger (WAL mode), the chat hop's observations in logs "
+            "beside it (<file>-obs-<day>); several mitmdump processes may share them. Unset: memory "
+            "only, forgotten on restart.",
         )
 
     def configure(self, updated: set[str]) -> None:

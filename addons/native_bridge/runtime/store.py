@@ -1,9 +1,10 @@
 """What the bridge remembers between requests: the per-cascade ledger and the chat hop's observations.
 
 Two stores with one interface: :class:`MemoryStore` (the default: one process, gone
-on restart) and :class:`SQLiteStore` (``bridge_state``: an embedded SQLite file in WAL
-mode, so a restarted proxy does not re-send delivered steps and two proxies, the
-chat hop's and the planner hop's, share what they saw).
+on restart) and :class:`SQLiteStore` (``bridge_state``: the ledger in an embedded SQLite
+file in WAL mode, the observations in day logs beside it (runtime/observations.py), so a
+restarted proxy does not re-send delivered steps and two proxies, the chat hop's and the
+planner hop's, share what they saw).
 
 Nothing a secret could hide in is stored in the clear: an observation is kept as the
 digest of (kind, command or path, output), a call id as its digest.
@@ -21,6 +22,7 @@ from typing import Protocol
 
 from ..cascade.ledger import DIGEST_SIZE, Delivered, Delivery
 from ..evidence import Observation, match_key
+from .observations import ObservationLog, Observations
 
 MAX_CASCADES = 4096  # ledgers kept in memory (oldest forgotten first)
 # Delivered steps kept as bytes, newest cascades first: a resumed turn then compares its
@@ -55,10 +57,8 @@ class MemoryStore:
         self._ledger: OrderedDict[str, Delivered] = OrderedDict()
         self._kept: OrderedDict[str, int] = OrderedDict()  # ledgers holding bytes -> their size, oldest first
         self._kept_bytes = 0
-        self._obs: OrderedDict[tuple[bytes, bytes], Observation] = OrderedDict()  # oldest first
-        self._by_key: dict[bytes, dict[bytes, Observation]] = {}
+        self._obs = Observations(max_observations)
         self._max_cascades = max_cascades
-        self._max_obs = max_observations
         self._max_ledger_bytes = max_ledger_bytes
         self._keep_digests = keep_digests  # a persistent store's front: its entries carry both
 
@@ -89,18 +89,10 @@ class MemoryStore:
 
     def observe(self, observations: list[Observation]) -> None:
         for o in observations:
-            self._obs[(o.key, o.call)] = o
-            self._obs.move_to_end((o.key, o.call))
-            self._by_key.setdefault(o.key, {})[o.call] = o
-        while len(self._obs) > self._max_obs:
-            (key, call), _ = self._obs.popitem(last=False)
-            calls = self._by_key[key]
-            del calls[call]
-            if not calls:
-                del self._by_key[key]
+            self._obs.add(o)
 
     def candidates(self, key: bytes) -> list[Observation]:
-        return list(self._by_key.get(key, {}).values())
+        return self._obs.candidates(key)
 
     def close(self) -> None:
         pass
@@ -112,22 +104,19 @@ def _digests_only(entry: Delivered) -> Delivered:
     return Delivered(digests=Delivery(entry.steps or ()).digests())
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ledger (cascade_id TEXT PRIMARY KEY, digests BLOB NOT NULL, updated REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS observation (
-    key BLOB NOT NULL, call BLOB NOT NULL, exit_code INTEGER, failed INTEGER, client TEXT, seen REAL NOT NULL,
-    PRIMARY KEY (key, call)
-);
-CREATE INDEX IF NOT EXISTS observation_seen ON observation (seen);
-"""
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS ledger (cascade_id TEXT PRIMARY KEY, digests BLOB NOT NULL, updated REAL NOT NULL)"
+)
 
 
 class SQLiteStore:
-    """The ledger and observations in one SQLite file, WAL mode: readers never wait for a writer.
+    """The ledger in a SQLite file, WAL mode (readers never wait for a writer), and the
+    observations in the day logs beside it.
 
     Writes are a few hundred bytes; ``synchronous=NORMAL`` keeps them off fsync (a power
     cut may lose the last ledger entries: the planner is then sent those steps again,
-    the failure mode of no ledger at all, never a lost step)."""
+    the failure mode of no ledger at all, never a lost step). The logs are not synced either:
+    a power cut may lose the last observations (their steps then go uncorrected, never wrong)."""
 
     shared = True
 
@@ -142,8 +131,8 @@ class SQLiteStore:
         self._db = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._pruned = 0.0
+        self._db.execute(_SCHEMA)
+        self._log = ObservationLog(path, ttl, MAX_OBSERVATIONS, earlier=self._table())
         # The ledgers this process wrote, with their steps' bytes while they fit: checked
         # against the file on every read (another process may have written since).
         self._front = MemoryStore(max_observations=0, keep_digests=True)
@@ -169,39 +158,27 @@ class SQLiteStore:
             )
 
     def observe(self, observations: list[Observation]) -> None:
-        if not observations:
-            return
-        now = time.time()
-        rows = [
-            (o.key, o.call, o.exit_code, None if o.failed is None else int(o.failed), o.client, now)
-            for o in observations
-        ]
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                self._db.executemany(
-                    "INSERT INTO observation (key, call, exit_code, failed, client, seen) VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (key, call) DO UPDATE SET exit_code = excluded.exit_code, "
-                    "failed = excluded.failed, client = excluded.client, seen = excluded.seen",
-                    rows,
-                )
-                if now - self._pruned > 60:  # forget old observations now and then, not on every write
-                    self._db.execute("DELETE FROM observation WHERE seen < ?", (now - self._ttl,))
-                    self._pruned = now
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        if observations:
+            self._log.observe(observations, time.time())
 
     def candidates(self, key: bytes) -> list[Observation]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT call, exit_code, failed, client FROM observation WHERE key = ? AND seen >= ?",
-                (key, time.time() - self._ttl),
-            ).fetchall()
-        return [Observation(e, None if f is None else bool(f), cl, key, bytes(c)) for c, e, f, cl in rows]
+        return self._log.candidates(key, time.time())
+
+    def _table(self) -> list[tuple[Observation, float]]:
+        """Observations an earlier version kept in the file's ``observation`` table, within the
+        TTL: this process's index starts with them (nothing writes that table now)."""
+        if not self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'observation'").fetchone():
+            return []
+        rows = self._db.execute(
+            "SELECT key, call, exit_code, failed, client, seen FROM observation WHERE seen >= ? ORDER BY seen",
+            (time.time() - self._ttl,),
+        )
+        return [
+            (Observation(e, None if f is None else bool(f), cl, bytes(k), bytes(c)), t) for k, c, e, f, cl, t in rows
+        ]
 
     def close(self) -> None:
+        self._log.close()
         with self._lock:
             self._db.close()
 

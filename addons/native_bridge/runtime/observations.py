@@ -1,0 +1,238 @@
+"""The chat hop's observations as the planner hop looks them up: an index in memory and, with
+``bridge_state``, a log that several processes append to and read.
+
+Why a log and not a table in the SQLite file: an observation must be on disk before the chat
+request goes upstream (another proxy may serve the gateway's planner call a moment later), and a
+SQLite transaction cost a resumed turn about 110 µs in the proxy; an append is one write(2).
+A reader indexes only the bytes it has not read (fstat, then pread from where it stopped).
+
+Beside the SQLite file, one log per UTC day, ``<state>-obs-<days since 1970>``, created 0600. A
+log is a run of records; each holds one turn's observations and is written by one write(2) with
+O_APPEND, so appends of several processes never interleave inside a record:
+
+    magic b"NBo1" | payload length u32 | crc32 of the payload u32 | payload (little-endian)
+    payload: seen f64, then per observation
+             key length u8 | call length u8 | flags u8 | exit code i64 | client length u16 | key | call | client
+
+Flags: 1 an exit code is stated, 2 a verdict is known, 4 the verdict is "failed". A record that
+does not check (a write torn by a power cut) is skipped to the next magic; one not yet whole is
+read once it is. Logs older than the TTL are deleted by the process that opens a new day's log.
+Nothing a secret could hide in is written: digests, an exit code, a verdict, a client's id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import struct
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..evidence import Observation
+
+DAY = 86400.0
+MAGIC = b"NBo1"
+_HEADER = struct.Struct("<4sII")
+_SEEN = struct.Struct("<d")
+_ENTRY = struct.Struct("<BBBqH")
+MAX_RECORD = 64 * 2**20  # a longer length field is damage, not a record
+SCAN_BYTES = 8 * 2**20  # logs read on opening, newest first: about twice what the index keeps
+
+
+class Observations:
+    """Observations by (key, call), each with when it was seen; beyond ``limit`` the oldest
+    arrival is forgotten first."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._order: OrderedDict[tuple[bytes, bytes], None] = OrderedDict()  # oldest first
+        self._by_key: dict[bytes, dict[bytes, tuple[Observation, float]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def add(self, o: Observation, seen: float = 0.0) -> None:
+        self._order[(o.key, o.call)] = None
+        self._order.move_to_end((o.key, o.call))
+        self._by_key.setdefault(o.key, {})[o.call] = (o, seen)
+        while len(self._order) > self._limit:
+            (key, call), _ = self._order.popitem(last=False)
+            calls = self._by_key[key]
+            del calls[call]
+            if not calls:
+                del self._by_key[key]
+
+    def candidates(self, key: bytes, since: float = 0.0) -> list[Observation]:
+        return [o for o, seen in self._by_key.get(key, {}).values() if seen >= since]
+
+
+def encode(observations: list[Observation], seen: float) -> bytes:
+    """One record: the observations of one turn."""
+    parts = [_SEEN.pack(seen)]
+    for o in observations:
+        client = o.client.encode("utf-8", "surrogatepass") if o.client else b""
+        flags = (o.exit_code is not None) | (o.failed is not None) << 1 | (o.failed is True) << 2
+        code = o.exit_code if o.exit_code is not None else 0
+        parts += (_ENTRY.pack(len(o.key), len(o.call), flags, code, len(client)), o.key, o.call, client)
+    payload = b"".join(parts)
+    return _HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def decode(data: bytes) -> tuple[list[tuple[Observation, float]], int]:
+    """The observations of the whole records in ``data``, and how many bytes they and any damage
+    took (the rest is a record still being written, or the start of one)."""
+    out: list[tuple[Observation, float]] = []
+    pos, end = 0, len(data)
+    while end - pos >= _HEADER.size:
+        magic, length, crc = _HEADER.unpack_from(data, pos)
+        start = pos + _HEADER.size
+        if magic == MAGIC and length <= MAX_RECORD:
+            if end - start < length:
+                return out, pos  # not whole yet
+            payload = data[start : start + length]
+            if zlib.crc32(payload) == crc and _entries(payload, out):
+                pos = start + length
+                continue
+        found = data.find(MAGIC, pos + 1)  # damage: skip to the next record
+        pos = found if found >= 0 else max(pos + 1, end - len(MAGIC) + 1)
+    return out, pos
+
+
+def _entries(payload: bytes, out: list[tuple[Observation, float]]) -> bool:
+    if len(payload) < _SEEN.size:
+        return False
+    (seen,) = _SEEN.unpack_from(payload, 0)
+    pos, end, got = _SEEN.size, len(payload), []
+    while pos < end:
+        if end - pos < _ENTRY.size:
+            return False
+        key_len, call_len, flags, code, client_len = _ENTRY.unpack_from(payload, pos)
+        pos += _ENTRY.size
+        stop = pos + key_len + call_len + client_len
+        if stop > end:
+            return False
+        key, call = payload[pos : pos + key_len], payload[pos + key_len : pos + key_len + call_len]
+        client = payload[pos + key_len + call_len : stop].decode("utf-8", "surrogatepass") or None
+        failed = bool(flags & 4) if flags & 2 else None
+        got.append((Observation(code if flags & 1 else None, failed, client, key, call), seen))
+        pos = stop
+    out += got
+    return True
+
+
+@dataclass(slots=True)
+class _Read:
+    fd: int
+    offset: int = 0
+
+
+class ObservationLog:
+    """The day logs beside ``base`` (the state file's path): appended to by :meth:`observe`, read
+    by :meth:`candidates` up to what any process has appended by then."""
+
+    def __init__(self, base: str, ttl: float, limit: int, earlier: Iterable[tuple[Observation, float]] = ()) -> None:
+        self._prefix = base + "-obs-"
+        self._ttl = ttl
+        self._days = int(ttl // DAY) + 1  # logs kept: a day's log holds observations up to a day old
+        self._lock = threading.Lock()
+        self._index = Observations(limit)
+        self._write_day, self._write_fd = -1, -1
+        self._reads: dict[int, _Read] = {}
+        for o, seen in earlier:  # older than anything in the logs
+            self._index.add(o, seen)
+        self._today = int(time.time() // DAY)
+        self._scan()  # now, not on the planner hop's first lookup
+
+    def path(self, day: int) -> str:
+        return f"{self._prefix}{day}"
+
+    def observe(self, observations: list[Observation], now: float) -> None:
+        data = encode(observations, now)
+        day = int(now // DAY)
+        with self._lock:
+            if day != self._write_day:
+                self._open_write(day)
+            written = os.write(self._write_fd, data)
+        if written != len(data):  # a full disk: the reader skips the torn record
+            raise OSError(f"{self.path(day)}: wrote {written} of {len(data)} bytes")
+
+    def candidates(self, key: bytes, now: float) -> list[Observation]:
+        with self._lock:
+            self._catch_up(int(now // DAY))
+            return self._index.candidates(key, now - self._ttl)
+
+    def close(self) -> None:
+        with self._lock:
+            for r in self._reads.values():
+                os.close(r.fd)
+            self._reads.clear()
+            if self._write_fd >= 0:
+                os.close(self._write_fd)
+            self._write_day, self._write_fd = -1, -1
+
+    def _open_write(self, day: int) -> None:
+        fd = os.open(self.path(day), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if self._write_fd >= 0:
+            os.close(self._write_fd)
+        self._write_day, self._write_fd = day, fd
+        self._expire(day)
+
+    def _scan(self) -> None:
+        """The logs there now, read as far as they go: newest first until SCAN_BYTES, then read
+        oldest first (the index forgets the oldest arrivals)."""
+        taken = 0
+        for day in sorted(self._logs(), reverse=True):
+            if taken >= SCAN_BYTES or day < self._today - self._days:
+                break
+            r = self._reads.get(day) or self._open_read(day)
+            if r is not None:
+                taken += os.fstat(r.fd).st_size - r.offset
+        for day in sorted(self._reads):
+            self._read_new(self._reads[day])
+
+    def _logs(self) -> list[int]:
+        """The days whose logs are there."""
+        tails = (p[len(self._prefix) :] for p in glob.glob(glob.escape(self._prefix) + "*"))
+        return [int(t) for t in tails if t.isdigit()]
+
+    def _catch_up(self, today: int) -> None:
+        if today != self._today:  # a new day (or a reader that slept): every log, and any new one
+            self._today = today
+            self._expire(today)
+            self._scan()
+            return
+        for day in (today - 1, today):  # a writer may still be on yesterday's log for a moment
+            r = self._reads.get(day) or self._open_read(day)
+            if r is not None:
+                self._read_new(r)
+
+    def _open_read(self, day: int) -> _Read | None:
+        try:
+            fd = os.open(self.path(day), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        r = self._reads[day] = _Read(fd)
+        return r
+
+    def _read_new(self, r: _Read) -> None:
+        size = os.fstat(r.fd).st_size
+        if size <= r.offset:
+            return
+        found, used = decode(os.pread(r.fd, size - r.offset, r.offset))
+        r.offset += used
+        for o, seen in found:
+            self._index.add(o, seen)
+
+    def _expire(self, today: int) -> None:
+        """Close and delete the logs past the TTL."""
+        for day in [d for d in self._reads if d < today - self._days]:
+            os.close(self._reads.pop(day).fd)
+        for day in self._logs():
+            if day < today - self._days:
+                with contextlib.suppress(FileNotFoundError):  # another process was first
+                    os.unlink(self.path(day))
