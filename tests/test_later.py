@@ -5,9 +5,9 @@
   reply can be read;
 - observe mode with the state in memory: the history is read after the request went on
   (the body goes as it came; this process's planner hop reads on the same loop, later);
-- with a shared state file the observations are written before the request goes, since
-  another proxy may serve the gateway's planner call; only they: settling the rest and filling
-  the memo wait until it has gone;
+- with a shared state file too, but a record that the reading has begun is written before the
+  request goes, since another proxy may serve the gateway's planner call (it waits for the end,
+  which comes with the observations);
 - a flow that goes nowhere (a capture read back, a reply set by server replay) is
   annotated in the hook, as mitmproxy writes it out right after.
 """
@@ -23,8 +23,10 @@ from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge
 from native_bridge.runtime import META, dispatch
+from native_bridge.runtime import store as store_module
 from native_bridge.runtime.later import keeps_backups
 from native_bridge.runtime.state import BridgeState
+from native_bridge.runtime.store import SQLiteStore
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
 from test_planner_addon import SPEC, fixture, planner, planner_flow  # noqa: F401 (fixture)
@@ -90,18 +92,26 @@ def test_observe_mode_with_the_state_in_memory_reads_after_forwarding(chat_hop):
 
 
 @pytest.mark.parametrize("chat_hop", [("observe", True)], indirect=True)
-def test_a_shared_state_file_gets_the_observations_before_the_request_goes(chat_hop):
+def test_a_shared_state_file_says_a_reading_began_before_the_request_goes(chat_hop):
+    """Another process's planner hop (a second store on the same file) learns of the reading
+    before the request goes upstream, and of its observations and its end right after."""
     raw, seen = body_with_results()
     f = chat_flow(raw)
+    other = SQLiteStore(chat_hop.state.store.path)
 
     async def run():
         assert chat_hop.request(f) is None
-        assert stored(chat_hop, seen), "another proxy's planner hop may read them any moment now"
-        assert META not in f.metadata  # only the annotations wait
+        assert f.request.raw_content == raw and META not in f.metadata
+        assert len(other.unfinished()) == 1, "begun: a planner call now waits for it"
+        assert not any(other.candidates(o.key) for o in seen)
         await asyncio.sleep(0)
         assert f.metadata[META]["status"] == "observed"
+        assert other.unfinished() == {} and all(other.candidates(o.key) for o in seen)
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    finally:
+        other.close()
 
 
 def _turns(rounds: range) -> list[bytes]:
@@ -110,10 +120,10 @@ def _turns(rounds: range) -> list[bytes]:
 
 
 @pytest.mark.parametrize("chat_hop", [("observe", True)], indirect=True)
-def test_with_a_shared_state_file_only_the_observations_go_before_the_request(chat_hop):
-    """A resumed turn: its new pairs' observations are in the file when the hook returns; the
-    settling, the verdict and the memo's new entry come once the request has gone, and give what
-    one reading in the hook gives (the in-memory hop below reads all of it at once)."""
+def test_with_a_shared_state_file_resumed_turns_are_read_after_the_request_went(chat_hop):
+    """Resumed turns: nothing is read in the hook (the reading is only begun); the observations,
+    the verdict and the memo's new entry come once the request has gone, and give what one
+    reading in the hook gives (the in-memory hop below reads all of it at once)."""
     memo = chat_hop.memo
     state = BridgeState()
     alone = ChatHop(state)  # no running loop: reads in the hook, its own memo; the verdict to agree with
@@ -128,9 +138,9 @@ def test_with_a_shared_state_file_only_the_observations_go_before_the_request(ch
 
             async def run(f=f, seen=seen, hits=hits):
                 assert chat_hop.request(f) is None
-                assert stored(chat_hop, seen), "another proxy's planner hop may read them any moment now"
-                assert META not in f.metadata and memo.hits == hits, "the rest waits until the request has gone"
+                assert META not in f.metadata and memo.hits == hits and chat_hop.state.store.unfinished()
                 await asyncio.sleep(0)
+                assert stored(chat_hop, seen) and not chat_hop.state.store.unfinished()
 
             asyncio.run(run())
             assert f.metadata[META] == g.metadata[META] and f.comment == g.comment
@@ -141,27 +151,23 @@ def test_with_a_shared_state_file_only_the_observations_go_before_the_request(ch
 
 
 @pytest.mark.parametrize("chat_hop", [("observe", True)], indirect=True)
-def test_a_reading_that_fails_after_the_request_went_fails_open(chat_hop, monkeypatch, caplog):
+def test_a_reading_that_fails_after_the_request_went_fails_open_and_ends(chat_hop, monkeypatch, caplog):
     from native_bridge.chat_hop import jobs
 
     raws = _turns(range(2, 4))
     ChatHop.request(chat_hop, chat_flow(raws[0]))  # no loop: read in the hook, remembered
-    seen = bridge(Job(raws[1], chat_hop.config, PATH, UA, emit=False, record=False), None).observations
-
-    def broken(self):
-        raise RuntimeError("settling broke")
-
-    monkeypatch.setattr(jobs.Read, "finish", broken)
+    monkeypatch.setattr(jobs, "outcome", lambda *a, **k: 1 / 0)  # the reading breaks
     caplog.set_level(logging.ERROR, logger="native_bridge")  # whatever an earlier test left set
     f = chat_flow(raws[1])
 
     async def run():
-        assert chat_hop.request(f) is None and stored(chat_hop, seen)
+        assert chat_hop.request(f) is None and chat_hop.state.store.unfinished()
         await asyncio.sleep(0)
 
     asyncio.run(run())
     assert f.metadata[META]["status"] == "error" and f.request.raw_content == raws[1]
-    assert "reading failed after the request went upstream" in caplog.text and "settling broke" in caplog.text
+    assert "ZeroDivisionError" in caplog.text
+    assert not chat_hop.state.store.unfinished(), "its end is written: no planner hop waits for it"
 
 
 @pytest.mark.parametrize("chat_hop", [("rewrite", False)], indirect=True)
@@ -313,6 +319,47 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
         chat.state.dispatch.close()  # the worker process (the shared state's)
     exit_changes = [c for c in g.metadata[META]["change_list"] if c["action"] == "exit_code"]
     assert exit_changes and all(c["reason"].startswith("exit_code 0 -> 1") for c in exit_changes), exit_changes
+
+
+@pytest.mark.parametrize("ends", [True, False], ids=["it-ends", "its-process-dies"])
+def test_the_planner_hop_waits_for_a_reading_another_process_began(planner, tmp_path, monkeypatch, ends):  # noqa: F811
+    """With a shared state file the gateway's planner call may come through this proxy while
+    another proxy's chat hop is still reading the request (it went upstream first). The planner hop
+    waits until that reading has ended, so its evidence counts: npm test's exit 1, which with the
+    client named only the chat request states. A reading whose process died ends when its time is
+    up: the correction then goes on without it (no exit code stated)."""
+    pb, tctx = planner
+    path = str(tmp_path / "state.sqlite")
+    tctx.configure(pb.state, bridge_state=path)
+    tctx.configure(pb, bridge_planner_client="claude-code")
+    monkeypatch.setattr(store_module, "reading_bound", lambda size: 0.3)
+    other = SQLiteStore(path)  # the other proxy's
+    chat_raw = fixture("chat-turn1.json")
+    seen = bridge(Job(chat_raw, ChatHop().config, "/v1/messages", UA, emit=False, record=False), None).observations
+
+    async def run():
+        token = other.begin(len(chat_raw))
+        g = planner_flow(fixture("grpc-turn1.bin"))
+        g.response = None  # live, on its way upstream
+        waiting = pb.request(g)
+        assert waiting is not None and META not in g.metadata, "the correction must wait for the reading"
+        task = asyncio.ensure_future(waiting)
+        await asyncio.sleep(0.05)
+        assert not task.done(), "still waiting"
+        if ends:
+            other.observe(seen, ended=token)
+        await asyncio.wait_for(task, 5)
+        return g
+
+    try:
+        g = asyncio.run(run())
+    finally:
+        other.close()
+    codes = [c["reason"] for c in g.metadata[META]["change_list"] if c["action"] == "exit_code"]
+    if ends:
+        assert codes and all(r.startswith("exit_code 0 -> 1") for r in codes), codes
+    else:
+        assert codes and not any(r.startswith("exit_code 0 -> 1") for r in codes), codes
 
 
 def test_headless_mitmdump_backs_up_a_rewritten_flow_only_when_a_flow_file_keeps_it(tmp_path):

@@ -16,8 +16,8 @@ import time
 import pytest
 from native_bridge.evidence import Observation, call_key, match_key
 from native_bridge.runtime import observations as obs
-from native_bridge.runtime.observations import DAY, ObservationLog, decode, encode
-from native_bridge.runtime.store import SQLiteStore
+from native_bridge.runtime.observations import DAY, ObservationLog, Record, decode, encode
+from native_bridge.runtime.store import SQLiteStore, reading_bound
 
 TTL = 7 * DAY
 
@@ -33,26 +33,27 @@ def test_a_record_gives_back_every_field_as_written() -> None:
             itertools.product((None, 0, 1, 128, -(2**31), 2**31 - 1), (None, True, False), (None, "codex", "ü-client"))
         )
     ]
-    found, used = decode(encode(cases, 1234.5))
-    assert [o for o, _ in found] == cases and {t for _, t in found} == {1234.5}
-    assert used == len(encode(cases, 1234.5))
+    records = [Record(1234.5, cases), Record(1.0, [], begun=2**64 - 1, until=9.5), Record(2.0, cases[:1], ended=7)]
+    data = b"".join(map(encode, records))
+    assert decode(data) == (records, len(data))
 
 
 def test_a_record_not_yet_whole_is_read_once_it_is() -> None:
-    a, b = encode([ob(1)], 1.0), encode([ob(2), ob(3)], 2.0)
+    a, b = encode(Record(1.0, [ob(1)])), encode(Record(2.0, [ob(2), ob(3)]))
     data = a + b
     for cut in range(len(data) + 1):
         found, used = decode(data[:cut])
         whole = [r for r in (a, a + b) if len(r) <= cut]
         assert used == (len(whole[-1]) if whole else 0), cut
-        assert len(found) == (0, 1, 3)[len(whole)]
+        assert len(found) == len(whole)
         rest, more = decode(data[used:])
-        assert [o for o, _ in found + rest] == [ob(1), ob(2), ob(3)] and used + more == len(data)
+        assert [o for r in found + rest for o in r.observations] == [ob(1), ob(2), ob(3)]
+        assert used + more == len(data)
 
 
 @pytest.mark.parametrize("damage", ["flip", "torn", "garbage", "huge length"])
 def test_damage_costs_only_the_record_it_is_in(damage: str) -> None:
-    a, b, c = encode([ob(1)], 1.0), encode([ob(2)], 2.0), encode([ob(3)], 3.0)
+    a, b, c = (encode(Record(float(i), [ob(i)])) for i in (1, 2, 3))
     if damage == "flip":
         bad = b[:-3] + bytes([b[-3] ^ 0xFF]) + b[-2:]
     elif damage == "torn":  # a power cut in the middle of a write: the next writer appended after it
@@ -62,7 +63,7 @@ def test_damage_costs_only_the_record_it_is_in(damage: str) -> None:
     else:
         bad = obs.MAGIC + (obs.MAX_RECORD + 1).to_bytes(4, "little") + b[8:]
     found, used = decode(a + bad + c)
-    assert [o for o, _ in found] == [ob(1), ob(3)] and used == len(a + bad + c)
+    assert [r.observations for r in found] == [[ob(1)], [ob(3)]] and used == len(a + bad + c)
 
 
 def test_another_process_finds_what_one_appended_before_it_returned(tmp_path) -> None:
@@ -88,7 +89,7 @@ def test_another_process_finds_what_one_appended_before_it_returned(tmp_path) ->
 WRITER = textwrap.dedent("""
     import sys
     from native_bridge.evidence import Observation
-    from native_bridge.runtime.store import SQLiteStore
+    from native_bridge.runtime.store import SQLiteStore, reading_bound
     path, me, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     store = SQLiteStore(path)
     for i in range(n):  # batches of 1 to 3, the shapes of real turns
@@ -170,3 +171,21 @@ def test_an_earlier_versions_observation_table_is_still_read(tmp_path) -> None:
         assert store.candidates(ob(1).key) == [ob(1, 5)]
     finally:
         store.close()
+
+
+def test_a_reading_another_process_began_is_unfinished_until_it_ends_or_its_time_is_up(tmp_path) -> None:
+    base, now = str(tmp_path / "s"), time.time()
+    chat, planner = ObservationLog(base, TTL, 100), ObservationLog(base, TTL, 100)
+    first, second = chat.begin(now, now + 5), chat.begin(now, now + 60)
+    assert planner.unfinished(now) == {first: now + 5, second: now + 60}
+    chat.observe([ob(1)], now + 1, ended=first)  # its observations come with its end
+    assert planner.unfinished(now + 1) == {second: now + 60} and planner.candidates(ob(1).key, now + 1) == [ob(1)]
+    assert planner.unfinished(now + 60) == {}, "its process died: it ended when its time was up"
+    restarted = ObservationLog(base, TTL, 100)  # a planner hop started later knows it as well
+    assert restarted.unfinished(now + 2) == {second: now + 60}
+    for log in (chat, planner, restarted):
+        log.close()
+
+
+def test_the_bound_on_a_reading_grows_with_its_body() -> None:
+    assert reading_bound(0) >= 5 and reading_bound(32 * 2**20) >= 30

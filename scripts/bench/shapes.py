@@ -50,7 +50,7 @@ class Shape:
     per_client: int  # requests per client per batch (an agent loop's turns)
     reps: int  # batches (a paired agent loop: conversations)
     records: bool = False  # also through observe + records on
-    state: bool = False  # also through observe with bridge_state (read before the request goes on)
+    state: bool = False  # also through observe with bridge_state (the shared logs)
 
     @property
     def paired(self) -> bool:

@@ -160,6 +160,33 @@ def test_the_evidence_of_a_large_chat_request_still_being_read_counts(tmp_path: 
     assert commands(got) == [("npm test", 1, False)]
 
 
+def test_a_reading_in_another_proxy_sharing_the_state_file_is_waited_for(tmp_path: Path):
+    """Two mitmdumps share a state file, as the shim's planner hop and the chat hop in front of
+    the gateway do. The chat hop sends a large body upstream at once and reads it in its worker;
+    the gateway's planner call, through the other mitmdump, comes before that reading ends and
+    waits for it, so npm test's exit 1 reaches the step (with Claude Code named as the planner
+    hop's client, only the chat request states it)."""
+    state = tmp_path / "state" / "bridge.sqlite"
+    doc = orjson.loads(fixture("chat-turn1.json"))
+    doc["system"] = "You are Claude Code.\n" + "project context line\n" * 30_000
+    body = orjson.dumps(doc)
+    headers = {"user-agent": "claude-cli/2.1.332 (external, cli)", "content-type": "application/json"}
+    with Planner(tmp_path / "planner", state, extra=CLAUDE) as p, ThreadPoolExecutor(1) as pool:
+        options = ["--set", "bridge_mode=observe", "--set", f"bridge_state={state}"]
+        chat = Mitmdump(p.chat_upstream.url, tmp_path / "chat" / "records", tmp_path / "chat" / "conf", options)
+        chat.start()
+        try:
+            url = f"http://127.0.0.1:{chat.port}/v1/messages"
+            sending = pool.submit(httpx.post, url, content=body, headers=headers, timeout=30)
+            wait_for(lambda: any(r.raw == body for r in p.chat_upstream.received), 15)  # gone, as it came
+            call(p.port, payload("grpc-turn1.bin"))
+            assert sending.result().status_code < 500
+        finally:
+            chat.stop()
+        [got] = p.sent()
+    assert commands(got) == [("npm test", 1, False)]
+
+
 def test_resumed_cascade_gets_only_the_new_step(tmp_path: Path):
     with Planner(tmp_path) as p:
         p.chat("chat-turn1.json")

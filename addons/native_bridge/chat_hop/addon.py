@@ -12,6 +12,7 @@ from mitmproxy import ctx, exceptions, flowfilter, http
 from ..core.kinds import KINDS, tool_map
 from ..core.memo import LIGHT_FROM, Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
+from ..evidence import Observation
 from ..planner_hop.h2c import H2CListener, is_planner
 from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_directory
 from ..runtime import META
@@ -19,7 +20,7 @@ from ..runtime.dispatch import Dispatch
 from ..runtime.later import Original, back_up, deferrable, keeps_backups, original
 from ..runtime.state import BridgeState
 from . import websocket
-from .jobs import Job, Outcome, Read, bridge, read, resume, sent_first
+from .jobs import Job, Outcome, bridge, resume, sent_first
 from .verdict import announce, calm_level, comment, error, record_job
 
 logger = logging.getLogger(__name__)
@@ -391,19 +392,18 @@ class _Request:
         self.where = f"flow {flow.id}"
         self.emit = emit = hop.emit
         goes, shared = deferrable(flow), hop.state.store.shared
-        # Observe mode with the state in this process: the body goes as it came, so it need not
-        # wait for the reading; this process's planner hop waits for it (a shared state file is
-        # written first: another proxy may serve the gateway's planner call).
-        self.later = goes and not emit and not shared
-        # Observe mode with a shared state file: only the observations must be written before the
-        # request goes; settling the rest and filling the memo wait until it has gone (account).
-        self.split = goes and not emit and shared
+        # Observe mode: the body goes as it came, so it need not wait for the reading; the planner
+        # hop waits for it (this process's for its task; with a shared state file, another
+        # process's for the end its log records: begun in prepare, ended in apply).
+        self.later = goes and not emit
+        self.shared = shared
         # Rewrite mode with the state in this process: only the new body is needed before the
         # request goes; the verdict, the observations and the memo's new entry wait (account).
         self.defer = goes and emit and not shared
         self.size = 0
         self.job: Job | None = None
         self.came: Original | None = None
+        self.begun = 0  # the shared store's token for this reading, until its end is written
 
     @property
     def raw(self) -> bytes | None:
@@ -419,6 +419,8 @@ class _Request:
         assert raw is not None
         self.size = len(raw)
         self.job = Job(raw, self.hop.config, req.path, ua, emit=self.emit, record=self.hop.recorder is not None)
+        if self.later and self.shared:
+            self.begun = self.hop.state.store.begin(self.size)
         return None
 
     def fresh(self) -> int:
@@ -427,10 +429,8 @@ class _Request:
         memo = self.hop.memo
         return self.size - memo.continues(self.raw or b"") if memo.light else self.size
 
-    def here(self, whole: bool) -> Outcome | Read | None:
+    def here(self, whole: bool) -> Outcome | None:
         assert self.job is not None
-        if self.split:
-            return read(self.job, self.hop.memo, whole)
         if self.defer:
             return sent_first(self.job, self.hop.memo, whole, rewrite)
         return bridge(self.job, self.hop.memo, rewrite) if whole else resume(self.job, self.hop.memo)
@@ -447,39 +447,45 @@ class _Request:
     def failed(self, e: Exception) -> Outcome:
         return error(e)
 
-    def apply(self, out: Outcome | Read) -> None:
-        if out.observations:
+    def apply(self, out: Outcome) -> None:
+        if self.begun:
+            self._end(out.observations)
+        elif out.observations:
             self.hop.state.store.observe(out.observations)
-        if isinstance(out, Read):
-            return  # the rest once the request has gone (account)
         if out.status == "rewritten":
             assert out.body is not None
             came = original(self.flow.request) if self.hop.backups else None
             self.flow.request.set_content(out.body)  # encodes first: on failure the request is unchanged
             self.came = came
 
-    def account(self, out: Outcome | Read) -> None:
-        if isinstance(out, Read) or out.later is not None:
+    def _end(self, observations: list[Observation]) -> None:
+        """The reading's observations and its end, in one record of the shared store. Its end
+        alone (a failed reading's) is worth a try only: else it ends when its time is up."""
+        try:
+            self.hop.state.store.observe(observations, ended=self.begun)
+        except Exception:
+            if observations:
+                raise  # the dispatch fails open, then applies the failed result: its end alone
+            logger.exception(
+                f"bridge: {self.where}: cannot say the reading ended; a planner hop waits until its time is up"
+            )
+        self.begun = 0
+
+    def account(self, out: Outcome) -> None:
+        if out.later is not None:
             out = self._rest(out)
         self.hop.account(self.flow, self.raw, out, self.came)
 
-    def _rest(self, out: Outcome | Read) -> Outcome:
-        """What waited until the request had gone (a Read's settling, a deferred Outcome's
-        observations and entry); fails open like the dispatch, the request having gone as decided."""
+    def _rest(self, out: Outcome) -> Outcome:
+        """What waited until the request had gone (a deferred Outcome's observations and entry);
+        fails open like the dispatch, the request having gone as decided."""
         try:
-            if isinstance(out, Read):
-                done = out.finish()
-                if done.observations is not out.observations:  # read in full after all: every pair's
-                    self.hop.state.store.observe(done.observations)
-                return done
             assert out.later is not None
             later, out.later = out.later, None
             later()
             if out.observations:
                 self.hop.state.store.observe(out.observations)
-        except Exception as e:
+        except Exception:
             logger.exception(f"bridge: {self.where}: reading failed after the request went upstream")
-            if isinstance(out, Read):
-                return error(e)
             out.observations = []  # the body went as decided, its verdict stands: only the rest is lost
         return out

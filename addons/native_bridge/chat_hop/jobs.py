@@ -102,32 +102,6 @@ def bridge(job: Job, memo: Memo | None, rewrite: Callable[..., Rewrite] = rewrit
     return outcome(result, job.config.tool_kinds, job.record)
 
 
-@dataclass(slots=True)
-class Read:
-    """A job decided as far as its pairs (pipeline.read): the planner hop's ``observations`` now,
-    the Outcome from ``finish()`` (settled, the memo filled), which holds the same observations."""
-
-    observations: list[Observation]
-    reading: Reading
-    tool_kinds: Mapping[str, str]
-    record: bool
-
-    def finish(self) -> Outcome:
-        result = self.reading.finish()
-        # A resume that could not be completed was read in full: its observations are all the pairs'.
-        seen = self.observations if result.fresh is self.reading.fresh else None
-        return outcome(result, self.tool_kinds, self.record, seen)
-
-
-def read(job: Job, memo: Memo, whole: bool) -> Outcome | Read | None:
-    """:func:`bridge` (``whole``) or :func:`resume` in two halves (pipeline.read): an Outcome when
-    there was nothing to decide, else a :class:`Read`."""
-    result = pipeline.read(job.raw, job.config, job.path, memo, job.hint, emit=job.emit, resume_only=not whole)
-    if not isinstance(result, Reading):
-        return None if result is None else outcome(result, job.config.tool_kinds, job.record)
-    return Read(observed(result, job.config.tool_kinds), result, job.config.tool_kinds, job.record)
-
-
 def sent_first(job: Job, memo: Memo, whole: bool, rewrite: Callable[..., Rewrite] = rewrite) -> Outcome | None:
     """:func:`bridge` (``whole``) or :func:`resume` for a request that goes upstream before the
     rest is done (rewrite mode, the state in this process): the Outcome's verdict and body now;

@@ -267,9 +267,8 @@ def read(
     """:func:`rewrite` (:func:`resume` with ``resume_only``) in two halves: a Rewrite when that
     is all (nothing to decide), else a :class:`Reading` whose pairs are decided (what the planner
     hop's observations need) and whose ``finish()`` settles, writes and remembers the rest, the
-    same Rewrite the whole call gives. The chat hop sends a request upstream between the two
-    when only the observations must be in place first (a shared state file). ``resumable=False``:
-    read in full (a resume that could not be completed)."""
+    same Rewrite the whole call gives. ``resumable=False``: read in full (a resume that could
+    not be completed)."""
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
     markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS + gemini.MARKERS)

@@ -13,7 +13,9 @@ decides:
 - **after the request has gone upstream** when the request need not wait for it (``later``:
   observe mode with the state in this process). A reading off the loop is then kept in
   ``readings`` by flow id until it ends: the reply and the planner hop wait for it;
-- **after the readings in flight** when the work needs their evidence (``wait``: the planner hop).
+- **after the readings in flight** when the work needs their evidence (``wait``: the planner hop):
+  this process's, and with a shared state file the ones other processes began (``unfinished``:
+  polled every millisecond until each has ended, or until the time by which it ends at the latest).
 
 Whatever fails (preparing, reading here or away, applying) fails open, here: the traceback is
 logged, the work's ``failed`` result is applied and accounted instead, and the request or frame
@@ -39,6 +41,7 @@ logger = logging.getLogger(__name__)
 # smaller. Below it even a first sight stays well under 20 ms on the loop (about 5 ms for
 # 200 KB on a slow core).
 OFFLOAD_BYTES = 512 * 1024
+POLL = 0.001  # seconds between looks at the readings another process has not ended
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -80,9 +83,14 @@ class Work(Protocol[R]):
 class Dispatch:
     """Runs the hops' work (module docstring); holds the worker process, started when first needed."""
 
-    def __init__(self, readings: dict[str, asyncio.Future[None]] | None = None) -> None:
+    def __init__(
+        self,
+        readings: dict[str, asyncio.Future[None]] | None = None,
+        unfinished: Callable[[], dict[int, float]] = dict,
+    ) -> None:
         # Chat requests still being read off the loop after they went upstream, by flow id.
         self.readings: dict[str, asyncio.Future[None]] = {} if readings is None else readings
+        self.unfinished = unfinished  # the readings other processes began and have not ended
         self.offloader: Offloader | None = None
 
     @property
@@ -113,9 +121,17 @@ class Dispatch:
             self._finish(work, known, forwarded=False)
             return None
         in_flight = list(self.readings.values()) if work.wait else []
-        if in_flight:
-            return self._after(in_flight, work)
+        elsewhere = self._unfinished(work) if work.wait else {}
+        if in_flight or elsewhere:
+            return self._after(in_flight, elsewhere, work)
         return self._start(work)
+
+    def _unfinished(self, work: Work[Any]) -> dict[int, float]:
+        try:
+            return self.unfinished()
+        except Exception:  # unreadable: the work goes on with the evidence there is
+            logger.exception(f"bridge: {work.where}: cannot tell which chat readings are unfinished")
+            return {}
 
     def _start(self, work: Work[Any]) -> Awaitable[None] | None:
         try:
@@ -165,8 +181,11 @@ class Dispatch:
             result = self._failed(work, e)
         self._finish(work, result, forwarded)
 
-    async def _after(self, in_flight: list[asyncio.Future[None]], work: Work[Any]) -> None:
-        await asyncio.wait(in_flight)
+    async def _after(self, in_flight: list[asyncio.Future[None]], elsewhere: dict[int, float], work: Work[Any]) -> None:
+        if in_flight:
+            await asyncio.wait(in_flight)
+        while elsewhere.keys() & self._unfinished(work).keys():  # each ends, or its time is up
+            await asyncio.sleep(POLL)
         pending = self._start(work)
         if pending is not None:
             await pending

@@ -1,17 +1,23 @@
 """The chat hop's observations as the planner hop looks them up: an index in memory and, with
 ``bridge_state``, a log that several processes append to and read.
 
-Why a log and not a table in the SQLite file: an observation must be on disk before the chat
-request goes upstream (another proxy may serve the gateway's planner call a moment later), and a
-SQLite transaction cost a resumed turn about 110 µs in the proxy; an append is one write(2).
-A reader indexes only the bytes it has not read (fstat, then pread from where it stopped).
+Why a log and not a table in the SQLite file: what a reading found must be on disk by the time
+the gateway calls the planner, maybe through another proxy; a SQLite transaction cost a turn about
+110 µs in the proxy, an append is one write(2). A reader indexes only the bytes it has not read
+(fstat, then pread from where it stopped).
+
+A chat request may go upstream before it is read, as with the state in memory: first a record
+saying a reading has begun (its token, and the time by which it ends even if its process dies),
+then, once read, one with its observations that says it has ended. A planner hop waits for the
+readings begun before its request (:meth:`ObservationLog.unfinished`), as it waits for its own
+process's.
 
 Beside the SQLite file, one log per UTC day, ``<state>-obs-<days since 1970>``, created 0600. A
-log is a run of records; each holds one turn's observations and is written by one write(2) with
-O_APPEND, so appends of several processes never interleave inside a record:
+log is a run of records, each written by one write(2) with O_APPEND, so appends of several
+processes never interleave inside a record:
 
     magic b"NBo1" | payload length u32 | crc32 of the payload u32 | payload (little-endian)
-    payload: seen f64, then per observation
+    payload: seen f64 | begun u64 | ended u64 | until f64 (begun: the token, 0 none), then per observation
              key length u8 | call length u8 | flags u8 | exit code i64 | client length u16 | key | call | client
 
 Flags: 1 an exit code is stated, 2 a verdict is known, 4 the verdict is "failed". A record that
@@ -38,7 +44,7 @@ from ..evidence import Observation
 DAY = 86400.0
 MAGIC = b"NBo1"
 _HEADER = struct.Struct("<4sII")
-_SEEN = struct.Struct("<d")
+_MARKS = struct.Struct("<dQQd")
 _ENTRY = struct.Struct("<BBBqH")
 MAX_RECORD = 64 * 2**20  # a longer length field is damage, not a record
 SCAN_BYTES = 8 * 2**20  # logs read on opening, newest first: about twice what the index keeps
@@ -71,10 +77,21 @@ class Observations:
         return [o for o, seen in self._by_key.get(key, {}).values() if seen >= since]
 
 
-def encode(observations: list[Observation], seen: float) -> bytes:
-    """One record: the observations of one turn."""
-    parts = [_SEEN.pack(seen)]
-    for o in observations:
+@dataclass(slots=True)
+class Record:
+    """One write: a turn's observations, a reading begun (``begun``, ending by ``until``) or
+    ended (``ended``)."""
+
+    seen: float
+    observations: list[Observation]
+    begun: int = 0
+    ended: int = 0
+    until: float = 0.0
+
+
+def encode(r: Record) -> bytes:
+    parts = [_MARKS.pack(r.seen, r.begun, r.ended, r.until)]
+    for o in r.observations:
         client = o.client.encode("utf-8", "surrogatepass") if o.client else b""
         flags = (o.exit_code is not None) | (o.failed is not None) << 1 | (o.failed is True) << 2
         code = o.exit_code if o.exit_code is not None else 0
@@ -83,10 +100,10 @@ def encode(observations: list[Observation], seen: float) -> bytes:
     return _HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
 
 
-def decode(data: bytes) -> tuple[list[tuple[Observation, float]], int]:
-    """The observations of the whole records in ``data``, and how many bytes they and any damage
-    took (the rest is a record still being written, or the start of one)."""
-    out: list[tuple[Observation, float]] = []
+def decode(data: bytes) -> tuple[list[Record], int]:
+    """The whole records in ``data``, and how many bytes they and any damage took (the rest is a
+    record still being written, or the start of one)."""
+    out: list[Record] = []
     pos, end = 0, len(data)
     while end - pos >= _HEADER.size:
         magic, length, crc = _HEADER.unpack_from(data, pos)
@@ -95,7 +112,9 @@ def decode(data: bytes) -> tuple[list[tuple[Observation, float]], int]:
             if end - start < length:
                 return out, pos  # not whole yet
             payload = data[start : start + length]
-            if zlib.crc32(payload) == crc and _entries(payload, out):
+            record = _record(payload) if zlib.crc32(payload) == crc else None
+            if record is not None:
+                out.append(record)
                 pos = start + length
                 continue
         found = data.find(MAGIC, pos + 1)  # damage: skip to the next record
@@ -103,26 +122,25 @@ def decode(data: bytes) -> tuple[list[tuple[Observation, float]], int]:
     return out, pos
 
 
-def _entries(payload: bytes, out: list[tuple[Observation, float]]) -> bool:
-    if len(payload) < _SEEN.size:
-        return False
-    (seen,) = _SEEN.unpack_from(payload, 0)
-    pos, end, got = _SEEN.size, len(payload), []
+def _record(payload: bytes) -> Record | None:
+    if len(payload) < _MARKS.size:
+        return None
+    seen, begun, ended, until = _MARKS.unpack_from(payload, 0)
+    pos, end, got = _MARKS.size, len(payload), []
     while pos < end:
         if end - pos < _ENTRY.size:
-            return False
+            return None
         key_len, call_len, flags, code, client_len = _ENTRY.unpack_from(payload, pos)
         pos += _ENTRY.size
         stop = pos + key_len + call_len + client_len
         if stop > end:
-            return False
+            return None
         key, call = payload[pos : pos + key_len], payload[pos + key_len : pos + key_len + call_len]
         client = payload[pos + key_len + call_len : stop].decode("utf-8", "surrogatepass") or None
         failed = bool(flags & 4) if flags & 2 else None
-        got.append((Observation(code if flags & 1 else None, failed, client, key, call), seen))
+        got.append(Observation(code if flags & 1 else None, failed, client, key, call))
         pos = stop
-    out += got
-    return True
+    return Record(seen, got, begun, ended, until)
 
 
 @dataclass(slots=True)
@@ -143,6 +161,7 @@ class ObservationLog:
         self._index = Observations(limit)
         self._write_day, self._write_fd = -1, -1
         self._reads: dict[int, _Read] = {}
+        self._begun: dict[int, float] = {}  # readings begun and not ended -> when they end at the latest
         for o, seen in earlier:  # older than anything in the logs
             self._index.add(o, seen)
         self._today = int(time.time() // DAY)
@@ -151,20 +170,38 @@ class ObservationLog:
     def path(self, day: int) -> str:
         return f"{self._prefix}{day}"
 
-    def observe(self, observations: list[Observation], now: float) -> None:
-        data = encode(observations, now)
-        day = int(now // DAY)
+    def begin(self, now: float, until: float) -> int:
+        """A reading begun, to end by ``until``: its token, for :meth:`observe`."""
+        token = int.from_bytes(os.urandom(8), "little") or 1
+        self._append(Record(now, [], begun=token, until=until))
+        return token
+
+    def observe(self, observations: list[Observation], now: float, ended: int = 0) -> None:
+        """``observations``, and that the reading ``ended`` (a token of :meth:`begin`) has ended."""
+        self._append(Record(now, observations, ended=ended))
+
+    def candidates(self, key: bytes, now: float) -> list[Observation]:
+        with self._lock:
+            self._catch_up(int(now // DAY))
+            return self._index.candidates(key, now - self._ttl)
+
+    def unfinished(self, now: float) -> dict[int, float]:
+        """The readings begun and not ended (any process's), each with when it ends at the latest."""
+        with self._lock:
+            self._catch_up(int(now // DAY))
+            for token in [t for t, until in self._begun.items() if until <= now]:  # its process died
+                del self._begun[token]
+            return dict(self._begun)
+
+    def _append(self, record: Record) -> None:
+        data = encode(record)
+        day = int(record.seen // DAY)
         with self._lock:
             if day != self._write_day:
                 self._open_write(day)
             written = os.write(self._write_fd, data)
         if written != len(data):  # a full disk: the reader skips the torn record
             raise OSError(f"{self.path(day)}: wrote {written} of {len(data)} bytes")
-
-    def candidates(self, key: bytes, now: float) -> list[Observation]:
-        with self._lock:
-            self._catch_up(int(now // DAY))
-            return self._index.candidates(key, now - self._ttl)
 
     def close(self) -> None:
         with self._lock:
@@ -225,8 +262,13 @@ class ObservationLog:
             return
         found, used = decode(os.pread(r.fd, size - r.offset, r.offset))
         r.offset += used
-        for o, seen in found:
-            self._index.add(o, seen)
+        for record in found:
+            for o in record.observations:
+                self._index.add(o, record.seen)
+            if record.begun:
+                self._begun[record.begun] = record.until
+            if record.ended:
+                self._begun.pop(record.ended, None)
 
     def _expire(self, today: int) -> None:
         """Close and delete the logs past the TTL."""

@@ -25,7 +25,7 @@ class BridgeState:
         # Chat requests still being read in the worker, by flow id: the planner hop waits for
         # their evidence before it corrects a step.
         self.readings: dict[str, asyncio.Future[None]] = {}
-        self.dispatch = Dispatch(self.readings)
+        self.dispatch = Dispatch(self.readings, lambda: self.store.unfinished())
         self.recorder: Any = None  # the chat hop's records.writer.Recorder (the planner hop's too, by default)
 
     def load(self, loader) -> None:

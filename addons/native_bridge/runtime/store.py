@@ -32,15 +32,24 @@ MAX_OBSERVATIONS = 65536
 OBSERVATION_TTL = 7 * 24 * 3600.0  # seconds an observation stays usable
 
 
+def reading_bound(size: int) -> float:
+    """Seconds within which a reading of ``size`` bytes ends even if its process dies (a planner
+    hop waiting for it then goes on without its evidence): a first sight of 30 MiB in the worker
+    on a slow core, with room to spare."""
+    return 5.0 + size / 2**20
+
+
 class Store(Protocol):
-    # Whether other processes read this store: then what the chat hop observed must be in it
-    # before the request goes upstream (the gateway's planner call may come through another proxy).
+    # Whether other processes read this store: then a chat request that goes upstream before it is
+    # read says so first (begin), and its reading's end comes with its observations (observe).
     shared: bool
 
     def delivered(self, cascade_id: str) -> Delivered: ...
     def deliver(self, cascade_id: str, delivery: Delivery) -> None: ...
-    def observe(self, observations: list[Observation]) -> None: ...
+    def begin(self, size: int) -> int: ...
+    def observe(self, observations: list[Observation], ended: int = 0) -> None: ...
     def candidates(self, key: bytes) -> list[Observation]: ...
+    def unfinished(self) -> dict[int, float]: ...
     def close(self) -> None: ...
 
 
@@ -87,12 +96,18 @@ class MemoryStore:
     def _forget_bytes(self, cascade_id: str) -> None:
         self._kept_bytes -= self._kept.pop(cascade_id, 0)
 
-    def observe(self, observations: list[Observation]) -> None:
+    def begin(self, size: int) -> int:
+        return 0  # this process's readings are waited for by their tasks (runtime/dispatch.py)
+
+    def observe(self, observations: list[Observation], ended: int = 0) -> None:
         for o in observations:
             self._obs.add(o)
 
     def candidates(self, key: bytes) -> list[Observation]:
         return self._obs.candidates(key)
+
+    def unfinished(self) -> dict[int, float]:
+        return {}
 
     def close(self) -> None:
         pass
@@ -157,12 +172,19 @@ class SQLiteStore:
                 (cascade_id, b"".join(delivery.digests()), time.time()),
             )
 
-    def observe(self, observations: list[Observation]) -> None:
-        if observations:
-            self._log.observe(observations, time.time())
+    def begin(self, size: int) -> int:
+        now = time.time()
+        return self._log.begin(now, now + reading_bound(size))
+
+    def observe(self, observations: list[Observation], ended: int = 0) -> None:
+        if observations or ended:
+            self._log.observe(observations, time.time(), ended)
 
     def candidates(self, key: bytes) -> list[Observation]:
         return self._log.candidates(key, time.time())
+
+    def unfinished(self) -> dict[int, float]:
+        return self._log.unfinished(time.time())
 
     def _table(self) -> list[tuple[Observation, float]]:
         """Observations an earlier version kept in the file's ``observation`` table, within the
