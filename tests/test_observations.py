@@ -177,6 +177,10 @@ def test_a_reading_another_process_began_is_unfinished_until_it_ends_or_its_time
     base, now = str(tmp_path / "s"), time.time()
     chat, planner = ObservationLog(base, TTL, 100), ObservationLog(base, TTL, 100)
     first, second = chat.begin(now, now + 5), chat.begin(now, now + 60)
+    with open(chat.path(int(now // DAY)), "rb") as f:  # begin packs its record itself: as encode() would
+        assert f.read() == b"".join(
+            encode(Record(now, [], begun=t, until=now + u)) for t, u in ((first, 5), (second, 60))
+        )
     assert planner.unfinished(now) == {first: now + 5, second: now + 60}
     chat.observe([ob(1)], now + 1, ended=first)  # its observations come with its end
     assert planner.unfinished(now + 1) == {second: now + 60} and planner.candidates(ob(1).key, now + 1) == [ob(1)]

@@ -46,6 +46,7 @@ MAGIC = b"NBo1"
 _HEADER = struct.Struct("<4sII")
 _MARKS = struct.Struct("<dQQd")
 _ENTRY = struct.Struct("<BBBqH")
+_TOKENS = 2**64 - 1
 MAX_RECORD = 64 * 2**20  # a longer length field is damage, not a record
 SCAN_BYTES = 8 * 2**20  # logs read on opening, newest first: about twice what the index keeps
 
@@ -162,6 +163,7 @@ class ObservationLog:
         self._write_day, self._write_fd = -1, -1
         self._reads: dict[int, _Read] = {}
         self._begun: dict[int, float] = {}  # readings begun and not ended -> when they end at the latest
+        self._token = int.from_bytes(os.urandom(8), "little")  # this process's tokens count on from here
         for o, seen in earlier:  # older than anything in the logs
             self._index.add(o, seen)
         self._today = int(time.time() // DAY)
@@ -171,14 +173,16 @@ class ObservationLog:
         return f"{self._prefix}{day}"
 
     def begin(self, now: float, until: float) -> int:
-        """A reading begun, to end by ``until``: its token, for :meth:`observe`."""
-        token = int.from_bytes(os.urandom(8), "little") or 1
-        self._append(Record(now, [], begun=token, until=until))
+        """A reading begun, to end by ``until``: its token, for :meth:`observe`. On the request's
+        way upstream, so packed here, not by :func:`encode` (the same bytes)."""
+        self._token = token = (self._token + 1) & _TOKENS or 1
+        payload = _MARKS.pack(now, token, 0, until)
+        self._append(_HEADER.pack(MAGIC, _MARKS.size, zlib.crc32(payload)) + payload, now)
         return token
 
     def observe(self, observations: list[Observation], now: float, ended: int = 0) -> None:
         """``observations``, and that the reading ``ended`` (a token of :meth:`begin`) has ended."""
-        self._append(Record(now, observations, ended=ended))
+        self._append(encode(Record(now, observations, ended=ended)), now)
 
     def candidates(self, key: bytes, now: float) -> list[Observation]:
         with self._lock:
@@ -193,9 +197,8 @@ class ObservationLog:
                 del self._begun[token]
             return dict(self._begun)
 
-    def _append(self, record: Record) -> None:
-        data = encode(record)
-        day = int(record.seen // DAY)
+    def _append(self, data: bytes, now: float) -> None:
+        day = int(now // DAY)
         with self._lock:
             if day != self._write_day:
                 self._open_write(day)
