@@ -135,6 +135,8 @@ def test_later_a_large_body_is_read_away_and_kept_in_readings_until_done():
         d = Dispatch()
         w = Fake(size=LARGE, later=True, live=True)
         assert d.run(w) is None  # nothing to await: the request goes on
+        assert names(w) == ["prepare"], "where to read it is decided once it has gone"
+        await asyncio.sleep(0)  # the next loop step: before any reply could be read
         assert list(d.readings) == [w.flow.id]
         await asyncio.wait(list(d.readings.values()))
         assert not d.readings

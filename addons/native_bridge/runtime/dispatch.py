@@ -134,19 +134,31 @@ class Dispatch:
             return {}
 
     def _start(self, work: Work[Any]) -> Awaitable[None] | None:
-        try:
-            here = work.size < OFFLOAD_BYTES or work.fresh() < OFFLOAD_BYTES
-        except Exception as e:
-            self._finish(work, self._failed(work, e), forwarded=False)
-            return None
         loop = running_loop()
         if work.later and loop is not None:  # the request goes on now; the reading follows it
-            if here:
-                after_forward(lambda: self._here(work, forwarded=True), loop)
-            else:
-                self._meanwhile(work, loop)
+            after_forward(lambda: self._follow(work, loop), loop)
+            return None
+        here = self._where(work, forwarded=False)
+        if here is None:
             return None
         return self._here(work, forwarded=False) if here else self._away(work, forwarded=False)
+
+    def _where(self, work: Work[Any], forwarded: bool) -> bool | None:
+        """Whether to read here (else away); None: that failed, and the failure is handled."""
+        try:
+            return work.size < OFFLOAD_BYTES or work.fresh() < OFFLOAD_BYTES
+        except Exception as e:
+            self._finish(work, self._failed(work, e), forwarded)
+            return None
+
+    def _follow(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
+        """The reading of a request that has gone: where to read it is decided now too (for a
+        large history, ``fresh`` compares it with the memo's: the request did not wait for that)."""
+        here = self._where(work, forwarded=True)
+        if here:
+            self._here(work, forwarded=True)
+        elif here is not None:
+            self._meanwhile(work, loop)
 
     def _here(self, work: Work[Any], forwarded: bool) -> Awaitable[None] | None:
         whole = work.size < OFFLOAD_BYTES
