@@ -193,3 +193,51 @@ def test_a_reading_another_process_began_is_unfinished_until_it_ends_or_its_time
 
 def test_the_bound_on_a_reading_grows_with_its_body() -> None:
     assert reading_bound(0) >= 5 and reading_bound(32 * 2**20) >= 30
+
+
+def test_a_torn_record_hides_none_of_the_records_after_it() -> None:
+    """A write cut short (a full disk, a process killed in a long write) keeps its length field:
+    the records appended after it are read, not taken for the rest of it."""
+    a, c = encode(Record(1.0, [ob(1)])), encode(Record(3.0, [ob(3)]))
+    big = encode(Record(2.0, [ob(i) for i in range(100, 200)]))
+    data = a + big[: len(big) // 2] + c
+    found, used = decode(data)
+    assert [r.observations for r in found] == [[ob(1)], [ob(3)]] and used == len(data)
+    found, used = decode(a + big[: len(big) // 2])  # nothing after it yet: it may still be written
+    assert [r.observations for r in found] == [[ob(1)]] and used == len(a)
+
+
+def test_logs_read_out_of_order_keep_the_newest_observation(tmp_path, monkeypatch) -> None:
+    """With its budget spent on today's log, a reader opened now never reads yesterday's later:
+    an older observation of the same call must not replace a newer one."""
+    base, today = str(tmp_path / "s"), int(time.time() // DAY)
+    writer = ObservationLog(base, TTL, 100)
+    writer.observe([ob(1, 1)], (today - 1) * DAY + 5)
+    writer.observe([ob(1, 0)], today * DAY + 5)
+    writer.close()
+    monkeypatch.setattr(obs, "SCAN_BYTES", 1)
+    reader = ObservationLog(base, TTL, 100)
+    assert reader.candidates(ob(1).key, today * DAY + 6) == [ob(1, 0)]
+    reader.close()
+    index = obs.Observations(10)
+    index.add(ob(1, 0), 5.0)
+    index.add(ob(1, 1), 4.0)  # older, read later
+    assert index.candidates(ob(1).key) == [ob(1, 0)]
+
+
+def test_an_end_read_before_its_begin_still_ends_it(tmp_path) -> None:
+    """Around midnight a reading's begin and end may lie in two days' logs, read in either order."""
+    base, day = str(tmp_path / "s"), 20000
+    writer, reader = ObservationLog(base, TTL, 100), ObservationLog(base, TTL, 100)
+    token = writer.begin(day * DAY + 1, day * DAY + 600)  # in the later day's log
+    writer.observe([ob(1)], day * DAY - 1, ended=token)  # in the earlier one's: read first
+    assert reader.unfinished(day * DAY + 2) == {} and reader.candidates(ob(1).key, day * DAY + 2) == [ob(1)]
+    writer.close()
+    reader.close()
+
+
+def test_a_closed_log_takes_no_more_records(tmp_path) -> None:
+    log = ObservationLog(str(tmp_path / "s"), TTL, 100)
+    log.close()
+    with pytest.raises(OSError):
+        log.observe([ob(1)], time.time())

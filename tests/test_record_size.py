@@ -167,6 +167,7 @@ async def bridged(nb: ChatHop, f) -> None:
     pending = nb.request(f)
     if pending is not None:
         await pending
+    await asyncio.sleep(0)  # gone upstream: the reading has begun
     await asyncio.gather(*nb.readings())
     for _ in range(3):  # the verdict and record are made once the request went upstream (later.py)
         await asyncio.sleep(0)

@@ -19,6 +19,7 @@ from ..runtime import META
 from ..runtime.dispatch import Dispatch
 from ..runtime.later import Original, back_up, deferrable, keeps_backups, original
 from ..runtime.state import BridgeState
+from ..runtime.store import Store
 from . import websocket
 from .jobs import Job, Outcome, bridge, resume, sent_first
 from .verdict import announce, calm_level, comment, error, record_job
@@ -404,6 +405,7 @@ class _Request:
         self.job: Job | None = None
         self.came: Original | None = None
         self.begun = 0  # the shared store's token for this reading, until its end is written
+        self.began: Store | None = None
 
     @property
     def raw(self) -> bytes | None:
@@ -420,7 +422,8 @@ class _Request:
         self.size = len(raw)
         self.job = Job(raw, self.hop.config, req.path, ua, emit=self.emit, record=self.hop.recorder is not None)
         if self.later and self.shared:
-            self.begun = self.hop.state.store.begin(self.size)
+            self.began = self.hop.state.store  # its end goes there, even if bridge_state changes meanwhile
+            self.begun = self.began.begin(self.size)
         return None
 
     def fresh(self) -> int:
@@ -461,8 +464,9 @@ class _Request:
     def _end(self, observations: list[Observation]) -> None:
         """The reading's observations and its end, in one record of the shared store. Its end
         alone (a failed reading's) is worth a try only: else it ends when its time is up."""
+        assert self.began is not None
         try:
-            self.hop.state.store.observe(observations, ended=self.begun)
+            self.began.observe(observations, ended=self.begun)
         except Exception:
             if observations:
                 raise  # the dispatch fails open, then applies the failed result: its end alone

@@ -21,8 +21,9 @@ processes never interleave inside a record:
              key length u8 | call length u8 | flags u8 | exit code i64 | client length u16 | key | call | client
 
 Flags: 1 an exit code is stated, 2 a verdict is known, 4 the verdict is "failed". A record that
-does not check (a write torn by a power cut) is skipped to the next magic; one not yet whole is
-read once it is. Logs older than the TTL are deleted by the process that opens a new day's log.
+does not check (a write torn by a power cut or a full disk) is skipped to the next magic; one not
+yet whole is read once it is, or skipped as torn once a whole one follows it. Logs a day past the
+TTL are deleted by any process on its first write or lookup of a new day.
 Nothing a secret could hide in is written: digests, an exit code, a verdict, a client's id.
 """
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import itertools
 import os
 import struct
 import threading
@@ -64,6 +66,9 @@ class Observations:
         return len(self._order)
 
     def add(self, o: Observation, seen: float = 0.0) -> None:
+        known = self._by_key.get(o.key, {}).get(o.call)
+        if known is not None and known[1] > seen:  # read out of order: the newer one stands
+            return
         self._order[(o.key, o.call)] = None
         self._order.move_to_end((o.key, o.call))
         self._by_key.setdefault(o.key, {})[o.call] = (o, seen)
@@ -110,8 +115,12 @@ def decode(data: bytes) -> tuple[list[Record], int]:
         magic, length, crc = _HEADER.unpack_from(data, pos)
         start = pos + _HEADER.size
         if magic == MAGIC and length <= MAX_RECORD:
-            if end - start < length:
-                return out, pos  # not whole yet
+            if end - start < length:  # not whole yet, or torn (a whole record after it says so)
+                after = _whole_after(data, start)
+                if after < 0:
+                    return out, pos
+                pos = after
+                continue
             payload = data[start : start + length]
             record = _record(payload) if zlib.crc32(payload) == crc else None
             if record is not None:
@@ -121,6 +130,19 @@ def decode(data: bytes) -> tuple[list[Record], int]:
         found = data.find(MAGIC, pos + 1)  # damage: skip to the next record
         pos = found if found >= 0 else max(pos + 1, end - len(MAGIC) + 1)
     return out, pos
+
+
+def _whole_after(data: bytes, at: int) -> int:
+    """Where the first record that checks out begins after ``at`` (-1: none). Appends never
+    interleave, so one after a record not yet whole means that record was torn."""
+    at = data.find(MAGIC, at)
+    while at >= 0 and len(data) - at >= _HEADER.size:
+        _, length, crc = _HEADER.unpack_from(data, at)
+        start = at + _HEADER.size
+        if length <= min(MAX_RECORD, len(data) - start) and zlib.crc32(data[start : start + length]) == crc:
+            return at
+        at = data.find(MAGIC, at + 1)
+    return -1
 
 
 def _record(payload: bytes) -> Record | None:
@@ -163,11 +185,13 @@ class ObservationLog:
         self._write_day, self._write_fd = -1, -1
         self._reads: dict[int, _Read] = {}
         self._begun: dict[int, float] = {}  # readings begun and not ended -> when they end at the latest
-        self._token = int.from_bytes(os.urandom(8), "little")  # this process's tokens count on from here
+        self._ended: OrderedDict[int, None] = OrderedDict()  # ended before their begin was read (midnight)
+        self._tokens = itertools.count(int.from_bytes(os.urandom(8), "little"))  # this process's
+        self._closed = False
         for o, seen in earlier:  # older than anything in the logs
             self._index.add(o, seen)
-        self._today = int(time.time() // DAY)
-        self._scan()  # now, not on the planner hop's first lookup
+        self._floor = self._scan(int(time.time() // DAY))  # now, not on the planner hop's first lookup
+        self._today = -1  # the first lookup looks at every day within the TTL
 
     def path(self, day: int) -> str:
         return f"{self._prefix}{day}"
@@ -175,7 +199,7 @@ class ObservationLog:
     def begin(self, now: float, until: float) -> int:
         """A reading begun, to end by ``until``: its token, for :meth:`observe`. On the request's
         way upstream, so packed here, not by :func:`encode` (the same bytes)."""
-        self._token = token = (self._token + 1) & _TOKENS or 1
+        token = next(self._tokens) & _TOKENS or 1
         payload = _MARKS.pack(now, token, 0, until)
         self._append(_HEADER.pack(MAGIC, _MARKS.size, zlib.crc32(payload)) + payload, now)
         return token
@@ -200,6 +224,8 @@ class ObservationLog:
     def _append(self, data: bytes, now: float) -> None:
         day = int(now // DAY)
         with self._lock:
+            if self._closed:
+                raise OSError(f"{self._prefix}*: closed")
             if day != self._write_day:
                 self._open_write(day)
             written = os.write(self._write_fd, data)
@@ -208,6 +234,7 @@ class ObservationLog:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             for r in self._reads.values():
                 os.close(r.fd)
             self._reads.clear()
@@ -222,18 +249,20 @@ class ObservationLog:
         self._write_day, self._write_fd = day, fd
         self._expire(day)
 
-    def _scan(self) -> None:
-        """The logs there now, read as far as they go: newest first until SCAN_BYTES, then read
-        oldest first (the index forgets the oldest arrivals)."""
-        taken = 0
+    def _scan(self, today: int) -> int:
+        """Read the logs there now, newest first until SCAN_BYTES, each read oldest first (the
+        index forgets the oldest arrivals); the oldest day read, older ones are never read."""
+        days, taken = [], 0
         for day in sorted(self._logs(), reverse=True):
-            if taken >= SCAN_BYTES or day < self._today - self._days:
+            if taken >= SCAN_BYTES or day < today - self._days:
                 break
-            r = self._reads.get(day) or self._open_read(day)
+            r = self._open_read(day)
             if r is not None:
-                taken += os.fstat(r.fd).st_size - r.offset
-        for day in sorted(self._reads):
+                days.append(day)
+                taken += os.fstat(r.fd).st_size
+        for day in reversed(days):
             self._read_new(self._reads[day])
+        return days[-1] if days else 0
 
     def _logs(self) -> list[int]:
         """The days whose logs are there."""
@@ -241,12 +270,12 @@ class ObservationLog:
         return [int(t) for t in tails if t.isdigit()]
 
     def _catch_up(self, today: int) -> None:
-        if today != self._today:  # a new day (or a reader that slept): every log, and any new one
+        first = today - 1  # a writer may still be on yesterday's log for a moment
+        if today != self._today:  # a new day, or a reader that slept: the days since, oldest first
+            first = min(first, self._today)
             self._today = today
             self._expire(today)
-            self._scan()
-            return
-        for day in (today - 1, today):  # a writer may still be on yesterday's log for a moment
+        for day in range(max(first, self._floor, today - self._days), today + 1):
             r = self._reads.get(day) or self._open_read(day)
             if r is not None:
                 self._read_new(r)
@@ -268,10 +297,14 @@ class ObservationLog:
         for record in found:
             for o in record.observations:
                 self._index.add(o, record.seen)
-            if record.begun:
+            if record.begun in self._ended:  # its end was read first (the two in two days' logs)
+                del self._ended[record.begun]
+            elif record.begun:
                 self._begun[record.begun] = record.until
-            if record.ended:
-                self._begun.pop(record.ended, None)
+            if record.ended and self._begun.pop(record.ended, None) is None:
+                self._ended[record.ended] = None
+                if len(self._ended) > 4096:
+                    self._ended.popitem(last=False)
 
     def _expire(self, today: int) -> None:
         """Close and delete the logs past the TTL."""

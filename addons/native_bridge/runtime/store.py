@@ -147,7 +147,11 @@ class SQLiteStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(_SCHEMA)
-        self._log = ObservationLog(path, ttl, MAX_OBSERVATIONS, earlier=self._table())
+        try:
+            self._log = ObservationLog(path, ttl, MAX_OBSERVATIONS, earlier=self._table())
+        except BaseException:
+            self._db.close()
+            raise
         # The ledgers this process wrote, with their steps' bytes while they fit: checked
         # against the file on every read (another process may have written since).
         self._front = MemoryStore(max_observations=0, keep_digests=True)
