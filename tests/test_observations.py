@@ -177,7 +177,7 @@ def test_a_reading_another_process_began_is_unfinished_until_it_ends_or_its_time
     base, now = str(tmp_path / "s"), time.time()
     chat, planner = ObservationLog(base, TTL, 100), ObservationLog(base, TTL, 100)
     first, second = chat.begin(now, now + 5), chat.begin(now, now + 60)
-    with open(chat.path(int(now // DAY)), "rb") as f:  # begin packs its record itself: as encode() would
+    with open(chat.path(int(now // DAY)), "rb") as f:  # one record each, as encode() writes it
         assert f.read() == b"".join(
             encode(Record(now, [], begun=t, until=now + u)) for t, u in ((first, 5), (second, 60))
         )

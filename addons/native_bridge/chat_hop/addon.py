@@ -397,7 +397,6 @@ class _Request:
         # hop waits for it (this process's for its task; with a shared state file, another
         # process's for the end its log records: begun in prepare, ended in apply).
         self.later = goes and not emit
-        self.shared = shared
         # Rewrite mode with the state in this process: only the new body is needed before the
         # request goes; the verdict, the observations and the memo's new entry wait (account).
         self.defer = goes and emit and not shared
@@ -421,9 +420,10 @@ class _Request:
         assert raw is not None
         self.size = len(raw)
         self.job = Job(raw, self.hop.config, req.path, ua, emit=self.emit, record=self.hop.recorder is not None)
-        if self.later and self.shared:
-            self.began = self.hop.state.store  # its end goes there, even if bridge_state changes meanwhile
-            self.begun = self.began.begin(self.size)
+        store = self.hop.state.store
+        if self.later and store.shared:
+            self.began = store  # its end goes there, even if bridge_state changes meanwhile
+            self.begun = store.begin(self.size)
         return None
 
     def fresh(self) -> int:

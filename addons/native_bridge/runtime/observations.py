@@ -62,9 +62,6 @@ class Observations:
         self._order: OrderedDict[tuple[bytes, bytes], None] = OrderedDict()  # oldest first
         self._by_key: dict[bytes, dict[bytes, tuple[Observation, float]]] = {}
 
-    def __len__(self) -> int:
-        return len(self._order)
-
     def add(self, o: Observation, seen: float = 0.0) -> None:
         known = self._by_key.get(o.key, {}).get(o.call)
         if known is not None and known[1] > seen:  # read out of order: the newer one stands
@@ -197,11 +194,9 @@ class ObservationLog:
         return f"{self._prefix}{day}"
 
     def begin(self, now: float, until: float) -> int:
-        """A reading begun, to end by ``until``: its token, for :meth:`observe`. On the request's
-        way upstream, so packed here, not by :func:`encode` (the same bytes)."""
+        """A reading begun, to end by ``until``: its token, for :meth:`observe`."""
         token = next(self._tokens) & _TOKENS or 1
-        payload = _MARKS.pack(now, token, 0, until)
-        self._append(_HEADER.pack(MAGIC, _MARKS.size, zlib.crc32(payload)) + payload, now)
+        self._append(encode(Record(now, [], begun=token, until=until)), now)
         return token
 
     def observe(self, observations: list[Observation], now: float, ended: int = 0) -> None:
