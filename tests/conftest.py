@@ -16,6 +16,9 @@ from pathlib import Path
 
 import procs  # tests/ is on the path: pytest puts a conftest's folder there (rootdir, no __init__.py)
 import pytest
+from support import lifetime
+
+lifetime.forks_exec_at_once()  # before any test module imports grpc
 
 SESSION_MARKER = os.environ.setdefault(procs.MARKER_VAR, uuid.uuid4().hex)  # before any test starts anything
 

@@ -9,9 +9,11 @@ if not __package__:  # run as ``python scripts/bench``: this folder is first on 
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "addons"))  # this checkout's bridge, not an installed one
 
-from support import cli
+from support import cli, lifetime
 
-from bench.cli import main
+lifetime.forks_exec_at_once()  # before bench.planner imports grpc
+
+from bench.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     cli.run(main)

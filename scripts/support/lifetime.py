@@ -47,3 +47,13 @@ def ending_with(parent: int, sig: int = signal.SIGTERM) -> Callable[[], None]:
         die_with_parent(sig, parent)
 
     return setup
+
+
+def forks_exec_at_once() -> None:
+    """Tell grpcio, before it is imported, that this process's forks exec at once (``ending_with``).
+
+    Its fork support, on by default, re-arms gRPC in every forked child so that the child may
+    go on using it; when a thread of the parent is in gRPC at the fork, the child's gRPC poller
+    then meets the descriptors ``subprocess`` closes before exec and aborts the child (1 to 2 in
+    100 with a busy in-process server: a mitmdump that never starts, tests/test_lifetime.py)."""
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
