@@ -15,6 +15,7 @@ import pytest
 from mitmproxy.test import tflow
 from native_bridge.runtime import dispatch
 from native_bridge.runtime.dispatch import OFFLOAD_BYTES, Dispatch
+from steps import gone
 
 SMALL, LARGE = 1000, OFFLOAD_BYTES
 
@@ -57,7 +58,7 @@ class Fake:
 
     async def away(self, d: Dispatch) -> str:
         self._step("away")
-        await asyncio.sleep(0)
+        await gone()
         return "away"
 
     def failed(self, e: Exception) -> str:
@@ -115,7 +116,7 @@ def test_a_known_result_is_applied_and_accounted_without_reading():
 
 async def _tick() -> None:
     for _ in range(3):
-        await asyncio.sleep(0)
+        await gone()
 
 
 def test_later_a_small_body_is_read_after_the_request_went_on():
@@ -136,7 +137,7 @@ def test_later_a_large_body_is_read_away_and_kept_in_readings_until_done():
         w = Fake(size=LARGE, later=True, live=True)
         assert d.run(w) is None  # nothing to await: the request goes on
         assert names(w) == ["prepare"], "where to read it is decided once it has gone"
-        await asyncio.sleep(0)  # the next loop step: before any reply could be read
+        await gone()  # written out: before any reply could be read
         assert list(d.readings) == [w.flow.id]
         await asyncio.wait(list(d.readings.values()))
         assert not d.readings
@@ -150,7 +151,7 @@ def test_later_a_new_part_that_needs_the_whole_body_is_read_away_meanwhile():
         d = Dispatch()
         w = Fake(size=10 * LARGE, new=10, here_gives=None, later=True, live=True)
         assert d.run(w) is None
-        await asyncio.sleep(0)  # after forwarding: the new part did not do, the whole body goes away
+        await gone()  # after forwarding: the new part did not do, the whole body goes away
         assert ("here", False) in names(w) and list(d.readings) == [w.flow.id]
         await asyncio.wait(list(d.readings.values()))
         assert names(w)[-2:] == [("apply", "away"), ("account", "away")] and not d.readings

@@ -24,9 +24,10 @@ from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge
 from native_bridge.runtime import META, dispatch
 from native_bridge.runtime import store as store_module
-from native_bridge.runtime.later import keeps_backups
+from native_bridge.runtime.later import after_forward, keeps_backups
 from native_bridge.runtime.state import BridgeState
 from native_bridge.runtime.store import SQLiteStore
+from steps import gone
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
 from test_planner_addon import SPEC, fixture, planner, planner_flow  # noqa: F401 (fixture)
@@ -72,6 +73,22 @@ def stored(nb: ChatHop, seen: list) -> bool:
     return all(nb.state.store.candidates(o.key) for o in seen)
 
 
+def test_work_after_forwarding_runs_after_the_step_in_which_mitmdump_writes_the_request():
+    """mitmdump writes a request in the step after its hook (its hook task waits for the
+    connection's lock, freed at the end of the hook's step): the work comes after that write,
+    and before the next step's select could read a reply (tests/e2e/test_after_forward.py)."""
+
+    async def go() -> list[str]:
+        loop = asyncio.get_running_loop()
+        done: list[str] = []
+        after_forward(lambda: done.append("work"))  # in the hook
+        loop.call_soon(lambda: done.append("write"))  # the hook task, woken as the lock is freed
+        await gone()
+        return done
+
+    assert asyncio.run(go()) == ["write", "work"]
+
+
 @pytest.mark.parametrize("chat_hop", [("observe", False)], indirect=True)
 def test_observe_mode_with_the_state_in_memory_reads_after_forwarding(chat_hop):
     raw, seen = body_with_results()
@@ -82,7 +99,7 @@ def test_observe_mode_with_the_state_in_memory_reads_after_forwarding(chat_hop):
         # The hook returned with nothing read: the request goes upstream as it came, now.
         assert META not in f.metadata and not stored(chat_hop, seen)
         assert f.request.raw_content == raw
-        await asyncio.sleep(0)  # the next loop step: before any reply could be read
+        await gone()  # written out: before any reply could be read
         assert f.metadata[META]["status"] == "observed" and stored(chat_hop, seen)
 
     asyncio.run(run())
@@ -104,7 +121,7 @@ def test_a_shared_state_file_says_a_reading_began_before_the_request_goes(chat_h
         assert f.request.raw_content == raw and META not in f.metadata
         assert len(other.unfinished()) == 1, "begun: a planner call now waits for it"
         assert not any(other.candidates(o.key) for o in seen)
-        await asyncio.sleep(0)
+        await gone()
         assert f.metadata[META]["status"] == "observed"
         assert other.unfinished() == {} and all(other.candidates(o.key) for o in seen)
 
@@ -139,7 +156,7 @@ def test_with_a_shared_state_file_resumed_turns_are_read_after_the_request_went(
             async def run(f=f, seen=seen, hits=hits):
                 assert chat_hop.request(f) is None
                 assert META not in f.metadata and memo.hits == hits and chat_hop.state.store.unfinished()
-                await asyncio.sleep(0)
+                await gone()
                 assert stored(chat_hop, seen) and not chat_hop.state.store.unfinished()
 
             asyncio.run(run())
@@ -162,7 +179,7 @@ def test_a_reading_that_fails_after_the_request_went_fails_open_and_ends(chat_ho
 
     async def run():
         assert chat_hop.request(f) is None and chat_hop.state.store.unfinished()
-        await asyncio.sleep(0)
+        await gone()
 
     asyncio.run(run())
     assert f.metadata[META]["status"] == "error" and f.request.raw_content == raws[1]
@@ -192,7 +209,7 @@ def test_rewrite_mode_sends_the_new_body_before_the_memo_and_the_observations(ch
                 assert chat_hop.request(f) is None
                 assert f.request.raw_content == g.request.raw_content != raw  # what goes upstream, now
                 assert memo.newest() is before and not stored(chat_hop, seen), "the rest waits"
-                await asyncio.sleep(0)
+                await gone()
                 assert memo.newest() is not before and stored(chat_hop, seen)
 
             asyncio.run(run())
@@ -219,7 +236,7 @@ def test_a_rewrite_whose_rest_fails_after_the_request_went_keeps_its_verdict(cha
 
     async def run():
         assert chat_hop.request(f) is None
-        await asyncio.sleep(0)
+        await gone()
 
     asyncio.run(run())
     assert f.request.raw_content == inline.request.raw_content != raw  # the rewritten body went
@@ -238,7 +255,7 @@ def test_rewrite_mode_sets_the_body_in_the_hook_and_annotates_after(chat_hop):
         assert f.request.raw_content != raw  # what goes upstream is decided now
         assert META not in f.metadata and not f.modified()  # the backup (0.2 ms) waits too
         sent = f.request.raw_content, f.request.headers["content-length"]
-        await asyncio.sleep(0)
+        await gone()
         assert f.metadata[META]["status"] == "rewritten" and f.modified()
         assert (f.request.raw_content, f.request.headers["content-length"]) == sent
         f.revert()  # mitmweb's revert: the request as it came, its length header included
@@ -280,7 +297,7 @@ def test_the_planner_hop_corrects_in_the_hook_and_annotates_after(planner):  # n
         pb.request(f)
         assert f.request.raw_content != body and f.request.headers["x-native-bridge"] == "corrected"
         assert META not in f.metadata and not f.modified()
-        await asyncio.sleep(0)
+        await gone()
         assert f.metadata[META]["status"] == "corrected" and f.marked
         # The backup is the request as the gateway sent it, without the bridge's header.
         f.revert()
@@ -305,7 +322,7 @@ def test_the_planner_hop_waits_for_a_chat_request_still_being_read(planner, monk
         f = chat_flow(chat_raw)
         f.request.path = "/v1/messages"
         assert chat.request(f) is None
-        await asyncio.sleep(0)  # gone upstream: the gateway's planner call can only come after this
+        await gone()  # gone upstream: the gateway's planner call can only come after this
         assert chat.readings()
         g = planner_flow(fixture("grpc-turn1.bin"))
         g.response = None  # live, on its way upstream
@@ -386,13 +403,13 @@ def test_headless_mitmdump_backs_up_a_rewritten_flow_only_when_a_flow_file_keeps
         try:
             f = chat_flow(raw)
             assert nb.request(f) is None
-            await asyncio.sleep(0)
+            await gone()
             assert f.metadata[META]["status"] == "rewritten" and f._backup is None
             for option in ({"flow_detail": 3}, {"flow_detail": 1, "save_stream_file": str(tmp_path / "out.flows")}):
                 master.options.update(**option)
                 f = chat_flow(raw)
                 assert nb.request(f) is None
-                await asyncio.sleep(0)
+                await gone()
                 assert f.metadata[META]["status"] == "rewritten" and f.modified(), option
                 f.revert()
                 assert f.request.content == raw

@@ -24,6 +24,7 @@ from native_bridge.core.memo import Memo
 from native_bridge.core.pipeline import Config, rewrite
 from native_bridge.runtime import META, dispatch, worker
 from native_bridge.runtime.offload import Offloader
+from steps import gone
 from support.histories import DIALECT_PATHS
 from support.histories.agent import Session
 from support.histories.cascade import SEND_PATH, CascadeBodies
@@ -237,7 +238,7 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
     async def run():
         f = _flow(raw)  # live and unanswered: on its way upstream
         assert nb.request(f) is None, "the request must not wait for the reading"
-        await asyncio.sleep(0)  # gone upstream: a reply can only come after this
+        await gone()  # gone upstream: a reply can only come after this
         assert f.request.raw_content == raw and META not in f.metadata and len(nb.readings()) == 1
         if ends == "reply":
             f.response = tflow.tresp()
@@ -272,14 +273,14 @@ def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_
     async def run():
         f = _flow(first)
         assert nb.request(f) is None
-        await asyncio.sleep(0)  # gone upstream
+        await gone()  # gone upstream
         assert len(nb.readings()) == 1  # a first sight: the worker reads it
         f.response = tflow.tresp()
         await nb.responseheaders(f)
         g = _flow(second)
         assert nb.request(g) is None
         assert META not in g.metadata  # read once the request has gone
-        await asyncio.sleep(0)
+        await gone()
         assert not nb.readings()  # read on the loop, at once
         return f, g
 

@@ -21,6 +21,7 @@ from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect import explain
 from native_bridge.records import writer as records
 from native_bridge.records.writer import Limits, Recorder, RecordJob, parse_age, parse_size
+from steps import gone
 from support.histories.agent import session_for_size
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,10 +168,10 @@ async def bridged(nb: ChatHop, f) -> None:
     pending = nb.request(f)
     if pending is not None:
         await pending
-    await asyncio.sleep(0)  # gone upstream: the reading has begun
+    await gone()  # gone upstream: the reading has begun
     await asyncio.gather(*nb.readings())
     for _ in range(3):  # the verdict and record are made once the request went upstream (later.py)
-        await asyncio.sleep(0)
+        await gone()
 
 
 def as_version_2(rec: dict) -> dict:

@@ -32,12 +32,16 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def after_forward(work: Callable[[], None], loop: asyncio.AbstractEventLoop | None = None) -> None:
-    """Run ``work`` once the current hook has returned and mitmproxy has sent the request on.
+    """Run ``work`` once the current hook has returned and mitmproxy has written the request out.
 
-    A hook that returns synchronously lets the proxy write the request in the same loop
-    step; a callback scheduled now runs in the next step, before any reply (or any other
-    connection's bytes) can be read. Without a running loop (a test calling a hook
-    directly), at once. ``loop``: the running loop, when the caller has it already."""
+    mitmdump runs a hook in an eager task, inside the event that completed the request, with
+    that connection's lock held; the task writes the request once it has the lock again, in
+    the next loop step. A callback scheduled from that next step runs after the write, and
+    before any reply (or any other connection's bytes) can be read: they wait for the step's
+    select. (Scheduled from the hook itself, it ran before the write: an observe-mode reading
+    held the request back by its whole length. tests/e2e/test_after_forward.py watches it.)
+    Without a running loop (a test calling a hook directly), at once. ``loop``: the running
+    loop, when the caller has it already."""
     loop = loop or running_loop()
     if loop is None:
         work()
@@ -49,7 +53,7 @@ def after_forward(work: Callable[[], None], loop: asyncio.AbstractEventLoop | No
         except Exception:  # bookkeeping must never take the proxy down
             logger.exception("bridge: the work after forwarding a request failed")
 
-    loop.call_soon(run)
+    loop.call_soon(loop.call_soon, run)  # from the next step: after the hook's task has written
 
 
 Original = tuple[bytes | None, Headers]
