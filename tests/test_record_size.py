@@ -170,8 +170,7 @@ async def bridged(nb: ChatHop, f) -> None:
         await pending
     await gone()  # gone upstream: the reading has begun
     await asyncio.gather(*nb.readings())
-    for _ in range(3):  # the verdict and record are made once the request went upstream (later.py)
-        await gone()
+    await gone()  # the verdict and record are made once the request went upstream (later.py)
 
 
 def as_version_2(rec: dict) -> dict:

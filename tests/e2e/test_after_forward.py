@@ -22,7 +22,7 @@ from support.reference_planner import ReferencePlanner
 
 pytestmark = pytest.mark.e2e
 
-UA = {"user-agent": "claude-cli/2.1.332 (external, cli)", "content-type": "application/json"}
+CLAUDE_CODE = "claude-cli/2.1.332 (external, cli)"
 
 # Loaded before the bridge. It reaches the server connection's writer through mitmproxy's
 # Proxyserver addon, the only way to see when mitmproxy writes; a test may lean on that.
@@ -55,8 +55,10 @@ BEFORE = re.compile(r"probe: flow (\S+): verdict before the write: (True|False)"
 BY_REPLY = re.compile(r"probe: flow (\S+): verdict by the reply: (True|False)")
 
 
+@pytest.mark.parametrize("ua", [CLAUDE_CODE, None], ids=["named", "unnamed"])
 @pytest.mark.parametrize("mode", ["observe", "rewrite"])
-def test_the_verdict_comes_after_the_request_is_written_and_before_the_reply(tmp_path: Path, mode: str):
+def test_the_verdict_comes_after_the_request_is_written_and_before_the_reply(tmp_path: Path, mode: str, ua: str | None):
+    headers = {"content-type": "application/json"}
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     # Small histories (read on the loop), and a large one: its first sight read in the worker,
@@ -71,8 +73,11 @@ def test_the_verdict_comes_after_the_request_is_written_and_before_the_reply(tmp
         at = args.index(f"bridge_records={tmp_path / 'records'}")
         del args[at - 1 : at + 1]  # records off: observing, a large history's next turns are read on the loop
         with proxy, httpx.Client(base_url=proxy.url, timeout=60) as client:
+            client.headers.pop("user-agent")  # httpx's own: an unnamed client sends none
+            if ua:
+                client.headers["user-agent"] = ua
             for body in bodies:
-                assert client.post("/v1/chat/completions", content=body, headers=UA).status_code == 200
+                assert client.post("/v1/chat/completions", content=body, headers=headers).status_code == 200
         out = proxy.output
     before = dict(BEFORE.findall(out))
     by_reply = dict(BY_REPLY.findall(out))
