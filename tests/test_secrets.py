@@ -370,6 +370,9 @@ SCRIPTS = {
     "fake_language_server.py": "runs support/fake_language_server.py (below) as a program",
     "support/fake_language_server.py": "a test fixture (the planner side): its capture_log/rpc_log hold the requests "
     "as the language server received them, credentials included, like any language server's own logs; loopback only",
+    "standin_gateway.py": "runs support/standin_gateway.py (below) as a program",
+    "support/standin_gateway.py": "a test fixture (the known gateway): logs routes, cascade ids and step counts, never "
+    "a header, a body or Metadata; the agent's credential only as a digest in memory; its api_key is a planted fake",
     "interop.py": "installs agent clients and runs pytest; prints install logs and test output, no request data",
     "real_gateway.py": "prints the steps (commands, outputs, reasons) the gateway sent and the language server got, "
     "never Metadata; its --state folder holds the stand-in language server's captures (the planner side, as above)",
@@ -377,6 +380,13 @@ SCRIPTS = {
     "record_size.py": "bundled synthetic sessions only; prints sizes",
     "support/__init__.py": "the package's description; runs nothing",
     "support/lifetime.py": "a library (processes end with their parent); prints nothing",
+    "support/launcher.py": "a library (children forked from one long-lived thread, ending with this process); prints "
+    "nothing",
+    "support/certs.py": "writes a throwaway test CA and server certificate (its key 0600) where told; prints nothing",
+    "support/redis_server.py": "starts a real redis-server; its random passwords only in a 0600 redis.conf in a 0700 "
+    "temp dir, never on a command line or in the environment; the log it shows on a failure has them replaced; url "
+    "and client() hand them to the tests",
+    "support/hosts.py": "makes network namespaces for multi-host tests and runs commands in them; prints nothing",
     "support/cli.py": "the scripts' entry point (exit code, quiet end on a closed pipe); prints nothing",
     "support/mitmdump.py": "starts a real mitmdump with the bridge and keeps its output in memory (for the report and "
     "the tests); reads records (redacted); prints nothing",

@@ -42,13 +42,27 @@ def mitmdump_path() -> str:
 class Mitmdump:
     """A real mitmdump process running the bridge as a reverse proxy in front of ``upstream``."""
 
-    def __init__(self, upstream: str, records: Path, confdir: Path, options: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        records: Path,
+        confdir: Path,
+        options: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        prefix: Sequence[str] = (),
+        listen_host: str = "127.0.0.1",
+    ) -> None:
+        """``env``: more environment (a store's password goes there, never on the command line);
+        ``prefix``: a command it runs under, which execs it (``ip netns exec HOST``)."""
+        self.env = env or {}
+        self.listen_host = listen_host
         self.args = [
+            *prefix,
             mitmdump_path(),
             "--mode",
             f"reverse:{upstream}",
             "--listen-host",
-            "127.0.0.1",
+            listen_host,
             "--listen-port",
             "0",
             "-s",
@@ -71,7 +85,7 @@ class Mitmdump:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.listen_host}:{self.port}"
 
     @property
     def output(self) -> str:
@@ -86,7 +100,7 @@ class Mitmdump:
             text=True,
             errors="replace",
             cwd=ROOT,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"),  # its log lines must reach us as they happen
+            env=dict(os.environ, PYTHONUNBUFFERED="1", **self.env),  # its log lines must reach us as they happen
             preexec_fn=ending_with(os.getpid()),  # a SIGKILLed test or demo leaves no proxy behind
         )
         self._reader = threading.Thread(target=self._read, name="mitmdump-output", daemon=True)

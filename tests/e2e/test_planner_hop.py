@@ -8,9 +8,11 @@ for the language server. The bodies are the real gateway's (shared/fixtures).
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -65,7 +67,12 @@ class Planner:
     fronts the gateway's chat endpoint (the chat hop, observing) as a user may run both hops."""
 
     def __init__(
-        self, tmp: Path, state: Path | None = None, extra: tuple[str, ...] = (), upstream_port: int | None = None
+        self,
+        tmp: Path,
+        state: Path | str | None = None,
+        extra: tuple[str, ...] = (),
+        upstream_port: int | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.ls = LanguageServer().start()
         self.chat_upstream = ReferencePlanner().start()  # stands in for the gateway's chat endpoint
@@ -75,7 +82,7 @@ class Planner:
         options = ["--mode", spec, "--set", f"bridge_planner={spec}", "--set", "bridge_mode=observe", *extra]
         if state is not None:
             options += ["--set", f"bridge_state={state}"]
-        self.proxy = Mitmdump(f"{self.chat_upstream.url}@{self.chat_port}", self.records, tmp / "conf", options)
+        self.proxy = Mitmdump(f"{self.chat_upstream.url}@{self.chat_port}", self.records, tmp / "conf", options, env)
 
     def chat(self, name: str) -> None:
         """The agent's Anthropic request, through the chat hop (observe: it goes upstream untouched)."""
@@ -330,3 +337,110 @@ def test_records_hold_the_corrections_and_no_key(tmp_path: Path):
     assert next(to_json(s)["type"] for s in parse_request(framed.payload).steps) == "CORTEX_STEP_TYPE_COMMAND_STATUS"
     assert native["steps_after"][0]["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
     assert "type" in actions
+
+
+# ---- bridge_state on a Redis server: the hops in two processes that share no file ----
+
+
+def on_server(server) -> tuple[str, dict[str, str]]:
+    """bridge_state for ``server`` as a deployment passes it: the URL on the command line, the
+    password in the environment."""
+    return server.url_without_password + "/0", {"BRIDGE_STATE_PASSWORD": server.password}
+
+
+def test_is_error_alone_reaches_the_planner_through_the_server(tmp_path: Path, redis_server):
+    """Claude Code states npm test's failure only by is_error (with Claude Code named, its "Exit code 1"
+    line alone is the program's): the chat hop (one mitmdump) observes it, the planner hop (another,
+    sharing nothing but the server) states exit code 1."""
+    state, env = on_server(redis_server)
+    with Planner(tmp_path / "planner", state, extra=CLAUDE, env=env) as p:
+        options = ["--set", "bridge_mode=observe", "--set", f"bridge_state={state}"]
+        chat = Mitmdump(p.chat_upstream.url, tmp_path / "chat" / "records", tmp_path / "chat" / "conf", options, env)
+        chat.start()
+        try:
+            headers = {"user-agent": "claude-cli/2.1.332 (external, cli)", "content-type": "application/json"}
+            reply = httpx.post(f"{chat.url}/v1/messages", content=fixture("chat-turn1.json"), headers=headers)
+            assert reply.status_code < 500
+            call(p.port, payload("grpc-turn1.bin"))
+        finally:
+            chat.stop()
+        [got] = p.sent()
+        output = p.proxy.output + chat.output
+    assert commands(got) == [("npm test", 1, False)]
+    assert redis_server.password not in output
+
+
+def test_a_reading_in_another_proxy_on_the_server_is_waited_for(tmp_path: Path, redis_server):
+    """As with a shared state file: the chat hop's large body goes upstream at once and is read in its
+    worker; the planner call comes before the reading ends, waits for it (woken by the server)."""
+    state, env = on_server(redis_server)
+    doc = orjson.loads(fixture("chat-turn1.json"))
+    doc["system"] = "You are Claude Code.\n" + "project context line\n" * 30_000
+    body = orjson.dumps(doc)
+    headers = {"user-agent": "claude-cli/2.1.332 (external, cli)", "content-type": "application/json"}
+    with Planner(tmp_path / "planner", state, extra=CLAUDE, env=env) as p, ThreadPoolExecutor(1) as pool:
+        options = ["--set", "bridge_mode=observe", "--set", f"bridge_state={state}"]
+        chat = Mitmdump(p.chat_upstream.url, tmp_path / "chat" / "records", tmp_path / "chat" / "conf", options, env)
+        chat.start()
+        try:
+            url = f"http://127.0.0.1:{chat.port}/v1/messages"
+            sending = pool.submit(httpx.post, url, content=body, headers=headers, timeout=30)
+            wait_for(lambda: any(r.raw == body for r in p.chat_upstream.received), 15)
+            call(p.port, payload("grpc-turn1.bin"))
+            assert sending.result().status_code < 500
+        finally:
+            chat.stop()
+        [got] = p.sent()
+    assert commands(got) == [("npm test", 1, False)]
+
+
+def test_ledger_on_the_server_survives_a_restart_on_an_empty_disk(tmp_path: Path, redis_server):
+    state, env = on_server(redis_server)
+    with Planner(tmp_path / "a", state, env=env) as p:
+        call(p.port, payload("grpc-turn1.bin"))
+    with Planner(tmp_path / "b", state, env=env) as p:  # another directory, nothing kept on disk
+        call(p.port, payload("grpc-turn2-resumed.bin"))
+        [resumed] = p.sent()
+    assert [c[0] for c in commands(resumed)] == ["cat test_x.py"]
+    assert not list(tmp_path.rglob("*redis*")), "a URL is never taken for a file name"
+
+
+def test_a_password_in_the_url_works_and_leaves_the_option(tmp_path: Path, redis_server):
+    """The URL with its password (as a user may type it): it works, and no log line holds the password
+    (the option's value: tests/test_state.py)."""
+    with Planner(tmp_path, redis_server.url + "/0", extra=("--set", "termlog_verbosity=debug")) as p:
+        call(p.port, payload("grpc-turn1.bin"))
+        output = p.proxy.output
+    assert f"state on {redis_server.url_without_password}/0" in output
+    assert redis_server.password not in output
+
+
+def test_a_server_that_is_away_at_start_up_stops_mitmdump_with_the_reason(tmp_path: Path, redis_server):
+    state, env = on_server(redis_server)
+    redis_server.stop()
+    proxy = Mitmdump("http://127.0.0.1:9", tmp_path / "r", tmp_path / "c", ["--set", f"bridge_state={state}"], env)
+    with contextlib.suppress(RuntimeError):  # it may exit before or after it says it listens
+        proxy.start(timeout=15)
+    wait_for(lambda: not proxy.alive(), 10)
+    assert proxy.stop() == 1
+    assert f"bridge_state: cannot use {state}" in proxy.output
+    assert redis_server.password not in proxy.output
+
+
+def test_a_server_that_goes_away_leaves_the_corrections_of_the_steps_own_text(tmp_path: Path, redis_server):
+    """Truth rule 9: the store away is missing evidence, not a reason to forward the gateway's lies.
+    Unnamed client: "Exit code 1" in the step's own text is read (1), the gateway's 0 never goes."""
+    state, env = on_server(redis_server)
+    with Planner(tmp_path, state, env=env, extra=("--set", "bridge_state_timeout_ms=200")) as p:
+        redis_server.stop()
+        call(p.port, payload("grpc-turn1.bin"))
+        call(p.port, payload("grpc-turn1.bin"))
+        redis_server.start()  # empty: what was written before is gone too
+        time.sleep(0.6)  # the first retry's backoff
+        call(p.port, payload("grpc-turn2-resumed.bin"))
+        first, again, resumed = p.sent()
+        output = p.proxy.output
+    assert commands(first) == [("npm test", 1, False)]
+    assert len(parse_request(again).steps) == 0 or again == first or commands(again) == commands(first)
+    assert commands(resumed) == [("cat test_x.py", 2, False)], "what this process delivered, the server lost"
+    assert output.count("is away") == 1 and output.count("is back") == 1, "one line per outage, not per call"

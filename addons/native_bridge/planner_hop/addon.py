@@ -11,26 +11,26 @@ call delivered the steps, so a failed send is sent again in full next time.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.proxy import mode_specs
 
 from ..cascade.calls import Call, call_of
 from ..cascade.correct import DEFAULT_MAX_SIZE, METHOD, PlannerResult, correct_request
-from ..cascade.corrections import TYPES
-from ..cascade.ledger import Delivery
+from ..cascade.corrections import TYPES, Evidence
+from ..cascade.ledger import Delivered, Delivery
 from ..core.rules.clients import CLIENTS
 from ..inspect.planner_view import DIALECT
 from ..records.planner import PlannerJob
 from ..records.writer import Recorder, RecordJob
 from ..runtime import MARKER, META
-from ..runtime.dispatch import Dispatch
+from ..runtime.dispatch import OFFLOAD_BYTES, Dispatch
 from ..runtime.later import Original, back_up, keeps_backups, original
 from ..runtime.state import BridgeState
-from ..runtime.store import StoreEvidence
+from ..runtime.store import RecalledEvidence, RemoteStore, StoreEvidence
 from .h2c import H2CListener, is_planner
 
 logger = logging.getLogger(__name__)
@@ -211,20 +211,28 @@ class PlannerHop:
         if self.recorder is not None:
             self._record(flow, result, came[0])
 
-    def correct(self, flow: http.HTTPFlow, call: Call) -> PlannerResult:
+    def correct(
+        self,
+        flow: http.HTTPFlow,
+        call: Call,
+        settings: _Settings,
+        delivered: Callable[[str], Delivered] | None = None,
+        evidence: Evidence | None = None,
+    ) -> PlannerResult:
+        """Correct the request's steps (may run in a thread: ``settings`` were read on the loop).
+        ``delivered``, ``evidence``: the ledger and the chat hop's evidence; by default the store's."""
         req = flow.request
         headers = {k.lower(): v for k, v in req.headers.items()}
         body = req.raw_content or b""
-        max_size = min(ctx.options.bridge_max_body, DEFAULT_MAX_SIZE)
         return correct_request(
             body,
             headers.get("content-type", ""),
             headers,
-            self.state.store.delivered,
-            self.evidence,
-            max_size,
-            client=ctx.options.bridge_planner_client,
-            types=ctx.options.bridge_planner_types,
+            delivered or self.state.store.delivered,
+            evidence or self.evidence,
+            settings.max_size,
+            client=settings.client,
+            types=settings.types,
             call=call,
         )
 
@@ -266,6 +274,26 @@ class PlannerHop:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """The options a correction reads, taken on the loop (a correction may run in a thread)."""
+
+    max_size: int
+    client: str | None
+    types: Any
+
+    @staticmethod
+    def now() -> _Settings:
+        opts = ctx.options
+        max_size = min(opts.bridge_max_body, DEFAULT_MAX_SIZE)
+        return _Settings(max_size, opts.bridge_planner_client, opts.bridge_planner_types)
+
+
+def _same(a: Delivered, b: Delivered) -> bool:
+    """Whether two ledger entries are one (the store's answer is the entry this process guessed with)."""
+    return a is b or (len(a) == 0 and len(b) == 0)
+
+
 class _Call:
     """One planner call as the dispatch runs it (runtime/dispatch.Work): after the chat hop's
     readings in flight, corrected on the loop or (large) in a thread; the corrected body put on
@@ -277,6 +305,8 @@ class _Call:
 
     def __init__(self, hop: PlannerHop, flow: http.HTTPFlow, call: Call) -> None:
         self.hop, self.flow, self.call = hop, flow, call
+        self.store = hop.state.store  # the one asked, even if bridge_state changes meanwhile
+        self.settings = _Settings.now()
         self.where = f"planner flow {flow.id}"
         self.size = 0
         self.came: Original | None = None  # the request as it came (apply)
@@ -295,11 +325,46 @@ class _Call:
     def fresh(self) -> int:
         return self.size
 
-    def here(self, whole: bool) -> PlannerResult:
-        return self.hop.correct(self.flow, self.call)
+    def here(self, whole: bool) -> PlannerResult | None:
+        if self.store.remote:
+            return None  # the store answers over the network: away, awaited
+        return self.hop.correct(self.flow, self.call, self.settings)
 
     def away(self, dispatch: Dispatch) -> Awaitable[PlannerResult]:
-        return dispatch.thread(lambda: self.hop.correct(self.flow, self.call))
+        if self.store.remote:
+            return self._asking(dispatch, cast(RemoteStore, self.store))
+        return dispatch.thread(lambda: self.hop.correct(self.flow, self.call, self.settings))
+
+    async def _asking(self, dispatch: Dispatch, store: RemoteStore) -> PlannerResult:
+        """Correct with a store on a server: first with the steps' own text and the ledger this
+        process wrote last (what goes if the store is away or slow, truth rule 9), noting the
+        observations it would look up; then, once the store answered (one round trip), again
+        only if its ledger or an observation changes the reading."""
+        large = self.size >= OFFLOAD_BYTES
+
+        async def read(delivered: Callable[[str], Delivered], evidence: RecalledEvidence) -> PlannerResult:
+            def run() -> PlannerResult:
+                return self.hop.correct(self.flow, self.call, self.settings, delivered, evidence)
+
+            return await dispatch.thread(run) if large else run()
+
+        noted = RecalledEvidence()
+        first = await read(store.front, noted)
+        cascade = first.cascade_id
+        if first.status == "skipped" and not first.steps_before:
+            return first  # unreadable, or not ours: nothing the store could change
+        recall = await store.recall(cascade, noted.unasked)
+        if recall is None:
+            return first
+        if _same(recall.delivered, store.front(cascade or "")) and not any(len(v) == 1 for v in recall.found.values()):
+            return first
+        evidence = RecalledEvidence(recall)
+        result = await read(lambda _: recall.delivered, evidence)
+        if evidence.unasked:  # the ledger was not the one guessed: steps it did not cover were read
+            more = await store.recall(cascade, [*recall.asked, *evidence.unasked], wait=False)
+            if more is not None:
+                result = await read(lambda _: more.delivered, RecalledEvidence(more))
+        return result
 
     def failed(self, e: Exception) -> PlannerResult:
         return PlannerResult("skipped", f"internal error: {type(e).__name__}: {e}", method=self.call.method)

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sqlite3
 from typing import Any
 
 from mitmproxy import ctx, exceptions
 
+from . import store_url
 from .dispatch import Dispatch
+from .redis_store import RedisStore, StoreUnreachable
 from .store import MemoryStore, SQLiteStore, Store
 
 logger = logging.getLogger(__name__)
+
+STORE_OPTIONS = {"bridge_state", "bridge_state_prefix", "bridge_state_ca", "bridge_state_timeout_ms"}
 
 
 class BridgeState:
@@ -27,29 +32,96 @@ class BridgeState:
         self.readings: dict[str, asyncio.Future[None]] = {}
         self.dispatch = Dispatch(self.readings, lambda: self.store.unfinished())
         self.recorder: Any = None  # the chat hop's records.writer.Recorder (the planner hop's too, by default)
+        # A password given inside bridge_state's URL, by the URL shown without it: the option then
+        # holds the URL without it (mitmweb's options view shows options), this the secret.
+        self._passwords: dict[str, str] = {}
+        self._opened: tuple[Any, ...] | None = None  # the settings the store was opened with
 
     def load(self, loader) -> None:
         loader.add_option(
             "bridge_state",
             str | None,
             None,
-            "SQLite file for the per-cascade ledger (WAL mode), the chat hop's observations in logs "
-            "beside it (<file>-obs-<day>); several mitmdump processes may share them. Unset: memory "
-            "only, forgotten on restart.",
+            "Where both hops share the per-cascade ledger and the chat hop's observations. A path: a SQLite "
+            "file (WAL mode) and observation logs beside it (<file>-obs-<day>), for mitmdump processes on one "
+            "machine. redis://[user@]host:port/db or rediss:// (TLS): a Redis-protocol server, for hops on "
+            f"several hosts; its password from {store_url.PASSWORD_ENV} (or the URL: then removed from this "
+            "option). Unset: memory only, forgotten on restart.",
+        )
+        loader.add_option(
+            "bridge_state_prefix",
+            str,
+            "bridge:",
+            "bridge_state on a server: the prefix of every key the bridge writes (several deployments may share "
+            "one server with different prefixes).",
+        )
+        loader.add_option(
+            "bridge_state_ca",
+            str | None,
+            None,
+            "bridge_state=rediss://...: a CA file (PEM) the server's certificate is verified against. "
+            "Unset: the system's CAs.",
+        )
+        loader.add_option(
+            "bridge_state_timeout_ms",
+            int,
+            250,
+            "bridge_state on a server: milliseconds a planner call waits for the server's answer (beyond the "
+            "chat readings it waits for, each until it ends or its own bound). Past it the call is corrected "
+            "without the chat hop's evidence.",
         )
 
     def configure(self, updated: set[str]) -> None:
-        if "bridge_state" not in updated:
+        if not updated & STORE_OPTIONS:
             return
-        path = ctx.options.bridge_state
+        opts = ctx.options
+        value = opts.bridge_state
+        if opts.bridge_state_timeout_ms <= 0:
+            raise exceptions.OptionsError("bridge_state_timeout_ms: must be a positive number of milliseconds")
+        if opts.bridge_state_ca and not (value and value.lower().startswith("rediss://")):
+            raise exceptions.OptionsError("bridge_state_ca: only for bridge_state=rediss://...")
+        if value and store_url.is_url(value):
+            self._configure_server(value)
+            return
+        settings = ("file", value)
+        if settings == self._opened:
+            return
         try:
-            store: Store = SQLiteStore(path) if path else MemoryStore()
+            store: Store = SQLiteStore(value) if value else MemoryStore()
         except (OSError, sqlite3.Error) as e:
-            raise exceptions.OptionsError(f"bridge_state: cannot open {path!r}: {e}") from e
+            raise exceptions.OptionsError(f"bridge_state: cannot open {value!r}: {e}") from e
+        self._replace(store, settings)
+        if value:
+            logger.info(f"bridge: state in {value}")
+
+    def _configure_server(self, value: str) -> None:
+        opts = ctx.options
+        try:
+            where = store_url.parse(value)
+        except store_url.LocationError as e:
+            raise exceptions.OptionsError(f"bridge_state: {e}") from None
+        if store_url.inline_password(value) and where.password:
+            self._passwords[where.shown] = where.password
+        elif where.password is None and where.shown in self._passwords:  # the option, its password removed
+            where = dataclasses.replace(where, password=self._passwords[where.shown])
+        timeout = opts.bridge_state_timeout_ms / 1000
+        settings = ("server", where, opts.bridge_state_prefix, opts.bridge_state_ca, timeout)
+        if settings != self._opened:
+            try:
+                store = RedisStore(
+                    where, prefix=opts.bridge_state_prefix, ca=opts.bridge_state_ca, timeout=timeout
+                )
+            except StoreUnreachable as e:
+                raise exceptions.OptionsError(f"bridge_state: {e}") from None
+            self._replace(store, settings)
+            logger.info(f"bridge: state on {where.shown} (keys {opts.bridge_state_prefix}*)")
+        if value != where.shown:  # the option keeps no password (mitmweb shows options)
+            opts.update(bridge_state=where.shown)
+
+    def _replace(self, store: Store, settings: tuple[Any, ...]) -> None:
         self.store.close()
         self.store = store
-        if path:
-            logger.info(f"bridge: state in {path}")
+        self._opened = settings
 
     def done(self) -> None:
         self.dispatch.close()

@@ -17,7 +17,8 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..cascade.ledger import DIGEST_SIZE, Delivered, Delivery
@@ -39,10 +40,28 @@ def reading_bound(size: int) -> float:
     return 5.0 + size / 2**20
 
 
+@dataclass(slots=True)
+class Recall:
+    """What the store holds for one planner call: its cascade's ledger and its steps' observations."""
+
+    delivered: Delivered
+    found: dict[bytes, list[Observation]] = field(default_factory=dict)
+    asked: frozenset[bytes] = frozenset()  # the match keys looked up (a key not among them: not asked)
+
+    def lookup(self, key: bytes) -> list[Observation] | None:
+        """The observations of ``key``; None when it was not asked."""
+        if key not in self.asked:
+            return None
+        return self.found.get(key, [])
+
+
 class Store(Protocol):
     # Whether other processes read this store: then a chat request that goes upstream before it is
     # read says so first (begin), and its reading's end comes with its observations (observe).
     shared: bool
+    # Whether it answers over the network: then the planner hop asks it with ``recall``
+    # (runtime/redis_store.py) before it corrects, and the synchronous readers answer from memory.
+    remote: bool
 
     def delivered(self, cascade_id: str) -> Delivered: ...
     def deliver(self, cascade_id: str, delivery: Delivery) -> None: ...
@@ -53,8 +72,21 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+class RemoteStore(Store, Protocol):
+    """A store on a server (runtime/redis_store.py): asked once per planner call."""
+
+    def front(self, cascade_id: str) -> Delivered:
+        """The ledger entry this process wrote last (the guess a call is read with before the answer)."""
+        ...
+
+    async def recall(self, cascade_id: str | None, keys: Iterable[bytes], wait: bool = True) -> Recall | None:
+        """The ledger and the observations of ``keys`` (after the readings in flight, ``wait``); None: away."""
+        ...
+
+
 class MemoryStore:
     shared = False
+    remote = False
 
     def __init__(
         self,
@@ -134,6 +166,7 @@ class SQLiteStore:
     a power cut may lose the last observations (their steps then go uncorrected, never wrong)."""
 
     shared = True
+    remote = False
 
     def __init__(self, path: str, ttl: float = OBSERVATION_TTL) -> None:
         directory = os.path.dirname(os.path.abspath(path))
@@ -209,8 +242,22 @@ class SQLiteStore:
             self._db.close()
 
 
-def open_store(path: str | None) -> Store:
-    return SQLiteStore(path) if path else MemoryStore()
+class RecalledEvidence:
+    """The planner hop's evidence from a remote store's answer (redis_store.Recall; None: none yet,
+    or the store is away): a step takes an observation only when exactly one matches. The keys
+    the answer was not asked for are noted in ``unasked`` (the caller may ask for them and read again)."""
+
+    def __init__(self, recall: Recall | None = None) -> None:
+        self.recall = recall
+        self.unasked: list[bytes] = []
+
+    def lookup(self, kind: str, command_or_path: str, output: str) -> Observation | None:
+        key = match_key(kind, command_or_path, output)
+        found = self.recall.lookup(key) if self.recall is not None else None
+        if found is None:
+            self.unasked.append(key)
+            return None
+        return found[0] if len(found) == 1 else None
 
 
 class StoreEvidence:

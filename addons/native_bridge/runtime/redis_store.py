@@ -1,0 +1,489 @@
+"""The shared state on a Redis-protocol server (``bridge_state=redis://…``): hops on any number of hosts.
+
+What the hops share, under one key prefix (``bridge_state_prefix``), nothing a secret could hide
+in (digests, exit codes, verdicts, client ids):
+
+    <prefix>obs:<match key, hex>     the observations of one (kind, command or path, output): a run of
+                                     fixed-size records (call digest, verdict, exit code, when seen,
+                                     client id), appended; the newest 32 kept; expires 7 days after
+                                     its last write (server-side: no sweeper of ours)
+    <prefix>ledger:<cascade digest>  the digests of a cascade's delivered steps; expires 7 days after
+                                     its last delivery
+    <prefix>readings                 chat readings begun and not ended: token -> when it ends at the
+                                     latest (server time: hosts' clocks may differ)
+    <prefix>ended                    a stream of the readings that ended: a planner hop waiting for
+                                     one blocks on it (XREAD BLOCK) and is woken by the server
+
+Each turn costs the chat hop one script call, sent from a background task when the request has
+gone (a reading's begin is sent in the same loop step as the request; the gateway's planner call
+follows a whole gateway round later). A planner call costs one script call: what its cascade's
+ledger holds, the observations of its steps and the readings in flight, read atomically; a second
+only when it had to wait for readings or its ledger was not the one this process wrote last.
+
+When the server is away or slow: nothing waits beyond ``timeout``; the planner hop corrects what the
+steps' own text decides; observations made meanwhile are lost, never invented; one log line when the
+server goes and one when it is back; it is tried again with backoff. A value under our prefix that
+is not ours is a logged miss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import logging
+import os
+import struct
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import redis
+import redis.asyncio
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from ..cascade.ledger import DIGEST_SIZE, Delivered, Delivery
+from ..evidence import Observation
+from .store import OBSERVATION_TTL, MemoryStore, Recall, reading_bound
+from .store_url import Location
+
+logger = logging.getLogger(__name__)
+
+# call digest | flags (1 exit code stated, 2 verdict known, 4 failed) | exit code | seen (ms) | client id
+_RECORD = struct.Struct("<16sBqQ24s")
+KEEP_RECORDS = 32  # per match key: more than one distinct call is already no claim (ambiguous)
+LEDGER_TTL = 7 * 24 * 3600
+MAX_QUEUED = 20000  # writes waiting for the server (beyond: dropped, logged once per episode)
+BACKOFF = (0.5, 30.0)  # seconds before the first retry of a server that failed, and the longest wait
+MARK_TTL_MS = 24 * 3600 * 1000  # the readings set and the ended stream, when nothing writes them
+STREAM_LEN = 10000
+
+# One call per batch of writes. KEYS: readings, ended, then the observations' keys, then the ledgers'.
+# ARGV: ttl, ledger ttl, #begun, #ended, #observations, #ledgers, record size, records kept, then
+# (token, bound ms) per reading begun, token per reading ended, record per observation, digests per ledger.
+_WRITE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl, lttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local nb, ne, no, nl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local size, keep = tonumber(ARGV[7]), tonumber(ARGV[8])
+local a = 9
+for i = 1, nb do
+  redis.pcall('ZADD', KEYS[1], now + tonumber(ARGV[a + 1]), ARGV[a])
+  a = a + 2
+end
+for i = 1, ne do
+  redis.pcall('ZREM', KEYS[1], ARGV[a])
+  redis.pcall('XADD', KEYS[2], 'MAXLEN', '~', STREAM, '*', 't', ARGV[a])
+  a = a + 1
+end
+if nb + ne > 0 then
+  redis.pcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - MARK)
+  redis.pcall('PEXPIRE', KEYS[1], MARK)
+  redis.pcall('PEXPIRE', KEYS[2], MARK)
+end
+for i = 1, no do
+  local k = KEYS[2 + i]
+  local n = redis.pcall('APPEND', k, ARGV[a])
+  if type(n) ~= 'number' then
+    redis.pcall('DEL', k)
+    n = redis.pcall('APPEND', k, ARGV[a])
+  end
+  if type(n) == 'number' then
+    if n % size ~= 0 then
+      redis.pcall('SET', k, ARGV[a])
+    elseif n > 2 * keep * size then
+      redis.pcall('SET', k, redis.call('GETRANGE', k, n - keep * size, -1))
+    end
+    redis.pcall('EXPIRE', k, ttl)
+  end
+  a = a + 1
+end
+for i = 1, nl do
+  redis.pcall('SET', KEYS[2 + no + i], ARGV[a], 'EX', lttl)
+  a = a + 1
+end
+return nb + ne + no + nl
+""".replace("STREAM", str(STREAM_LEN)).replace("MARK", str(MARK_TTL_MS))
+
+# One call per planner call. KEYS: readings, ended, the ledger, then the observations' keys.
+# ARGV[1]: "1" to list the readings in flight. Returns: server time (ms), [token, ends at]...,
+# the ended stream's last id, the ledger (or nil), then each observation key's value (or nil).
+_RECALL = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {now, {}, '0-0', false}
+if ARGV[1] == '1' then
+  local p = redis.pcall('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
+  if type(p) == 'table' and p.err == nil then out[2] = p end
+  local x = redis.pcall('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+  if type(x) == 'table' and x.err == nil and x[1] then out[3] = x[1][1] end
+end
+local l = redis.pcall('GET', KEYS[3])
+if type(l) == 'string' then out[4] = l end
+for i = 4, #KEYS do
+  local v = redis.pcall('GET', KEYS[i])
+  if type(v) == 'string' then out[i + 1] = v else out[i + 1] = false end
+end
+return out
+"""
+
+
+class StoreUnreachable(Exception):
+    """The server does not answer as a store at start-up (the message names it without its password)."""
+
+
+def pack(o: Observation, seen: float) -> bytes:
+    client = (o.client or "").encode("utf-8", "surrogatepass")
+    if len(client) > 24:  # an id longer than any client's: better no client than a wrong one
+        client = b""
+    flags = (o.exit_code is not None) | (o.failed is not None) << 1 | (o.failed is True) << 2
+    code = o.exit_code if o.exit_code is not None else 0
+    return _RECORD.pack(o.call, flags, code, int(seen * 1000), client)
+
+
+def unpack(key: bytes, value: bytes, since_ms: int) -> list[Observation] | None:
+    """The observations of one key's value, the newest per call, seen since ``since_ms``; None: not ours."""
+    size = _RECORD.size
+    if len(value) % size:
+        return None
+    by_call: dict[bytes, tuple[int, Observation]] = {}
+    for off in range(0, len(value), size):
+        call, flags, code, seen, raw = _RECORD.unpack_from(value, off)
+        if flags & ~7:
+            return None
+        try:
+            client = raw.rstrip(b"\0").decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if seen < since_ms or (call in by_call and by_call[call][0] > seen):
+            continue
+        failed = bool(flags & 4) if flags & 2 else None
+        by_call[call] = (seen, Observation(code if flags & 1 else None, failed, client or None, key, call))
+    return [o for _, o in by_call.values()]
+
+
+class _Link:
+    """Whether the server answers: one log line when it goes, one when it is back, and when to try again."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.up = True
+        self.retry_at = 0.0
+        self.delay = BACKOFF[0]
+
+    def may_try(self) -> bool:
+        return self.up or time.monotonic() >= self.retry_at
+
+    def failed(self, e: BaseException) -> None:
+        if self.up:
+            why = type(e).__name__ if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+            logger.warning(
+                f"bridge: state store {self.shown} is away ({why}): requests go on; the planner hop corrects "
+                "what the steps' own text decides, without the chat hop's evidence, until it answers again"
+            )
+            self.up = False
+        self.retry_at = time.monotonic() + self.delay
+        self.delay = min(self.delay * 2, BACKOFF[1])
+
+    def ok(self) -> None:
+        if not self.up:
+            logger.warning(f"bridge: state store {self.shown} is back")
+            self.up = True
+        self.delay = BACKOFF[0]
+
+
+class RedisStore:
+    """The Store (runtime/store.py) on a Redis-protocol server, through redis-py's asyncio client.
+
+    The chat hop's calls (``begin``, ``observe``) and the planner hop's ``deliver`` queue their
+    writes and return; a background task sends them. The planner hop asks with :meth:`recall`."""
+
+    shared = True
+    remote = True
+
+    def __init__(
+        self,
+        where: Location,
+        *,
+        prefix: str = "bridge:",
+        ca: str | None = None,
+        timeout: float = 0.25,
+        ttl: float = OBSERVATION_TTL,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        self.where = where
+        self.shown = where.shown
+        self.prefix = prefix.encode()
+        self.timeout = timeout
+        self._ttl = ttl
+        self._kwargs: dict[str, Any] = dict(
+            host=where.host,
+            port=where.port,
+            db=where.db,
+            username=where.user,
+            password=where.password,
+            socket_connect_timeout=min(connect_timeout, max(timeout, 1.0)),
+            health_check_interval=0,
+        )
+        if where.tls:
+            self._kwargs.update(ssl=True, ssl_cert_reqs="required", ssl_check_hostname=True, ssl_ca_certs=ca)
+        self._check(connect_timeout)
+        self._link = _Link(self.shown)
+        self._client: redis.asyncio.Redis | None = None
+        self._write: Any = None
+        self._recall: Any = None
+        self._queue: list[tuple[str, Any, Any]] = []
+        self._wake: asyncio.Event | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._dropped = 0
+        self._tokens = itertools.count(int.from_bytes(os.urandom(7), "little"))
+        self._front = MemoryStore(max_observations=0, keep_digests=True)
+        self._closed = False
+        self._complained: set[str] = set()
+        self._closing: asyncio.Task[None] | None = None
+
+    # -- start-up -------------------------------------------------------------------
+
+    def _check(self, connect_timeout: float) -> None:
+        """The server answers, takes our password and runs our scripts (an ACL user may not): else an
+        error at once, naming the server without its password."""
+        kwargs = {**self._kwargs, "socket_connect_timeout": connect_timeout, "socket_timeout": connect_timeout}
+        client = self._sync(**kwargs)
+        try:
+            client.ping()
+            client.eval(_RECALL, 3, *self._marks(), self._ledger_key(""), 0)
+            client.eval(_WRITE, 2, *self._marks(), LEDGER_TTL, LEDGER_TTL, 0, 0, 0, 0, _RECORD.size, KEEP_RECORDS)
+        except redis.RedisError as e:
+            raise StoreUnreachable(f"cannot use {self.shown}: {type(e).__name__}: {e}") from None
+        except OSError as e:  # a CA file that cannot be read
+            raise StoreUnreachable(f"cannot use {self.shown}: {e}") from None
+        finally:
+            client.close()
+
+    def _sync(self, **kwargs: Any) -> redis.Redis:
+        return redis.Redis(**{**self._kwargs, **kwargs, "retry": Retry(NoBackoff(), 0)})
+
+    # -- keys -------------------------------------------------------------------------
+
+    def _marks(self) -> tuple[bytes, bytes]:
+        return self.prefix + b"readings", self.prefix + b"ended"
+
+    def _obs_key(self, key: bytes) -> bytes:
+        return self.prefix + b"obs:" + key.hex().encode()
+
+    def _ledger_key(self, cascade_id: str) -> bytes:
+        digest = hashlib.sha256(cascade_id.encode("utf-8", "surrogatepass")).hexdigest()[: 2 * DIGEST_SIZE]
+        return self.prefix + b"ledger:" + digest.encode()
+
+    # -- the chat hop's side and the ledger's writes: queued, sent by the writer ---------
+
+    def begin(self, size: int) -> int:
+        token = next(self._tokens) & (2**63 - 1) or 1
+        self._put("begin", token, int(reading_bound(size) * 1000))
+        return token
+
+    def observe(self, observations: list[Observation], ended: int = 0) -> None:
+        now = time.time()
+        for o in observations:
+            self._put("observe", self._obs_key(o.key), pack(o, now))
+        if ended:
+            self._put("end", ended, None)
+
+    def deliver(self, cascade_id: str, delivery: Delivery) -> None:
+        self._front.deliver(cascade_id, delivery)
+        self._put("ledger", self._ledger_key(cascade_id), b"".join(delivery.digests()))
+
+    def _put(self, what: str, a: Any, b: Any) -> None:
+        if self._closed:
+            return
+        if not self._link.may_try() or len(self._queue) >= MAX_QUEUED:
+            self._dropped += 1  # lost, never invented: the planner hop goes on without it
+            return
+        self._queue.append((what, a, b))
+        if self._wake is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no event loop (a script, a test calling a hook): written now
+                self._flush_now()
+                return
+            self._wake = asyncio.Event()
+            self._writer = loop.create_task(self._write_loop())
+        self._wake.set()
+
+    def _batch(self) -> tuple[list[bytes], list[Any]]:
+        ops, self._queue = self._queue, []
+        begun = [(a, b) for w, a, b in ops if w == "begin"]
+        ended = [a for w, a, _ in ops if w == "end"]
+        observed = [(a, b) for w, a, b in ops if w == "observe"]
+        ledgers = {a: b for w, a, b in ops if w == "ledger"}  # the last of a cascade's deliveries
+        keys = [*self._marks(), *(k for k, _ in observed), *ledgers]
+        args: list[Any] = [int(self._ttl), LEDGER_TTL, len(begun), len(ended), len(observed), len(ledgers)]
+        args += [_RECORD.size, KEEP_RECORDS]
+        for token, bound in begun:
+            args += [token, bound]
+        args += ended
+        args += [v for _, v in observed]
+        args += ledgers.values()
+        return keys, args
+
+    async def _write_loop(self) -> None:
+        assert self._wake is not None
+        while not self._closed:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                keys, args = self._batch()
+                try:
+                    async with asyncio.timeout(max(1.0, 4 * self.timeout)):
+                        await self._scripts()[0](keys=keys, args=args)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    self._link.failed(e)
+                    self._dropped += 1
+                else:
+                    self._link.ok()
+
+    def _flush_now(self) -> None:
+        keys, args = self._batch()
+        client = self._sync(socket_timeout=max(1.0, 4 * self.timeout))
+        try:
+            client.eval(_WRITE, 2 + int(args[4]) + int(args[5]), *keys, *args)
+        except redis.RedisError as e:
+            self._link.failed(e)
+        else:
+            self._link.ok()
+        finally:
+            client.close()
+
+    def _scripts(self) -> tuple[Any, Any]:
+        if self._client is None:
+            # No retries of redis-py's own: our backoff (_Link), and a request never waits for retries.
+            self._client = redis.asyncio.Redis(**self._kwargs, retry=AsyncRetry(NoBackoff(), 0))
+            self._write = self._client.register_script(_WRITE)
+            self._recall = self._client.register_script(_RECALL)
+        return self._write, self._recall
+
+    # -- the planner hop's side -----------------------------------------------------------
+
+    def front(self, cascade_id: str) -> Delivered:
+        """What this process delivered to ``cascade_id`` last (its bytes compare): the guess a
+        planner call is read with before the store answers."""
+        return self._front.delivered(cascade_id)
+
+    async def recall(self, cascade_id: str | None, keys: Iterable[bytes], wait: bool = True) -> Recall | None:
+        """The ledger of ``cascade_id`` and the observations of ``keys``, after the chat readings
+        begun before this call (``wait``) have ended or their time is up. None: the server is away
+        or slower than ``timeout`` (the caller goes on without it)."""
+        asked = list(dict.fromkeys(keys))
+        if not self._link.may_try():
+            return None
+        try:
+            reply = await self._ask(cascade_id, asked, wait)
+            if wait and reply[1]:
+                await self._await_readings(reply)
+                reply = await self._ask(cascade_id, asked, False)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            self._link.failed(e)
+            return None
+        self._link.ok()
+        return self._recall_of(cascade_id, asked, reply)
+
+    async def _ask(self, cascade_id: str | None, asked: Sequence[bytes], wait: bool) -> list[Any]:
+        keys = [*self._marks(), self._ledger_key(cascade_id or ""), *(self._obs_key(k) for k in asked)]
+        async with asyncio.timeout(self.timeout):
+            return await self._scripts()[1](keys=keys, args=[1 if wait else 0])
+
+    async def _await_readings(self, reply: list[Any]) -> None:
+        """Until each reading in flight at the call has ended (the ended stream says so, the server
+        wakes us) or its time is up."""
+        now, flat, last = int(reply[0]), reply[1], reply[2]
+        pending = {bytes(flat[i]): float(flat[i + 1]) for i in range(0, len(flat), 2)}
+        until = time.monotonic() + (max(pending.values()) - now) / 1000
+        stream = self._marks()[1]
+        client = self._client
+        assert client is not None
+        while pending:
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            async with asyncio.timeout(left + self.timeout):
+                got = await client.xread({stream: last}, block=max(1, int(left * 1000)))
+            for _, entries in got or ():
+                for entry_id, fields in entries:
+                    last = entry_id
+                    pending.pop(bytes(fields.get(b"t", b"")), None)
+
+    def _recall_of(self, cascade_id: str | None, asked: list[bytes], reply: list[Any]) -> Recall:
+        since = int((time.time() - self._ttl) * 1000)
+        found: dict[bytes, list[Observation]] = {}
+        for key, value in zip(asked, reply[4:], strict=False):
+            if value is None:
+                continue
+            got = unpack(key, bytes(value), since)
+            if got is None:
+                self._complain(self._obs_key(key).decode())
+            elif got:
+                found[key] = got
+        return Recall(self._delivered(cascade_id, reply[3]), found, frozenset(asked))
+
+    def _delivered(self, cascade_id: str | None, blob: Any) -> Delivered:
+        if cascade_id is None:
+            return Delivered()
+        if blob is None:  # none there (a new cascade, or a server that lost it): what this process delivered
+            return self._front.delivered(cascade_id)
+        blob = bytes(blob)
+        if len(blob) % DIGEST_SIZE:
+            self._complain(self._ledger_key(cascade_id).decode())
+            return Delivered()  # no claim of delivery: the cascade gets every step (never loses one)
+        front = self._front.delivered(cascade_id)
+        if front.digests is not None and b"".join(front.digests) == blob:
+            return front
+        return Delivered(digests=[blob[i : i + DIGEST_SIZE] for i in range(0, len(blob), DIGEST_SIZE)])
+
+    def _complain(self, key: str) -> None:
+        if key not in self._complained and len(self._complained) < 1000:
+            self._complained.add(key)
+            logger.warning(f"bridge: state store {self.shown}: {key} holds a value that is not ours; ignored")
+
+    # -- the Store protocol's synchronous readers: a remote store answers through recall ---
+
+    def delivered(self, cascade_id: str) -> Delivered:
+        return self._front.delivered(cascade_id)
+
+    def candidates(self, key: bytes) -> list[Observation]:
+        return []
+
+    def unfinished(self) -> dict[int, float]:
+        return {}
+
+    def close(self) -> None:
+        """Stop the writer; what is still queued is sent first when the loop allows (a planner hop
+        shutting down delivers its last ledger)."""
+        if self._closed:
+            return
+        self._closed = True
+        writer, client = self._writer, self._client
+        if writer is not None:
+            writer.cancel()
+        if self._queue:
+            try:
+                self._flush_now()
+            except Exception:
+                logger.exception(f"bridge: state store {self.shown}: the last writes were lost")
+        if client is not None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self._closing = loop.create_task(client.aclose())
+
+    @property
+    def dropped(self) -> int:
+        """Writes lost while the server was away or behind (never retried: their readings are over)."""
+        return self._dropped
