@@ -21,6 +21,11 @@ COMMAND, OUTPUT = "npm test --secret-flag=hunter2", "FAIL tests/app.test.js\nAKI
 KEY = match_key("run_command", COMMAND, OUTPUT)
 
 
+@pytest.fixture(autouse=True)
+def _logged(monkeypatch):
+    monkeypatch.setattr(redis_store.logger, "disabled", False)  # whatever logging setup ran before
+
+
 def store(server: RedisServer, **kw) -> RedisStore:
     kw.setdefault("prefix", "t:")
     ca = str(server.ca_file) if server.tls else None
@@ -122,7 +127,7 @@ async def test_the_ledger_is_shared_and_survives_the_process(redis_server: Redis
 async def test_a_stopped_server_costs_no_request_more_than_the_timeout_and_logs_once(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ):
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger=redis_store.__name__)
     chat, planner = store(redis_server, timeout=0.2), store(redis_server, timeout=0.2)
     redis_server.stop()
     times = []
@@ -161,6 +166,7 @@ async def test_a_hung_server_delays_a_call_by_the_timeout_only(redis_server: Red
 
 
 async def test_values_that_are_not_ours_are_a_logged_miss(redis_server: RedisServer, caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.INFO, logger=redis_store.__name__)
     planner = store(redis_server)
     c = redis_server.client()
     c.hset(planner._obs_key(KEY), "x", "y")  # another program's hash under our prefix

@@ -7,11 +7,19 @@ import logging
 import pytest
 from mitmproxy import exceptions
 from mitmproxy.test import taddons
+from native_bridge.runtime import redis_store
+from native_bridge.runtime import state as state_module
 from native_bridge.runtime.redis_store import RedisStore
 from native_bridge.runtime.state import BridgeState
 from native_bridge.runtime.store import MemoryStore, SQLiteStore
 from native_bridge.runtime.store_url import PASSWORD_ENV
 from support.redis_server import RedisServer
+
+
+@pytest.fixture(autouse=True)
+def _logged(monkeypatch):
+    for module in (state_module, redis_store):
+        monkeypatch.setattr(module.logger, "disabled", False)  # whatever logging setup ran before
 
 
 @pytest.fixture
@@ -33,7 +41,7 @@ def test_a_url_with_its_password_opens_the_server_and_the_option_keeps_no_passwo
     state, redis_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch
 ):
     monkeypatch.delenv(PASSWORD_ENV, raising=False)
-    caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="native_bridge")
     s, tctx = state
     tctx.configure(s, bridge_state=redis_server.url + "/0")
     assert isinstance(s.store, RedisStore)
@@ -66,7 +74,7 @@ def test_tls_verifies_the_server(state, redis_tls_server: RedisServer, monkeypat
     monkeypatch.setenv(PASSWORD_ENV, redis_tls_server.password)
     s, tctx = state
     url = redis_tls_server.url_without_password.replace("127.0.0.1", "localhost") + "/0"
-    with pytest.raises(exceptions.OptionsError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+    with pytest.raises(exceptions.OptionsError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
         tctx.configure(s, bridge_state=url)  # the system's CAs do not know the test's CA
     tctx.configure(s, bridge_state=url, bridge_state_ca=str(redis_tls_server.ca_file))
     assert isinstance(s.store, RedisStore) and s.store.where.tls

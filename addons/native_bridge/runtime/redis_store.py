@@ -471,7 +471,7 @@ class RedisStore:
         writer, client = self._writer, self._client
         if writer is not None:
             writer.cancel()
-        if self._queue:
+        if self._queue and self._link.up:  # a server away is not waited for at shutdown either
             try:
                 self._flush_now()
             except Exception:
