@@ -351,8 +351,8 @@ class _Call:
         noted = RecalledEvidence()
         first = await read(store.front, noted)
         cascade = first.cascade_id
-        if first.status == "skipped" and not first.steps_before:
-            return first  # unreadable, or not ours: nothing the store could change
+        if not first.steps_before:
+            return first  # no steps (unreadable, an interaction, none sent): nothing the store could change
         recall = await store.recall(cascade, noted.unasked)
         if recall is None:
             return first
