@@ -9,6 +9,7 @@ runs as the gateway starts it: the language server's flags, an allowlisted envir
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import signal
@@ -39,6 +40,8 @@ pytestmark = [
 
 FAKE_LS = ROOT / "scripts" / "fake_language_server.py"
 STARTED = "planner hop on"
+PASSWORD = "shim-test-Pw-9f3a"  # a store password in settings: never on a command line or in the shim's output
+PASSWORD_ENV = "BRIDGE_STATE_PASSWORD"
 
 
 def fixture(name: str) -> bytes:
@@ -181,12 +184,26 @@ def test_connect_framed_like_the_gateway_reaches_the_language_server_corrected(t
         ("<none>", "no settings file at"),
         ("ls_binary = [", "cannot read it as TOML"),
         ('records = "/tmp/x"\n', "ls_binary (the real language server) is required"),
+        (f'ls_binary = "{FAKE_LS}"\nstate = "redis://u:{PASSWORD}@h:port/0"\n', "the port must be a number"),
+        (f'ls_binary = "{FAKE_LS}"\nstate = "postgres://u:{PASSWORD}@h/db"\n', "the scheme must be redis://"),
+        (f'ls_binary = "{FAKE_LS}"\nstate = "redis://h"\nstate_ca = "ca.pem"\n', 'for state = "rediss://..."'),
         ('ls_binary = "/nonexistent/language_server"\n', "is not an executable file"),
         (f'ls_binary = "{FAKE_LS}"\nlsbinary = "typo"\n', "unknown setting(s) lsbinary"),
         (f'ls_binary = "{FAKE_LS}"\noptions = ["--no-equals"]\n', "options entries are name=value"),
         (f'ls_binary = "{FAKE_LS}"\nstartup_timeout = "soon"\n', "startup_timeout must be a positive number"),
     ],
-    ids=["missing", "not-toml", "no-ls-binary", "ls-binary-missing", "unknown-key", "bad-option", "bad-timeout"],
+    ids=[
+        "missing",
+        "not-toml",
+        "no-ls-binary",
+        "redis-bad-port",
+        "store-not-redis",
+        "ca-not-rediss",
+        "ls-binary-missing",
+        "unknown-key",
+        "bad-option",
+        "bad-timeout",
+    ],
 )
 def test_bad_settings_are_a_clear_error_not_a_pass_through(tmp_path: Path, settings: str, message: str):
     shim = ShimRun(tmp_path, settings).start(wait=False)
@@ -195,6 +212,7 @@ def test_bad_settings_are_a_clear_error_not_a_pass_through(tmp_path: Path, setti
     assert "language-server-shim: error:" in shim.stderr
     assert message in shim.stderr
     assert str(shim.settings) in shim.stderr
+    assert PASSWORD not in shim.stderr
     assert not read_captures(shim.captures), "nothing was started"
 
 
@@ -254,6 +272,178 @@ def test_mitmdump_failing_to_listen_ends_the_shim(tmp_path: Path):
             shim.stop()
     assert code != 0
     assert "mitmdump exited" in shim.stderr
+    assert "address already in use" in _error_line(shim), "the shim's own error line says why"
+
+
+def _error_line(shim: ShimRun) -> str:
+    """The shim's last line, its own error (mitmdump's output, when it goes to stderr, comes before)."""
+    last = shim.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("language-server-shim: error: "), shim.stderr
+    return last
+
+
+def _store_settings(tmp: Path, state: str, *, log: Path | None = None, **more: str) -> str:
+    lines = {
+        "ls_binary": str(FAKE_LS),
+        "state": state,
+        "records": str(tmp / "records"),
+        **more,
+        **({"log": str(log)} if log else {}),
+    }
+    settings = "".join(f"{key} = {json.dumps(value)}\n" for key, value in lines.items())
+    return settings + f"options = [{json.dumps(f'confdir={tmp / "mitmproxy-conf"}')}]\n"
+
+
+def _password_file(tmp: Path, password: str) -> Path:
+    path = tmp / "secrets" / "redis.pass"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.write_text(password + "\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize("password_in", ["url", "file"])
+@pytest.mark.parametrize("log", [False, True], ids=["output-on-stderr", "output-in-log"])
+def test_an_unreachable_store_is_named_in_the_shims_own_error(tmp_path: Path, password_in: str, log: bool):
+    """mitmdump cannot reach the store and ends: the gateway sees its binary fail, so the shim's
+    last line says why (from mitmdump's output, wherever it went), never with the password."""
+    closed = free_port()  # nothing listens there
+    log_path = tmp_path / "log" / "mitmdump.log" if log else None
+    if password_in == "url":
+        settings = _store_settings(tmp_path, f"redis://bridge:{PASSWORD}@127.0.0.1:{closed}/0", log=log_path)
+    else:
+        secret = _password_file(tmp_path, PASSWORD)
+        settings = _store_settings(
+            tmp_path, f"redis://bridge@127.0.0.1:{closed}/0", log=log_path, state_password_file=str(secret)
+        )
+    shim = ShimRun(tmp_path, settings).start(wait=False)
+    try:
+        code = shim.wait(30)
+    finally:
+        shim.stop()
+    assert code == 1, shim.stderr
+    line = _error_line(shim)
+    assert "mitmdump exited with 1" in line
+    assert "bridge_state: cannot" in line  # the addon's words, the URL without the password
+    assert f"redis://bridge@127.0.0.1:{closed}/0" in line
+    assert "refused" in line.lower()
+    assert PASSWORD not in shim.stderr
+    if log_path is not None:
+        assert f"(mitmdump's output: {log_path})" in line
+        assert PASSWORD not in log_path.read_text()
+    assert STARTED not in shim.stderr, "mitmdump listens for a moment before it exits: not taken as started"
+
+
+def test_a_start_up_time_out_names_what_mitmdump_said(tmp_path: Path):
+    """A mitmdump that never listens (a stand-in: prints an error, echoes the password it was given
+    in its environment, sleeps): the time-out names its error line, the password masked."""
+    fake = tmp_path / "bin" / "mitmdump"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'echo "[10:00:00.000] bridge_state: cannot reach redis://127.0.0.1:6379/0: timed out '
+        '($BRIDGE_STATE_PASSWORD)"\n'
+        "exec sleep 60\n"
+    )
+    fake.chmod(0o755)
+    secret = _password_file(tmp_path, PASSWORD)
+    settings = _store_settings(
+        tmp_path, "redis://127.0.0.1:6379/0", state_password_file=str(secret), mitmdump=str(fake)
+    )
+    shim = ShimRun(tmp_path, settings + "startup_timeout = 2\n").start(wait=False)
+    try:
+        code = shim.wait(30)
+    finally:
+        shim.stop()
+    assert code == 1
+    line = _error_line(shim)
+    assert f"mitmdump did not listen on 127.0.0.1:{shim.port} within 2s" in line
+    assert "bridge_state: cannot reach redis://127.0.0.1:6379/0: timed out (***)" in line
+    assert PASSWORD not in shim.stderr, "masked in mitmdump's output as the shim passes it on, too"
+
+
+def _cmdlines(pids: set[int]) -> dict[int, bytes]:
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+    return found
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
+    return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+
+
+def _mitmdump_pid(shim: ShimRun) -> int:
+    """The shim's own mitmdump (not a worker it forked, which shares its command line)."""
+    assert shim.proc is not None
+    [pid] = [p for p in shim.children() if procs._ppid(p) == shim.proc.pid and "bridge_planner=" in procs.cmdline(p)]
+    return pid
+
+
+def _used(server, timeout: float = 10) -> list[bytes]:
+    """The keys the bridge wrote on the server (the planner hop's ledger once a call went through)."""
+    client = server.client()
+    deadline = time.monotonic() + timeout
+    while not (keys := client.keys("bridge:*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return keys
+
+
+def _run_on_the_store(shim: ShimRun, server, password: str, shown: str) -> None:
+    """The shim up on ``server``: the password on no command line, only in mitmdump's environment,
+    and the store used (so it got there)."""
+    assert shim.proc is not None
+    everyone = {shim.proc.pid, *shim.children()}
+    cmdlines = _cmdlines(everyone)
+    assert set(cmdlines) == everyone, "every process was read"
+    for pid, cmdline in cmdlines.items():
+        assert password.encode() not in cmdline, f"the password is on pid {pid}'s command line: {procs.cmdline(pid)}"
+    assert server.pid is not None and password.encode() not in _cmdlines({server.pid})[server.pid]
+    mitmdump = _mitmdump_pid(shim)
+    [ls_pid] = [pid for pid, c in cmdlines.items() if b"fake_language_server" in c]
+    assert f"bridge_state={shown}".encode() in cmdlines[mitmdump]
+    assert _environ(mitmdump).get(PASSWORD_ENV) == password
+    assert PASSWORD_ENV not in _environ(ls_pid), "the real binary never gets it"
+    assert PASSWORD_ENV not in _environ(shim.proc.pid)
+    call(shim.port, message_of(fixture("grpc-turn1.bin")))
+    shim.sent(1)
+    assert any(key.startswith(b"bridge:ledger:") for key in _used(server)), "the ledger is on the server"
+    assert password not in shim.stderr
+
+
+@pytest.mark.parametrize("password_in", ["url", "file"])
+def test_the_store_password_is_on_no_command_line(tmp_path: Path, redis_server, password_in: str):
+    """A real redis-server (its password in its config file, so not on its command line either)."""
+    password = redis_server.password
+    where = f"127.0.0.1:{redis_server.port}/0"
+    if password_in == "url":
+        settings = _store_settings(tmp_path, f"redis://:{password}@{where}")
+    else:
+        secret = _password_file(tmp_path, password)
+        settings = _store_settings(tmp_path, f"redis://{where}", state_password_file=str(secret))
+    with ShimRun(tmp_path, settings) as shim:
+        _run_on_the_store(shim, redis_server, password, f"redis://{where}")
+
+
+def test_an_acl_user_over_tls_with_a_private_ca(tmp_path: Path, need_redis_server):
+    """rediss:// with state_ca (a throwaway CA), the ACL user's password from a file."""
+    from support.redis_server import RedisServer
+
+    with RedisServer(tls=True, acl_user="bridge") as server:
+        assert server.acl_password is not None and server.ca_file is not None
+        where = f"127.0.0.1:{server.port}/0"
+        secret = _password_file(tmp_path, server.acl_password)
+        settings = _store_settings(
+            tmp_path, f"rediss://bridge@{where}", state_password_file=str(secret), state_ca=str(server.ca_file)
+        )
+        with ShimRun(tmp_path, settings) as shim:
+            assert shim.proc is not None
+            assert f"bridge_state_ca={server.ca_file}" in procs.cmdline(_mitmdump_pid(shim))
+            _run_on_the_store(shim, server, server.acl_password, f"rediss://bridge@{where}")
 
 
 def _listening(port: int) -> bool:
