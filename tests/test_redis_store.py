@@ -227,3 +227,77 @@ def test_a_record_holds_only_digests_a_code_a_verdict_and_a_client_id():
     assert redis_store.unpack(KEY, record, 0) == [o]
     assert redis_store.unpack(KEY, record, 2000) == [], "older than the TTL allows"
 
+
+
+async def test_a_begin_that_reaches_the_server_after_its_end_begins_nothing(redis_server: RedisServer):
+    """A write sent on a connection that stalled may be applied after its client gave up, and after
+    the reading's end went on another connection: the reading is not in flight for its whole bound."""
+    chat, planner = store(redis_server), store(redis_server)
+    chat.observe([], ended=4242)  # the end first
+    await settle(chat)
+    c = redis_server.client()
+    keys = [*chat._marks()]
+    late_begin = (60, 60, 1, 0, 0, 0, redis_store._RECORD.size, 32, 4242, 15000)
+    c.eval(redis_store._WRITE, 3, *keys, *late_begin)
+    assert c.zrange(keys[0], 0, -1) == []
+    start = time.monotonic()
+    assert await planner.recall("c", [KEY]) is not None
+    assert time.monotonic() - start < 0.5
+
+
+async def test_an_older_ledger_that_arrives_late_does_not_replace_a_newer_one(redis_server: RedisServer):
+    hop = store(redis_server)
+    hop.deliver("cascade-1", Delivery([b"a", b"b", b"c"]))
+    await settle(hop)
+    c = redis_server.client()
+    old = redis_store._VERSION.pack(1) + step_digest(b"a")  # written long ago, applied now
+    keys = (*hop._marks(), hop._ledger_key("cascade-1"))
+    c.eval(redis_store._WRITE, 4, *keys, 60, 60, 0, 0, 0, 1, redis_store._RECORD.size, 32, old[:8], old[8:])
+    got = await store(redis_server).recall("cascade-1", [])
+    assert got is not None and len(got.delivered) == 3
+
+
+async def test_the_end_of_a_reading_lost_in_an_outage_is_said_again_when_the_server_answers(
+    redis_server: RedisServer, monkeypatch
+):
+    monkeypatch.setattr(redis_store, "BACKOFF", (0.1, 0.2))
+    chat = store(redis_server, timeout=0.2)
+    chat._link.delay = 0.1
+    token = chat.begin(10 * 2**20)  # 15 s bound
+    await settle(chat)
+    redis_server.pause()
+    try:
+        chat.observe([failed()])  # stalls and times out: the store is away
+        for _ in range(100):
+            if not chat._link.up:
+                break
+            await asyncio.sleep(0.05)
+        assert not chat._link.up
+        chat.observe([], ended=token)  # not sent while it is away
+    finally:
+        redis_server.resume()
+    marks = chat._marks()
+    for _ in range(100):  # retried with backoff, without any new request
+        if not redis_server.client().zrange(marks[0], 0, -1):
+            break
+        await asyncio.sleep(0.05)
+    assert redis_server.client().zrange(marks[0], 0, -1) == []
+    assert redis_server.client().zscore(marks[2], str(token)) is not None
+
+
+
+def test_the_worker_process_does_not_inherit_the_store_password(monkeypatch):
+    """The worker (large bodies, records) never talks to the store: its environment has no password."""
+    import os
+
+    from native_bridge.runtime.worker import Renderer
+
+    monkeypatch.setenv("BRIDGE_STATE_PASSWORD", "not-for-the-worker")
+    monkeypatch.setenv("BRIDGE_TEST_OTHER", "inherited")
+    worker = Renderer(os.getenv)
+    try:
+        assert worker.render("BRIDGE_TEST_OTHER") == "inherited"  # it ran in the child
+        assert worker.pid is not None
+        assert worker.render("BRIDGE_STATE_PASSWORD") is None
+    finally:
+        worker.close()

@@ -53,6 +53,7 @@ logger = logging.getLogger(__name__)
 
 # call digest | flags (1 exit code stated, 2 verdict known, 4 failed) | exit code | seen (ms) | client id
 _RECORD = struct.Struct("<16sBqQ24s")
+_VERSION = struct.Struct(">Q")  # a ledger's version (µs since 1970) before its digests
 KEEP_RECORDS = 32  # per match key: more than one distinct call is already no claim (ambiguous)
 LEDGER_TTL = 7 * 24 * 3600
 MAX_QUEUED = 20000  # writes waiting for the server (beyond: dropped, logged once per episode)
@@ -60,9 +61,13 @@ BACKOFF = (0.5, 30.0)  # seconds before the first retry of a server that failed,
 MARK_TTL_MS = 24 * 3600 * 1000  # the readings set and the ended stream, when nothing writes them
 STREAM_LEN = 10000
 
-# One call per batch of writes. KEYS: readings, ended, then the observations' keys, then the ledgers'.
-# ARGV: ttl, ledger ttl, #begun, #ended, #observations, #ledgers, record size, records kept, then
-# (token, bound ms) per reading begun, token per reading ended, record per observation, digests per ledger.
+# One call per batch of writes. KEYS: readings, ended (stream), done (set), then the observations' keys,
+# then the ledgers'. ARGV: ttl, ledger ttl, #begun, #ended, #observations, #ledgers, record size, records
+# kept, then (token, bound ms) per reading begun, token per reading ended, record per observation, and
+# (version, digests) per ledger.
+# A write may reach the server late (sent on a connection that stalled, after its client gave up): a
+# reading's begin after its end is skipped (``done`` remembers ends for a day), and a ledger older than
+# the one stored is skipped (its version: the writer's clock, one planner hop per cascade).
 _WRITE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -71,21 +76,25 @@ local nb, ne, no, nl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), 
 local size, keep = tonumber(ARGV[7]), tonumber(ARGV[8])
 local a = 9
 for i = 1, nb do
-  redis.pcall('ZADD', KEYS[1], now + tonumber(ARGV[a + 1]), ARGV[a])
+  local done = redis.pcall('ZSCORE', KEYS[3], ARGV[a])
+  if not done or type(done) == 'table' then
+    redis.pcall('ZADD', KEYS[1], now + tonumber(ARGV[a + 1]), ARGV[a])
+  end
   a = a + 2
 end
 for i = 1, ne do
   redis.pcall('ZREM', KEYS[1], ARGV[a])
+  redis.pcall('ZADD', KEYS[3], now, ARGV[a])
   redis.pcall('XADD', KEYS[2], 'MAXLEN', '~', STREAM, '*', 't', ARGV[a])
   a = a + 1
 end
 if nb + ne > 0 then
   redis.pcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - MARK)
-  redis.pcall('PEXPIRE', KEYS[1], MARK)
-  redis.pcall('PEXPIRE', KEYS[2], MARK)
+  redis.pcall('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - MARK)
+  for k = 1, 3 do redis.pcall('PEXPIRE', KEYS[k], MARK) end
 end
 for i = 1, no do
-  local k = KEYS[2 + i]
+  local k = KEYS[3 + i]
   local n = redis.pcall('APPEND', k, ARGV[a])
   if type(n) ~= 'number' then
     redis.pcall('DEL', k)
@@ -102,8 +111,12 @@ for i = 1, no do
   a = a + 1
 end
 for i = 1, nl do
-  redis.pcall('SET', KEYS[2 + no + i], ARGV[a], 'EX', lttl)
-  a = a + 1
+  local k = KEYS[3 + no + i]
+  local old = redis.pcall('GETRANGE', k, 0, 7)
+  if type(old) ~= 'string' or string.len(old) < 8 or old <= ARGV[a] then
+    redis.pcall('SET', k, ARGV[a] .. ARGV[a + 1], 'EX', lttl)
+  end
+  a = a + 2
 end
 return nb + ne + no + nl
 """.replace("STREAM", str(STREAM_LEN)).replace("MARK", str(MARK_TTL_MS))
@@ -163,6 +176,19 @@ def unpack(key: bytes, value: bytes, since_ms: int) -> list[Observation] | None:
         failed = bool(flags & 4) if flags & 2 else None
         by_call[call] = (seen, Observation(code if flags & 1 else None, failed, client or None, key, call))
     return [o for _, o in by_call.values()]
+
+
+class BoundedTokens(dict[int, None]):
+    """Reading tokens, the oldest forgotten beyond MAX_QUEUED (its begin then ends by its bound)."""
+
+    def __setitem__(self, key: int, value: None) -> None:
+        super().__setitem__(key, value)
+        while len(self) > MAX_QUEUED:
+            del self[next(iter(self))]
+
+    def update(self, other: Any = (), /, **kw: Any) -> None:
+        for key in dict(other, **kw):
+            self[key] = None
 
 
 class _Link:
@@ -239,6 +265,8 @@ class RedisStore:
         self._wake: asyncio.Event | None = None
         self._writer: asyncio.Task[None] | None = None
         self._dropped = 0
+        # Ends of readings the server may not have seen (insertion-ordered, bounded): said again.
+        self._orphans: dict[int, None] = BoundedTokens()
         self._tokens = itertools.count(int.from_bytes(os.urandom(7), "little"))
         self._front = MemoryStore(max_observations=0, keep_digests=True)
         self._closed = False
@@ -254,8 +282,8 @@ class RedisStore:
         client = self._sync(**kwargs)
         try:
             client.ping()
-            client.eval(_RECALL, 3, *self._marks(), self._ledger_key(""), 0)
-            client.eval(_WRITE, 2, *self._marks(), LEDGER_TTL, LEDGER_TTL, 0, 0, 0, 0, _RECORD.size, KEEP_RECORDS)
+            client.eval(_RECALL, 3, *self._marks()[:2], self._ledger_key(""), 0)
+            client.eval(_WRITE, 3, *self._marks(), LEDGER_TTL, LEDGER_TTL, 0, 0, 0, 0, _RECORD.size, KEEP_RECORDS)
         except redis.RedisError as e:
             raise StoreUnreachable(f"cannot use {self.shown}: {type(e).__name__}: {e}") from None
         except OSError as e:  # a CA file that cannot be read
@@ -268,8 +296,9 @@ class RedisStore:
 
     # -- keys -------------------------------------------------------------------------
 
-    def _marks(self) -> tuple[bytes, bytes]:
-        return self.prefix + b"readings", self.prefix + b"ended"
+    def _marks(self) -> tuple[bytes, bytes, bytes]:
+        """The readings in flight, the stream of their ends, and the ends of a day (late begins skipped)."""
+        return self.prefix + b"readings", self.prefix + b"ended", self.prefix + b"done"
 
     def _obs_key(self, key: bytes) -> bytes:
         return self.prefix + b"obs:" + key.hex().encode()
@@ -294,12 +323,17 @@ class RedisStore:
 
     def deliver(self, cascade_id: str, delivery: Delivery) -> None:
         self._front.deliver(cascade_id, delivery)
-        self._put("ledger", self._ledger_key(cascade_id), b"".join(delivery.digests()))
+        version = _VERSION.pack(time.time_ns() // 1000)  # big-endian: byte order is time order
+        self._put("ledger", self._ledger_key(cascade_id), (version, b"".join(delivery.digests())))
 
     def _put(self, what: str, a: Any, b: Any) -> None:
         if self._closed:
             return
         if not self._link.may_try() or len(self._queue) >= MAX_QUEUED:
+            if what == "end":  # its begin may have reached the server: said again once it answers
+                self._orphans[a] = None
+                if self._wake is not None:
+                    self._wake.set()  # the writer then waits for the backoff to try it
             self._dropped += 1  # lost, never invented: the planner hop goes on without it
             return
         self._queue.append((what, a, b))
@@ -326,15 +360,16 @@ class RedisStore:
             args += [token, bound]
         args += ended
         args += [v for _, v in observed]
-        args += ledgers.values()
+        for version, digests in ledgers.values():
+            args += [version, digests]
         return keys, args
 
     async def _write_loop(self) -> None:
         assert self._wake is not None
         while not self._closed:
-            await self._wake.wait()
-            self._wake.clear()
+            await self._next()
             while self._queue:
+                ended = [a for w, a, _ in self._queue if w == "end"]
                 keys, args = self._batch()
                 try:
                     async with asyncio.timeout(max(1.0, 4 * self.timeout)):
@@ -344,14 +379,34 @@ class RedisStore:
                 except Exception as e:
                     self._link.failed(e)
                     self._dropped += 1
+                    self._orphans.update(dict.fromkeys(ended))
                 else:
                     self._link.ok()
+
+    async def _next(self) -> None:
+        """Until there is something to write: the queue, or (the server having failed) the ends of
+        readings not yet said, once the backoff allows a try. A write that timed out may still be
+        applied later, its reading begun for good: saying its end again ends it."""
+        assert self._wake is not None
+        if self._orphans:
+            wait = max(0.0, self._link.retry_at - time.monotonic())
+            try:
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+        else:
+            await self._wake.wait()
+        self._wake.clear()
+        if self._orphans and self._link.may_try():
+            self._queue[:0] = [("end", token, None) for token in self._orphans]
+            self._orphans.clear()
 
     def _flush_now(self) -> None:
         keys, args = self._batch()
         client = self._sync(socket_timeout=max(1.0, 4 * self.timeout))
         try:
-            client.eval(_WRITE, 2 + int(args[4]) + int(args[5]), *keys, *args)
+            client.eval(_WRITE, 3 + int(args[4]) + int(args[5]), *keys, *args)
         except redis.RedisError as e:
             self._link.failed(e)
         else:
@@ -395,7 +450,7 @@ class RedisStore:
         return self._recall_of(cascade_id, asked, reply)
 
     async def _ask(self, cascade_id: str | None, asked: Sequence[bytes], wait: bool) -> list[Any]:
-        keys = [*self._marks(), self._ledger_key(cascade_id or ""), *(self._obs_key(k) for k in asked)]
+        keys = [*self._marks()[:2], self._ledger_key(cascade_id or ""), *(self._obs_key(k) for k in asked)]
         async with asyncio.timeout(self.timeout):
             return await self._scripts()[1](keys=keys, args=[1 if wait else 0])
 
@@ -437,8 +492,9 @@ class RedisStore:
             return Delivered()
         if blob is None:  # none there (a new cascade, or a server that lost it): what this process delivered
             return self._front.delivered(cascade_id)
-        blob = bytes(blob)
-        if len(blob) % DIGEST_SIZE:
+        raw = bytes(blob)
+        blob = raw[_VERSION.size :]
+        if len(raw) < _VERSION.size or len(blob) % DIGEST_SIZE:
             self._complain(self._ledger_key(cascade_id).decode())
             return Delivered()  # no claim of delivery: the cascade gets every step (never loses one)
         front = self._front.delivered(cascade_id)

@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from .store_url import PASSWORD_ENV
+
 logger = logging.getLogger(__name__)
 
 # A message: kind (b"j" a job, b"o" its result, b"e" the job's error message) and the pickle's length,
@@ -234,6 +236,7 @@ class Renderer:
             stdout=subprocess.PIPE,
             stderr=None,  # the worker's own tracebacks, if any, go where the proxy's go
             close_fds=True,  # the worker holds no other end of any pipe: the proxy's death is its EOF
+            env={k: v for k, v in os.environ.items() if k != PASSWORD_ENV},  # it never talks to the store
         )
         for stream in (proc.stdin, proc.stdout):
             _widen(stream)
