@@ -16,7 +16,9 @@ TMPDIR/TMP/TEMP, proxy and CA variables), walks to the next free port when 42100
 ("NEVER adopt", src/langserver.js), and waits until that port listens. Per chat request it
 translates the whole history with the known defective translation (support/known_gateway.py:
 every mapped call a DONE step, run_command exit_code 0 and its output twice, is_error and
-unmapped items dropped), types each step by its body's field number as the gateway does
+unmapped items dropped; a call without a result its arguments only, no output and no exit code,
+as src/cascade-native-bridge.js buildAdditionalStepsFromHistory writes it), types each step by
+its body's field number as the gateway does
 (run_command 28), and sends one ``SendUserCascadeMessage`` (gRPC, prior-knowledge HTTP/2
 cleartext, 5-byte frame, ``x-codeium-csrf-token``) with the steps in field 9 and a planted fake
 ``api_key`` in Metadata. The cascade comes from ``StartCascade`` on the first turn of a
@@ -35,8 +37,14 @@ Lifetime: it ends with its parent (PR_SET_PDEATHSIG), and its language server ru
 group of its own that ends with it: SIGTERM to the group on the way out (SIGKILL after a grace
 period), PR_SET_PDEATHSIG and stdin EOF when it is killed outright.
 
+``--ls-attach PORT`` is for tests only and unlike the gateway (which never adopts a listener):
+no language server is spawned; every call goes to whatever listens on 127.0.0.1:PORT, and a
+listener that goes away and comes back (a planner hop restarted in front of a language server
+that runs on) is simply called again. The stand-in then never exits on its own.
+
     scripts/standin_gateway.py [--host 127.0.0.1] [--port 3003] [--ls-port 42100]
         [--ls-binary PATH (default $LS_BINARY_PATH)] [--ls-data-dir DIR] [--ls-env NAME ...]
+        [--ls-attach PORT]
 """
 
 from __future__ import annotations
@@ -228,6 +236,31 @@ def cascade_config(model: str) -> bytes:
     return wire.len_field(1, planner) + wire.len_field(7, wire.varint_field(1, 1))
 
 
+# What the gateway overlays on a step when its call has a result (src/cascade-native-bridge.js,
+# buildAdditionalStepsFromHistory), by the step body's proto3 JSON name: without a result the body
+# holds the call's arguments only (e.g. run_command: command_line and blocking; no exit_code).
+RESULT_FIELDS = {
+    "runCommand": ("stdout", "exitCode", "combinedOutput"),
+    "viewFile": ("content",),
+    "grepSearchV2": ("rawOutput",),
+    "find": ("rawOutput",),
+    "listDirectory": ("children",),
+    "searchWeb": ("summary",),
+}
+
+
+def without_result(step_json: Mapping[str, Any]) -> dict[str, Any]:
+    """A step of the known translation as the gateway writes it for a call that has no result."""
+    out = dict(step_json)
+    for name, fields in RESULT_FIELDS.items():
+        if isinstance(out.get(name), dict):
+            out[name] = {k: v for k, v in out[name].items() if k not in fields}
+    if isinstance(out.get("readUrlContent"), dict) and isinstance(out["readUrlContent"].get("webDocument"), dict):
+        doc = {k: v for k, v in out["readUrlContent"]["webDocument"].items() if k != "text"}
+        out["readUrlContent"] = {**out["readUrlContent"], "webDocument": doc}
+    return out
+
+
 def native_step(step_json: Mapping[str, Any]) -> bytes:
     """One step of the known translation (proto3 JSON) as the gateway writes it: typed by its body's
     field number (run_command 28, officially COMMAND_STATUS), not by the official type, and a
@@ -415,6 +448,18 @@ class LanguageServer:
                 raise RuntimeError("stopped while it was starting")
             time.sleep(0.05)
 
+    def attach(self, timeout: float, stop: threading.Event | None = None) -> None:
+        """``--ls-attach``: spawn nothing; wait until something listens on the port (``proc`` stays None,
+        so nothing here ends with it or ends it)."""
+        deadline = time.monotonic() + timeout
+        while not port_in_use(self.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listens on 127.0.0.1:{self.port} to attach to ({timeout:g}s)")
+            if stop is not None and stop.is_set():
+                raise RuntimeError("stopped while it was waiting")
+            time.sleep(0.05)
+        log(f"attached to the language server already listening on 127.0.0.1:{self.port} (tests only)")
+
     @staticmethod
     def _pump(stream: Any, name: str) -> None:
         """Its output into our stderr, line by line (the gateway logs it the same way)."""
@@ -480,7 +525,11 @@ class Gateway:
         """One chat request: the known translation to the language server; a summary for the log."""
         messages = chat_messages(path, body)
         known = known_gateway.translate({"messages": messages})
-        steps = [native_step(s) for s in known.steps]
+        answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+        steps = [
+            native_step(s if call in answered else without_result(s))
+            for s, call in zip(known.steps, known.step_calls, strict=True)
+        ]
         cascade_id, resumed = self.cascade_for(conversation_key(messages, caller))
         model = str(body.get("model") or "")
         request = send_request(cascade_id, prompt(known.messages, resumed), self._meta(), cascade_config(model), steps)
@@ -654,6 +703,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "(the tests: their leftover-process marker)",
     )
     ap.add_argument("--ls-timeout", type=float, default=60.0, help="seconds to wait for its port (default 60)")
+    ap.add_argument(
+        "--ls-attach",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="tests only (the gateway never adopts a listener): spawn no language server, call the one "
+        "listening on 127.0.0.1:PORT (waits up to --ls-timeout for it at start-up)",
+    )
     ap.add_argument("--reply", default="ok", help="the assistant text of every reply (default ok)")
     return ap.parse_args(argv)
 
@@ -666,14 +723,17 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     ls = LanguageServer(
         args.ls_binary,
-        args.ls_port or free_port(),
+        args.ls_attach or args.ls_port or free_port(),
         args.ls_data_dir / "default",
         args.ls_api_server_url,
         tuple(args.ls_env),
     )
     try:
         try:
-            ls.start(args.ls_timeout, stop)
+            if args.ls_attach:
+                ls.attach(args.ls_timeout, stop)
+            else:
+                ls.start(args.ls_timeout, stop)
         except (OSError, RuntimeError) as e:
             log(f"cannot start the language server: {e}")
             return 1
