@@ -38,8 +38,8 @@ def failed(call: str = "toolu_1", code: int | None = None, client: str | None = 
 
 async def settle(*stores: RedisStore) -> None:
     """Until the stores' writers have sent what was queued (they run on this loop)."""
-    for _ in range(200):
-        if not any(s._queue for s in stores):
+    for _ in range(400):
+        if all(s._pipe is None or not (s._pipe._sent or s._pipe._held) for s in stores):
             break
         await asyncio.sleep(0.005)
     await asyncio.sleep(0.02)
@@ -301,3 +301,20 @@ def test_the_worker_process_does_not_inherit_the_store_password(monkeypatch):
         assert worker.render("BRIDGE_STATE_PASSWORD") is None
     finally:
         worker.close()
+
+
+async def test_a_reading_s_begin_is_on_the_wire_before_begin_returns(redis_server: RedisServer):
+    """The chat hop begins a reading in the hook, before the request goes upstream: the begin must not
+    wait for the event loop (nor for replies to earlier writes), or a planner call on another host may
+    come first and not wait for the reading."""
+    chat = store(redis_server)
+    chat.observe([failed()])  # connects
+    await settle(chat)
+    c = redis_server.client()
+    readings = chat._marks()[0]
+    for _ in range(3):
+        token = chat.begin(100)
+        deadline = time.monotonic() + 2
+        while c.zscore(readings, str(token)) is None and time.monotonic() < deadline:
+            time.sleep(0.001)  # blocks the loop: only bytes already sent can arrive
+        assert c.zscore(readings, str(token)) is not None

@@ -29,13 +29,14 @@ is not ours is a logged miss.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import itertools
 import logging
 import os
 import struct
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import hiredis
@@ -122,6 +123,7 @@ for i = 1, nl do
 end
 return nb + ne + no + nl
 """.replace("STREAM", str(STREAM_LEN)).replace("MARK", str(MARK_TTL_MS))
+_WRITE_SHA = hashlib.sha1(_WRITE.encode()).hexdigest()
 
 # One call per planner call. KEYS: readings, ended, the ledger, then the observations' keys.
 # ARGV[1]: "1" to list the readings in flight. Returns: server time (ms), [token, ends at]...,
@@ -198,6 +200,7 @@ class _Link:
 
     def __init__(self, shown: str) -> None:
         self.shown = shown
+        self.on_down: Callable[[], None] = lambda: None  # the connections kept are dropped
         self.up = True
         self.retry_at = 0.0
         self.delay = BACKOFF[0]
@@ -213,6 +216,7 @@ class _Link:
                 "what the steps' own text decides, without the chat hop's evidence, until it answers again"
             )
             self.up = False
+            self.on_down()
         self.retry_at = time.monotonic() + self.delay
         self.delay = min(self.delay * 2, BACKOFF[1])
 
@@ -246,11 +250,31 @@ class _Connections:
         self._kind = SSLConnection if where.tls else Connection
         self._kwargs = kwargs
         self._idle: list[Connection] = []
+        self._closing: set[asyncio.Task[None]] = set()
         self._shas: dict[str, str] = {}
 
+    def new(self) -> Connection:
+        return self._kind(**self._kwargs)
+
     async def call(self, *args: Any) -> Any:
-        """One command's reply (a ResponseError raised); the connection is dropped on any other failure."""
-        conn = self._idle.pop() if self._idle else self._kind(**self._kwargs)
+        """One command's reply (a ResponseError raised); the connection is dropped on any other failure.
+        A connection kept from before that the server has closed meanwhile (a restart) is tried once."""
+        while self._idle:
+            try:
+                return await self._call(self._idle.pop(), args)
+            except redis.ConnectionError:
+                continue  # closed by the server since it was last used
+        return await self._call(self.new(), args)
+
+    def drop(self) -> None:
+        """Close the connections kept (the link went down elsewhere: they may be dead)."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            task = asyncio.get_running_loop().create_task(conn.disconnect(nowait=True))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def _call(self, conn: Connection, args: tuple[Any, ...]) -> Any:
         try:
             if not conn.is_connected:
                 await conn.connect()
@@ -276,6 +300,124 @@ class _Connections:
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.disconnect(nowait=True)
+
+
+class _Pipeline:
+    """The writer's connection. Each write is sent in the call that makes it: a reading's begin is in
+    the kernel before its request goes upstream, whatever writes before it still wait for their
+    replies. One task reads the replies, in order, and is always reading, so that a server that
+    closes the connection (stopped, restarted) is noticed before the next write is sent on it. A
+    reply that does not come within ``timeout`` takes the connection down: the writes in flight
+    are lost (never retried: their readings are over), except the ends of readings among them
+    (``lost``), which the store says again."""
+
+    def __init__(self, conns: _Connections, link: _Link, timeout: float, lost: Callable[[Iterable[int]], None]) -> None:
+        self._conns, self._link, self._timeout, self._lost = conns, link, timeout, lost
+        self._conn: Connection | None = None
+        self._held: list[tuple[bytes, list[int]]] = []  # while it connects
+        self._sent: collections.deque[tuple[float, list[int]]] = collections.deque()  # in flight: when, ends
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._watch: asyncio.TimerHandle | None = None
+        self._connecting = False
+
+    def send(self, packed: bytes, ends: list[int]) -> bool:
+        """Send now (False: too many writes in flight, it is dropped)."""
+        if len(self._sent) + len(self._held) >= MAX_QUEUED:
+            return False
+        conn = self._conn
+        if conn is None:
+            self._held.append((packed, ends))
+            if not self._connecting:
+                self._connecting = True
+                self._spawn(self._open(), eager=False)
+            return True
+        self._write(conn, packed, ends)
+        return True
+
+    @property
+    def limit(self) -> float:
+        return max(1.0, 4 * self._timeout)
+
+    def _write(self, conn: Connection, packed: bytes, ends: list[int]) -> None:
+        self._sent.append((time.monotonic(), ends))
+        # An eager task: redis-py writes the bytes before its first await (the drain, which waits only
+        # when the kernel's buffer is full).
+        self._spawn(conn.send_packed_command(packed, check_health=False), eager=True)
+        if self._watch is None:
+            self._watch = asyncio.get_running_loop().call_later(self.limit, self._overdue, conn)
+
+    def _overdue(self, conn: Connection) -> None:
+        self._watch = None
+        if self._conn is not conn or not self._sent:
+            return
+        late = self._sent[0][0] + self.limit - time.monotonic()
+        if late > 0:
+            self._watch = asyncio.get_running_loop().call_later(late, self._overdue, conn)
+            return
+        self._fail(TimeoutError(), conn)
+
+    def _spawn(self, coro: Any, eager: bool) -> None:
+        task = asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=eager)
+        if not task.done():
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _open(self) -> None:
+        conn = self._conns.new()
+        try:
+            async with asyncio.timeout(self.limit):
+                await conn.connect()
+        except Exception as e:
+            self._connecting = False
+            self._fail(e, conn)
+            return
+        self._conn, self._connecting = conn, False
+        self._spawn(self._read(conn), eager=False)
+        self._write(conn, hiredis.pack_command(("SCRIPT", "LOAD", _WRITE)), [])  # EVALSHA's, on every connection
+        held, self._held = self._held, []
+        for packed, ends in held:
+            self._write(conn, packed, ends)
+
+    async def _read(self, conn: Connection) -> None:
+        while self._conn is conn:
+            try:
+                await conn.read_response(disconnect_on_error=False)
+            except redis.ResponseError as e:  # a script that failed on the server: that write only
+                logger.warning(f"bridge: state store {self._link.shown}: a write failed: {e}")
+            except Exception as e:
+                if self._conn is conn:
+                    self._fail(e, conn)  # nothing in flight: the connection is dropped, not the link
+                return
+            else:
+                self._link.ok()
+            if self._sent:
+                self._sent.popleft()
+
+    def _fail(self, e: BaseException, conn: Connection) -> None:
+        if self._sent or self._held or conn is not self._conn:
+            self._link.failed(e)
+        lost = [t for _, ends in self._sent for t in ends] + [t for _, ends in self._held for t in ends]
+        self._sent.clear()
+        self._held.clear()
+        if self._conn is conn:
+            self._conn = None
+        self._spawn(conn.disconnect(nowait=True), eager=False)
+        self._lost(lost)
+
+    def drop(self) -> None:
+        """The link went down elsewhere: a fresh connection for the next write."""
+        if self._conn is not None and not self._sent:
+            conn, self._conn = self._conn, None
+            self._spawn(conn.disconnect(nowait=True), eager=False)
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+        conn, self._conn = self._conn, None
+        for task in list(self._tasks):
+            task.cancel()
+        if conn is not None:
+            self._spawn(conn.disconnect(nowait=True), eager=False)
 
 
 class RedisStore:
@@ -316,9 +458,9 @@ class RedisStore:
         self._check(connect_timeout)
         self._link = _Link(self.shown)
         self._conns = _Connections(where, ca, self._kwargs["socket_connect_timeout"])
-        self._queue: list[tuple[str, Any, Any]] = []
-        self._wake: asyncio.Event | None = None
-        self._writer: asyncio.Task[None] | None = None
+        self._link.on_down = self._drop_connections
+        self._pipe: _Pipeline | None = None
+        self._retry: asyncio.TimerHandle | None = None
         self._dropped = 0
         # Ends of readings the server may not have seen (insertion-ordered, bounded): said again.
         self._orphans: dict[int, None] = BoundedTokens()
@@ -366,102 +508,93 @@ class RedisStore:
 
     def begin(self, size: int) -> int:
         token = next(self._tokens) & (2**63 - 1) or 1
-        self._put("begin", token, int(reading_bound(size) * 1000))
+        self._write(begun=[(token, int(reading_bound(size) * 1000))])
         return token
 
     def observe(self, observations: list[Observation], ended: int = 0) -> None:
+        if not observations and not ended:
+            return
         now = time.time()
-        for o in observations:
-            self._put("observe", self._obs_key(o.key), pack(o, now))
-        if ended:
-            self._put("end", ended, None)
+        observed = [(self._obs_key(o.key), pack(o, now)) for o in observations]
+        self._write(observed=observed, ended=[ended] if ended else [])
 
     def deliver(self, cascade_id: str, delivery: Delivery) -> None:
         self._front.deliver(cascade_id, delivery)
         version = _VERSION.pack(time.time_ns() // 1000)  # big-endian: byte order is time order
-        self._put("ledger", self._ledger_key(cascade_id), (version, b"".join(delivery.digests())))
+        self._write(ledgers=[(self._ledger_key(cascade_id), version, b"".join(delivery.digests()))])
 
-    def _put(self, what: str, a: Any, b: Any) -> None:
+    def _write(
+        self,
+        begun: Sequence[tuple[int, int]] = (),
+        ended: Sequence[int] = (),
+        observed: Sequence[tuple[bytes, bytes]] = (),
+        ledgers: Sequence[tuple[bytes, bytes, bytes]] = (),
+    ) -> None:
+        """One script call, sent now: the request that caused it never waits for its reply."""
         if self._closed:
             return
-        if not self._link.may_try() or len(self._queue) >= MAX_QUEUED:
-            if what == "end":  # its begin may have reached the server: said again once it answers
-                self._orphans[a] = None
-                if self._wake is not None:
-                    self._wake.set()  # the writer then waits for the backoff to try it
+        if not self._link.may_try():
             self._dropped += 1  # lost, never invented: the planner hop goes on without it
+            self._lose(ended)
             return
-        self._queue.append((what, a, b))
-        if self._wake is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no event loop (a script, a test calling a hook): written now
-                self._flush_now()
-                return
-            self._wake = asyncio.Event()
-            self._writer = loop.create_task(self._write_loop())
-        self._wake.set()
-
-    def _batch(self) -> tuple[list[bytes], list[Any]]:
-        ops, self._queue = self._queue, []
-        begun = [(a, b) for w, a, b in ops if w == "begin"]
-        ended = [a for w, a, _ in ops if w == "end"]
-        observed = [(a, b) for w, a, b in ops if w == "observe"]
-        ledgers = {a: b for w, a, b in ops if w == "ledger"}  # the last of a cascade's deliveries
-        keys = [*self._marks(), *(k for k, _ in observed), *ledgers]
+        keys = [*self._marks(), *(k for k, _ in observed), *(k for k, _, _ in ledgers)]
         args: list[Any] = [int(self._ttl), LEDGER_TTL, len(begun), len(ended), len(observed), len(ledgers)]
         args += [_RECORD.size, KEEP_RECORDS]
         for token, bound in begun:
             args += [token, bound]
         args += ended
         args += [v for _, v in observed]
-        for version, digests in ledgers.values():
+        for _, version, digests in ledgers:
             args += [version, digests]
-        return keys, args
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a script, a test calling a hook): written now
+            self._flush_now(keys, args)
+            return
+        if self._pipe is None:
+            self._pipe = _Pipeline(self._conns, self._link, self.timeout, self._lose)
+        packed = hiredis.pack_command(("EVALSHA", _WRITE_SHA, len(keys), *keys, *args))
+        if not self._pipe.send(packed, list(ended)):
+            self._dropped += 1
+            self._lose(ended)
 
-    async def _write_loop(self) -> None:
-        assert self._wake is not None
-        while not self._closed:
-            await self._next()
-            while self._queue:
-                ended = [a for w, a, _ in self._queue if w == "end"]
-                keys, args = self._batch()
-                try:
-                    async with asyncio.timeout(max(1.0, 4 * self.timeout)):
-                        await self._conns.script(_WRITE, keys, args)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    self._link.failed(e)
-                    self._dropped += 1
-                    self._orphans.update(dict.fromkeys(ended))
-                else:
-                    self._link.ok()
+    def _drop_connections(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._conns.drop()
+        if self._pipe is not None:
+            self._pipe.drop()
 
-    async def _next(self) -> None:
-        """Until there is something to write: the queue, or (the server having failed) the ends of
-        readings not yet said, once the backoff allows a try. A write that timed out may still be
-        applied later, its reading begun for good: saying its end again ends it."""
-        assert self._wake is not None
-        if self._orphans:
-            wait = max(0.0, self._link.retry_at - time.monotonic())
-            try:
-                async with asyncio.timeout(wait):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
-        else:
-            await self._wake.wait()
-        self._wake.clear()
-        if self._orphans and self._link.may_try():
-            self._queue[:0] = [("end", token, None) for token in self._orphans]
-            self._orphans.clear()
+    def _lose(self, ended: Iterable[int]) -> None:
+        """Readings whose end the server may not have seen (their begin may have reached it, even late):
+        their ends are said again once the backoff allows a try."""
+        self._orphans.update(dict.fromkeys(ended))
+        if not self._orphans or self._retry is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        wait = max(0.0, self._link.retry_at - time.monotonic())
+        self._retry = loop.call_later(wait, self._say_ends)
 
-    def _flush_now(self) -> None:
-        keys, args = self._batch()
+    def _say_ends(self) -> None:
+        self._retry = None
+        if self._closed or not self._orphans:
+            return
+        if not self._link.may_try():
+            self._lose(())
+            return
+        ends = list(self._orphans)
+        self._orphans.clear()
+        self._write(ended=ends)
+
+    def _flush_now(self, keys: list[bytes], args: list[Any]) -> None:
         client = self._sync(socket_timeout=max(1.0, 4 * self.timeout))
         try:
-            client.eval(_WRITE, 3 + int(args[4]) + int(args[5]), *keys, *args)
+            client.eval(_WRITE, len(keys), *keys, *args)
         except redis.RedisError as e:
             self._link.failed(e)
         else:
@@ -565,18 +698,14 @@ class RedisStore:
         return {}
 
     def close(self) -> None:
-        """Stop the writer; what is still queued is sent first when the loop allows (a planner hop
-        shutting down delivers its last ledger)."""
+        """Stop writing: what was written has been sent (each write is sent as it is made)."""
         if self._closed:
             return
         self._closed = True
-        if self._writer is not None:
-            self._writer.cancel()
-        if self._queue and self._link.up:  # a server away is not waited for at shutdown either
-            try:
-                self._flush_now()
-            except Exception:
-                logger.exception(f"bridge: state store {self.shown}: the last writes were lost")
+        if self._retry is not None:
+            self._retry.cancel()
+        if self._pipe is not None:
+            self._pipe.close()  # writes in flight were sent; their replies are not waited for
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
