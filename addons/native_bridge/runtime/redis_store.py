@@ -14,11 +14,11 @@ in (digests, exit codes, verdicts, client ids):
     <prefix>ended                    a stream of the readings that ended: a planner hop waiting for
                                      one blocks on it (XREAD BLOCK) and is woken by the server
 
-Each turn costs the chat hop one script call, sent from a background task when the request has
-gone (a reading's begin is sent in the same loop step as the request; the gateway's planner call
-follows a whole gateway round later). A planner call costs one script call: what its cascade's
-ledger holds, the observations of its steps and the readings in flight, read atomically; a second
-only when it had to wait for readings or its ledger was not the one this process wrote last.
+Each write is one script call, sent in the call that makes it (a reading's begin is on the wire
+before its request goes upstream; the gateway's planner call follows a whole gateway round later),
+its reply read by a task of its own. A planner call costs one script call: what its cascade's ledger
+holds, the observations of its steps and the readings in flight, read atomically; a second only when
+it had to wait for readings or its ledger was not the one this process wrote last.
 
 When the server is away or slow: nothing waits beyond ``timeout``; the planner hop corrects what the
 steps' own text decides; observations made meanwhile are lost, never invented; one log line when the
