@@ -20,7 +20,17 @@ from itertools import pairwise
 import pytest
 from bench.cli import run
 from bench.proxies import records_written
-from bench.shapes import balanced_orders, fresh_sets, paired_stats, paired_turns
+from bench.shapes import (
+    QUICK_PROXIES,
+    SHAPE_PROXIES,
+    SHAPES,
+    SHAPES_QUICK,
+    balanced_orders,
+    fresh_sets,
+    paired_stats,
+    paired_turns,
+    shape_names,
+)
 from bench.targets import Target
 from native_bridge.core import exitstatus
 from native_bridge.core.clients import BY_ID
@@ -106,6 +116,24 @@ def test_paired_ratios_are_the_proxies_costs_through_noise_bursts() -> None:
         assert st["p50"] / stats["plain"]["p50"] == pytest.approx(c / cost["plain"])
         assert st["lo"] == pytest.approx(c / cost["plain"]) == st["hi"]
         assert st["rps"] == pytest.approx(len(convs) * 40 / sum(c * (8.0 if m in busy else 1.0) for m in range(400)))
+
+
+def test_paired_stats_beside_gives_the_interval_of_two_rows_difference() -> None:
+    """Issue 38's targets judge a row by its distance from another (Redis beside SQLite): the
+    interval of that difference comes from the same draws, exact when the costs are."""
+    cost = {"plain": 3.0, "observe+state": 3.6, "observe+redis": 3.75}
+    convs = [[b"x"] * 40 for _ in range(10)]
+    send, _ = _fake_proxies(cost, set(range(0, 400, 3)))
+    stats = paired_stats(paired_turns(convs, list(cost), send), beside={"observe+redis": "observe+state"})
+    assert stats["observe+redis"]["dlo"] == pytest.approx(0.05) == stats["observe+redis"]["dhi"]
+    assert "dlo" not in stats["observe+state"]
+
+
+def test_only_the_rows_that_ask_go_through_observe_with_redis() -> None:
+    """The Redis proxy (and its server) only where a row's label selects it: the default bench stays as long."""
+    with_redis = [s.label for s in SHAPES if "observe+redis" in shape_names(s, SHAPE_PROXIES)]
+    assert with_redis == ["200 KB agent loop", "2 MB agent loop"]
+    assert all("observe+redis" not in shape_names(s, QUICK_PROXIES) for s in SHAPES_QUICK)
 
 
 def test_paired_stats_interval_holds_the_ratio_and_widens_with_the_spread() -> None:

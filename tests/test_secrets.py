@@ -356,6 +356,9 @@ SCRIPTS = {
     "bench/stall.py": "generated histories through mitmdump; prints timings and memory",
     "bench/loopmem.py": "generated histories through mitmdump; prints memory",
     "bench/planner.py": "generated planner-hop bodies through mitmdump; prints timings",
+    "bench/load.py": "generated conversations through stand-in gateways, shims and mitmdumps (a throwaway Redis "
+    "password in a 0600 file and their environment, never printed); prints timings and counts, on a failure the "
+    "tails of the gateways' and planner hops' logs (the shim masks the password)",
     "bench/targets.py": "prints the limits and what was measured; no request data",
     "bench/proxies.py": "starts mitmdumps (their output in a temp file it deletes) and a planner that answers a "
     "fixed reply; sends generated histories; prints nothing",

@@ -18,7 +18,9 @@ Sections:
   nohist  a request with no tool history: rewrite() against the floor.
   shapes  agent traffic through six mitmdumps in one run (plain, a naive orjson peer
           addon, the bridge in rewrite mode, in observe mode, observe with records,
-          observe with bridge_state): the same body again and again, the agent loop
+          observe with bridge_state; the 200 KB and 2 MB agent loops also observe with
+          bridge_state on a Redis server on loopback, one redis-server for the run):
+          the same body again and again, the agent loop
           (each request the previous history plus one round, 40-turn conversations),
           new conversations, 8 conversations at once; 10 KB / 200 KB / 2 MB / 10 MB;
           p50 and throughput vs plain. An agent loop goes turn by turn, each turn
@@ -30,7 +32,16 @@ Sections:
           proxy's idle memory.
   planner the planner hop: grpcio -> mitmdump (prior-knowledge HTTP/2 listener) ->
           grpcio, plain (h2c listener only) against -s addons/bridge.py with
-          bridge_planner; a 200 KB SendUserCascadeMessage, first and resumed turn.
+          bridge_planner, the ledger in memory, in SQLite and on a Redis server; a
+          200 KB SendUserCascadeMessage, first and resumed turn, each call through
+          every proxy in balanced orders (paired, as the agent loop).
+  load    issue 38's load figure (about a minute): 16 Claude Code conversations at
+          once through two chat hops (observe) and two stand-in gateways with the
+          shim's planner hops, chat hop A in front of gateway B and B of A, all four
+          sharing one store: a Redis server on loopback, and the same deployment
+          with one SQLite file, rounds alternating. Observations that reached the
+          planner hops (counted from the stand-in language servers' captures),
+          failed requests, the chat requests' p50/p99 and the p99 ratio.
   e2e     (not in the default run) the older mitmdump cases: 10 KB / 200 KB / 2 MB,
           1 and 8 clients, a null addon; the CI smoke runs it with --quick.
   golden  the output of rewrite() is byte-identical to the reference path
@@ -38,7 +49,7 @@ Sections:
           histories; --golden-save/--golden-check compare against stored digests.
 
 The package, a module per section (``golden``, ``core`` for core and nohist, ``e2e``, ``shapes``,
-``stall``, ``loopmem``, ``planner``) over what they share: ``timing`` (interleaving, medians,
+``stall``, ``loopmem``, ``planner``, ``load``) over what they share: ``timing`` (interleaving, medians,
 percentiles), ``proxies`` (the mitmdumps, the minimal planner upstream, the null and naive
 addons, the client that times requests, the proxies' memory); ``targets`` holds every limit
 and the table; ``cli`` the command line (``run``, ``main``), ``__main__`` its entry point. The

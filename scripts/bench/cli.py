@@ -14,6 +14,7 @@ from . import core as core_mod
 from .core import breadth, core, core_at_sizes, no_history
 from .e2e import e2e
 from .golden import golden_check, golden_digests
+from .load import LoadRow, load
 from .loopmem import LoopMemRow, loop_memory
 from .planner import PlannerRow, planner_hop
 from .proxies import serve_planner
@@ -21,7 +22,7 @@ from .shapes import SHAPES, SHAPES_QUICK, Shape, ShapeRow, shapes
 from .stall import StallRow, stall
 from .targets import Target, table, targets
 
-SECTIONS = ("golden", "core", "nohist", "shapes", "stall", "loopmem", "planner")
+SECTIONS = ("golden", "core", "nohist", "shapes", "stall", "loopmem", "planner", "load")
 
 
 def run(
@@ -37,6 +38,7 @@ def run(
     stall_rows: list[StallRow] = []
     planner_rows: list[PlannerRow] = []
     loop_mem_rows: list[LoopMemRow] = []
+    load_rows: list[LoadRow] = []
     if "golden" in only:
         log("golden: fast paths against reference paths")
         golden = golden_check(quick)
@@ -55,8 +57,9 @@ def run(
         e2e_rows = e2e(quick, log)
     if "shapes" in only:
         log(
-            "traffic shapes: mitmdump plain / naive peer / bridge rewrite / observe / observe+records / observe+state, "
-            "p50 vs plain (agent loops: turn by turn, paired; [the ratio's 90% interval])"
+            "traffic shapes: mitmdump plain / naive peer / bridge rewrite / observe / observe+records / observe+state "
+            "(SQLite) / observe+redis (Redis on loopback), p50 vs plain (agent loops: turn by turn, paired; [the "
+            "ratio's 90% interval])"
         )
         shape_rows = shapes(quick, log, shape_plan)
     if "stall" in only:
@@ -66,8 +69,17 @@ def run(
         log("peak memory in the agent loop (turns after the first), beyond each proxy's idle memory")
         loop_mem_rows = loop_memory(quick, log)
     if "planner" in only:
-        log("planner hop: grpcio -> mitmdump (h2c listener) -> grpcio, plain against -s addons/bridge.py")
+        log(
+            "planner hop: grpcio -> mitmdump (h2c listener) -> grpcio, plain against -s addons/bridge.py, the "
+            "ledger in memory / SQLite (bridge+state) / Redis on loopback (bridge+redis); call by call, paired"
+        )
         planner_rows = planner_hop(quick, log)
+    if "load" in only:
+        log(
+            "load: 16 Claude Code conversations at once through 2 chat hops (observe) and 2 stand-in gateways "
+            "(shim planner hops), the state on Redis (loopback) / in one SQLite file; rounds alternate"
+        )
+        load_rows = load(quick, log)
     ts = targets(
         sized or [],
         series or [],
@@ -80,6 +92,7 @@ def run(
         planner_rows,
         loop_mem_rows,
         wide or [],
+        load_rows,
     )
     log(f"\ntargets ({'quick: gross regressions only' if quick else 'full'}; {time.perf_counter() - t0:.0f} s)")
     log(table(ts))

@@ -210,6 +210,7 @@ def logged_mitmdump() -> type:
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     cwd=DEMO_ROOT,
+                    env=dict(os.environ, **self.env),  # a store's password: never on the command line
                     preexec_fn=ending_with(os.getpid()),  # a SIGKILLed bench leaves no proxy behind
                 )
 
@@ -239,13 +240,18 @@ def logged_mitmdump() -> type:
 
 
 def reverse_proxy(
-    upstream: str, addon: str | None, records: Path | None, confdir: Path, options: Sequence[str] = ()
+    upstream: str,
+    addon: str | None,
+    records: Path | None,
+    confdir: Path,
+    options: Sequence[str] = (),
+    env: dict[str, str] | None = None,
 ) -> Any:
     """A real mitmdump in reverse mode: plain, with the bridge (records on or off), or with
-    the null addon (a script path)."""
+    the null addon (a script path); ``env``: more environment (``StateServer.env``)."""
     from support.mitmdump import mitmdump_path
 
-    proxy = logged_mitmdump()(upstream, records or confdir, confdir)
+    proxy = logged_mitmdump()(upstream, records or confdir, confdir, env=env)
     args = [mitmdump_path(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", "0"]
     args += ["--set", f"confdir={confdir}", "--set", "flow_detail=0"]
     if addon:
@@ -316,6 +322,86 @@ class PeakRSS:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+# ---- the shared state on a Redis server (bridge_state=redis://) ------------------------------
+
+
+@dataclass(slots=True)
+class StoreSize:
+    """The keys of one kind the bench's proxies wrote to the server: ``MEMORY USAGE`` summed."""
+
+    what: str  # observation | delivered step
+    keys: int
+    items: int  # observations (fixed-size records) or delivered steps (digests) in those keys
+    bytes: int
+
+    @property
+    def per_item(self) -> float:
+        return self.bytes / self.items if self.items else float("nan")
+
+
+def store_line(sizes: Sequence[StoreSize]) -> str:
+    """What the keys of each kind take on the server, per item (the kinds the run wrote)."""
+    return "  redis MEMORY USAGE: " + "; ".join(
+        f"{s.per_item:.0f} B per {s.what} ({s.keys} keys, {s.items} {s.what}s)" for s in sizes if s.keys
+    )
+
+
+class StateServer:
+    """One real redis-server on loopback for the proxies with ``bridge_state=redis://``
+    (support.redis_server: a free port, a random password; it ends with the bench, also when the
+    bench is killed). A proxy gets ``options`` on its command line and ``env``: the password never
+    goes on a command line (``ps`` shows it)."""
+
+    @staticmethod
+    def missing() -> str | None:
+        """None when a server can be started here, else why not."""
+        from support.redis_server import available
+
+        return available()
+
+    def __enter__(self) -> StateServer:
+        from support.redis_server import RedisServer
+
+        self.server = RedisServer().__enter__()
+        self.client = self.server.client()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+        self.server.close()
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return ("--set", f"bridge_state={self.server.url_without_password}/0")
+
+    @property
+    def env(self) -> dict[str, str]:
+        from native_bridge.runtime.store_url import PASSWORD_ENV
+
+        return {PASSWORD_ENV: self.server.password}
+
+    def flush(self) -> None:
+        """Every key gone: a new set of proxies starts on an empty store, as on a new SQLite file."""
+        self.client.flushdb()
+
+    def sizes(self, prefix: str = "bridge:") -> list[StoreSize]:
+        """What the observations and the ledgers under ``prefix`` take on the server, and how many
+        they hold (an obs key is a run of fixed-size records, a ledger one digest per step)."""
+        from native_bridge.cascade.ledger import DIGEST_SIZE
+        from native_bridge.runtime import redis_store
+
+        out = []
+        for what, kind, unit in (
+            ("observation", "obs", redis_store._RECORD.size),
+            ("delivered step", "ledger", DIGEST_SIZE),
+        ):
+            keys = list(self.client.scan_iter(match=f"{prefix}{kind}:*", count=1000))
+            items = sum(self.client.strlen(k) // unit for k in keys)
+            used = sum(self.client.memory_usage(k, samples=0) or 0 for k in keys)
+            out.append(StoreSize(what, len(keys), items, used))
+        return out
 
 
 # ---- the client: agent requests, timed --------------------------------------------------------

@@ -3,11 +3,12 @@
 Real agents send a different body every turn: the previous history plus one round, and many
 conversations at once. Every shape goes through six mitmdumps in one run: plain, the naive peer,
 the bridge in rewrite mode, in observe mode (the default), observe mode with records on, and
-observe mode with ``bridge_state``. The same body again and again, the agent loop (each request
-the previous history plus one round, 40-turn conversations), new conversations, 8 conversations
-at once; 10 KB / 200 KB / 2 MB / 10 MB; p50 and throughput vs plain. One agent loop is measured
-turn by turn, each turn through every proxy (``paired_turns``); the other shapes in batches,
-one proxy after another.
+observe mode with ``bridge_state`` (a SQLite file); the 200 KB and 2 MB agent loops also through
+observe mode with ``bridge_state`` on a Redis server on loopback (issue 38). The same body again
+and again, the agent loop (each request the previous history plus one round, 40-turn
+conversations), new conversations, 8 conversations at once; 10 KB / 200 KB / 2 MB / 10 MB; p50
+and throughput vs plain. One agent loop is measured turn by turn, each turn through every proxy
+(``paired_turns``); the other shapes in batches, one proxy after another.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import random
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,15 @@ from .proxies import (
     NAIVE_ADDON,
     Connection,
     Planner,
+    StateServer,
+    StoreSize,
     Workload,
     drain_records,
     records_written,
     retag,
     reverse_proxy,
     send_batch,
+    store_line,
 )
 from .timing import median, pct
 
@@ -51,6 +55,7 @@ class Shape:
     reps: int  # batches (a paired agent loop: conversations)
     records: bool = False  # also through observe + records on
     state: bool = False  # also through observe with bridge_state (the shared logs)
+    redis: bool = False  # also through observe with bridge_state on a Redis server (issue 38)
 
     @property
     def paired(self) -> bool:
@@ -82,16 +87,16 @@ SHAPES = [
     Shape("10 KB agent loop", 10_000, "loop", 1, 40, 12),
     Shape("10 KB new conversations", 10_000, "new", 1, 40, 5),
     Shape("200 KB same body", 200_000, "same", 1, 30, 5),
-    Shape("200 KB agent loop", 200_000, "loop", 1, 40, 16, records=True, state=True),
+    Shape("200 KB agent loop", 200_000, "loop", 1, 40, 16, records=True, state=True, redis=True),
     Shape("200 KB new conversations", 200_000, "new", 1, 30, 5),
     Shape("200 KB 8 conversations", 200_000, "loop", 8, 10, 3),
     Shape("2 MB same body", 2_000_000, "same", 1, 10, 3),
-    Shape("2 MB agent loop", 2_000_000, "loop", 1, 40, 6, state=True),
+    Shape("2 MB agent loop", 2_000_000, "loop", 1, 40, 6, state=True, redis=True),
     Shape("2 MB new conversations", 2_000_000, "new", 1, 10, 3),
     Shape("10 MB agent loop", 10_000_000, "loop", 1, 20, 8, state=True),
 ]
 SHAPES_QUICK = [Shape("200 KB agent loop", 200_000, "loop", 1, 10, 2)]
-SHAPE_PROXIES = ("plain", "naive", "rewrite", "observe", "observe+records", "observe+state")
+SHAPE_PROXIES = ("plain", "naive", "rewrite", "observe", "observe+records", "observe+state", "observe+redis")
 QUICK_PROXIES = ("plain", "naive", "rewrite", "observe")
 
 
@@ -99,9 +104,16 @@ QUICK_PROXIES = ("plain", "naive", "rewrite", "observe")
 class ShapeRow:
     shape: Shape
     stats: dict[str, dict[str, float]]  # proxy -> p50, p99 (s), rps
+    store: list[StoreSize] = field(default_factory=list)  # observe+redis: what its keys take on the server
 
 
-def _shape_proxies(upstream: str, tmp: Path) -> dict[str, Any]:
+def shape_names(shape: Shape, every: Sequence[str]) -> list[str]:
+    """The proxies of ``every`` a shape goes through: records, state and redis only where it asks."""
+    wanted = {"observe+records": shape.records, "observe+state": shape.state, "observe+redis": shape.redis}
+    return [n for n in every if wanted.get(n, True)]
+
+
+def _shape_proxies(upstream: str, tmp: Path, redis: StateServer | None = None) -> dict[str, Any]:
     bridge = BRIDGE
     naive = tmp / "naive_addon.py"
     naive.write_text(NAIVE_ADDON)
@@ -118,6 +130,10 @@ def _shape_proxies(upstream: str, tmp: Path) -> dict[str, Any]:
             upstream, bridge, None, tmp / "p6", ("--set", "bridge_mode=observe", "--set", f"bridge_state={tmp}/st.db")
         ),
     }
+    if redis is not None:  # the same on a Redis server: the password in its environment
+        proxies["observe+redis"] = reverse_proxy(
+            upstream, bridge, None, tmp / "p7", ("--set", "bridge_mode=observe", *redis.options), env=redis.env
+        )
     return proxies
 
 
@@ -143,34 +159,50 @@ def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None
     interleaved (rotating order), through one set of proxies."""
     plan = plan or (SHAPES_QUICK if quick else SHAPES)
     rows = []
+    every = QUICK_PROXIES if quick else SHAPE_PROXIES
     with (
         Planner() as planner,
         tempfile.TemporaryDirectory(prefix="bridge-shapes-") as tmp,
         contextlib.ExitStack() as up,
     ):
+        # One redis-server for the whole run, only when a row asks for it (stopped on the way out).
+        redis: StateServer | None = None
+        if "observe+redis" in every and any(s.redis for s in plan):
+            if missing := StateServer.missing():
+                log(f"  (observe+redis left out: {missing})")
+            else:
+                redis = up.enter_context(StateServer())
+        if redis is None:
+            every = tuple(n for n in every if n != "observe+redis")
         sets = itertools.count()
 
         def proxy_set(names: Sequence[str]) -> tuple[contextlib.AbstractContextManager[dict[str, str]], Path]:
             where = Path(tmp) / f"set{next(sets)}"
             where.mkdir()
-            proxies = _shape_proxies(planner.url, where)
+            proxies = _shape_proxies(planner.url, where, redis)
+            if redis is not None and "observe+redis" in names:
+                redis.flush()  # an empty store for a new set, as observe+state gets a new file
             return started({n: proxies[n] for n in names}), where / "records"
 
-        every = QUICK_PROXIES if quick else SHAPE_PROXIES
         shared: tuple[dict[str, str], Path] | None = None  # the batches' proxies, started when first needed
         for shape in plan:
-            names = [
-                n for n in every if (shape.records or n != "observe+records") and (shape.state or n != "observe+state")
-            ]
+            names = shape_names(shape, every)
             if shape.paired:
                 stats = _paired_loop(shape, names, proxy_set)
             else:
                 if shared is None:
-                    proxies, records = proxy_set(every)
+                    # Every proxy, as before; observe+redis only if a batch shape goes through it.
+                    batch = any(s.redis for s in plan if not s.paired)
+                    proxies, records = proxy_set([n for n in every if batch or n != "observe+redis"])
                     shared = up.enter_context(proxies), records
                 stats = _batches(shape, {n: shared[0][n] for n in names}, shared[1])
             rows.append(ShapeRow(shape, stats))
+            if redis is not None and "observe+redis" in names and shape.paired:
+                # The keys of the row's last set (its last conversation and warm-up), still there.
+                rows[-1].store = redis.sizes()
             log(_shape_line(rows[-1]))
+            if rows[-1].store:
+                log(store_line(rows[-1].store))
     return rows
 
 
@@ -245,20 +277,25 @@ def paired_turns(
     return lat
 
 
-def paired_stats(lat: dict[str, list[list[float]]], base: str = "plain") -> dict[str, dict[str, float]]:
+def paired_stats(
+    lat: dict[str, list[list[float]]], base: str = "plain", beside: dict[str, str] | None = None
+) -> dict[str, dict[str, float]]:
     """Per proxy: p50 and p99 of all its turns, requests per second of its busy time, and its p50
     ratio to ``base``'s 90% interval (``lo``, ``hi``: a bootstrap over the conversations, the run's
-    own uncertainty)."""
+    own uncertainty). ``beside``: proxy -> another proxy; the interval of the difference of their
+    ratios (``dlo``, ``dhi``), from the same draws: two rows close together are judged by it."""
     rng = random.Random(0)
     convs = len(lat[base])
     draws = [[rng.randrange(convs) for _ in range(convs)] for _ in range(200)]
+    ratios: dict[str, list[float]] = {}
     stats = {}
     for n, runs in lat.items():
         flat = [x for run in runs for x in run]
-        boot = sorted(
+        ratios[n] = [
             median([x for c in draw for x in runs[c]]) / median([x for c in draw for x in lat[base][c]])
             for draw in draws
-        )
+        ]
+        boot = sorted(ratios[n])
         stats[n] = {
             "p50": median(flat),
             "p99": pct(flat, 0.99),
@@ -266,6 +303,10 @@ def paired_stats(lat: dict[str, list[list[float]]], base: str = "plain") -> dict
             "lo": boot[len(boot) // 20],
             "hi": boot[-1 - len(boot) // 20],
         }
+    for n, other in (beside or {}).items():
+        if n in ratios and other in ratios:
+            diff = sorted(a - b for a, b in zip(ratios[n], ratios[other], strict=True))
+            stats[n] |= {"dlo": diff[len(diff) // 20], "dhi": diff[-1 - len(diff) // 20]}
     return stats
 
 
@@ -336,7 +377,7 @@ def _paired_loop(
 
     convs = fresh_sets((shape.conversation(r, shape.per_client) for r in range(shape.reps)), start, ready)
     try:
-        return paired_stats(paired_turns(convs, names, send, after))
+        return paired_stats(paired_turns(convs, names, send, after), beside={"observe+redis": "observe+state"})
     finally:
         close()
         convs.close()  # the last set stops

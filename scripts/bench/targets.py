@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from .core import BreadthRow, CoreRow, exponent
 from .e2e import E2ERow
+from .load import LoadRow
 from .loopmem import COLLECTED, LoopMemRow
 from .planner import PlannerRow
+from .proxies import StoreSize
 from .shapes import ShapeRow
 from .stall import StallRow
 from .timing import size_label
@@ -41,6 +43,7 @@ def targets(
     planner_rows: Sequence[PlannerRow] = (),
     loop_mem_rows: Sequence[LoopMemRow] = (),
     breadth_rows: Sequence[BreadthRow] = (),
+    load_rows: Sequence[LoadRow] = (),
 ) -> list[Target]:
     out: list[Target] = []
 
@@ -130,6 +133,7 @@ def targets(
             rec = r.stats["bridge+records"]["p50"] / bridge["p50"]
             add(f"records off the critical path: p50 records on <= 1.05x off ({who})", f"{rec:.2f}x", rec <= 1.05)
     _shape_targets(shape_rows, stall_rows, planner_rows, quick, add, loop_mem_rows)
+    _load_targets(load_rows, quick, add)
     if golden is not None:
         differ = f"{len(golden)} differ: {golden[:3]}"
         add(
@@ -150,6 +154,9 @@ SHAPE_LIMITS = {
 # Issue 20's: the agent loop in observe mode (with and without bridge_state); rewriting, ahead of
 # the naive peer.
 LOOP_LIMITS = {"200 KB agent loop": 1.25, "2 MB agent loop": 1.15, "10 MB agent loop": 1.1}
+# Issue 38's: bridge_state on a Redis server, p50 ÷ plain at most this far above the same row with the
+# state in a SQLite file (the chat hop) or in memory (the planner hop).
+REDIS_MARGIN = 0.05
 
 
 def _shape_targets(
@@ -188,6 +195,16 @@ def _shape_targets(
         if "observe+records" in st:
             rec = st["observe+records"]["p50"] / st["observe"]["p50"]
             add(f"{label}: records on <= 1.05x records off (p50)", f"{rec:.2f}x", None if quick else rec <= 1.05)
+        if "observe+redis" in st and "observe+state" in st:
+            # Issue 38: the state on a Redis server (loopback) costs the chat hop no more than a SQLite file.
+            redis, sqlite = st["observe+redis"]["p50"] / plain, st["observe+state"]["p50"] / plain
+            add(
+                f"{label}: observe+redis p50 ÷ plain within {REDIS_MARGIN}x of observe+state's (SQLite)",
+                f"{redis - sqlite:+.3f}x{_diff(st['observe+redis'])} ({redis:.2f}x{_interval(st['observe+redis'])} "
+                f"against {sqlite:.2f}x{_interval(st['observe+state'])}; observe {st['observe']['p50'] / plain:.2f}x)",
+                None if quick else redis - sqlite <= REDIS_MARGIN,
+            )
+        _store_sizes(label, r.store, add)
     plain = {r.proxy: r for r in stall_rows if r.proxy.removeprefix("ws ") == "plain"}
     plain_mem = {name: r.mem_peak for name, r in plain.items()}
     for r in stall_rows:
@@ -243,9 +260,61 @@ def _shape_targets(
         ratio = r.stats["bridge"]["p50"] / r.stats["plain"]["p50"]
         add(
             f"planner hop, {r.label}, {size_label(r.size)}: p50 <= 1.2x plain mitmdump (same h2c listener)",
-            f"{ratio:.2f}x (plain {r.stats['plain']['p50'] * 1e3:.2f} ms)",
+            f"{ratio:.2f}x{_interval(r.stats['bridge'])} (plain {r.stats['plain']['p50'] * 1e3:.2f} ms)",
             None if quick else ratio <= 1.2,
         )
+        if "bridge+redis" in r.stats:
+            # Issue 38: the ledger on a Redis server (loopback) beside the ledger in memory (and in SQLite).
+            st = {n: v["p50"] / r.stats["plain"]["p50"] for n, v in r.stats.items()}
+            sqlite = f", SQLite {st['bridge+state']:.2f}x" if "bridge+state" in st else ""
+            add(
+                f"planner hop, {r.label}: bridge+redis p50 ÷ plain within {REDIS_MARGIN}x of the ledger in memory",
+                f"{st['bridge+redis'] - ratio:+.3f}x{_diff(r.stats['bridge+redis'])} "
+                f"({st['bridge+redis']:.2f}x{_interval(r.stats['bridge+redis'])} against {ratio:.2f}x{sqlite})",
+                None if quick else st["bridge+redis"] - ratio <= REDIS_MARGIN,
+            )
+        _store_sizes(f"planner hop, {r.label}", r.store, add)
+
+
+# Issue 38's load figure: 16 conversations at once through two chat hops and two planner hops sharing
+# one store; the chat requests' p99 with Redis at most this multiple of the same run's with SQLite.
+LOAD_P99_LIMIT = 1.1
+
+
+def _load_targets(rows: Sequence[LoadRow], quick: bool, add: Callable[[str, str, bool | None], None]) -> None:
+    for r in rows:
+        add(
+            f"load, {r.variant}: every observation reaches the planner hop that needs it",
+            f"{r.observed}/{r.expected} steps with exit code 1 (never sent {r.missing})",
+            r.observed == r.expected,
+        )
+        add(f"load, {r.variant}: no chat request fails", f"{r.failed} of {len(r.times) + r.failed}", r.failed == 0)
+    by = {r.variant: r for r in rows}
+    if "redis" in by and "sqlite" in by:
+        redis, sqlite = by["redis"], by["sqlite"]
+        add(
+            f"load: chat requests' p99 with Redis <= {LOAD_P99_LIMIT}x with SQLite (same run, rounds alternating)",
+            f"{redis.p99 / sqlite.p99:.2f}x ({redis.p99 * 1e3:.0f} ms against {sqlite.p99 * 1e3:.0f} ms; p50 "
+            f"{redis.p50 * 1e3:.0f} against {sqlite.p50 * 1e3:.0f} ms)",
+            None if quick else redis.p99 / sqlite.p99 <= LOAD_P99_LIMIT,
+        )
+
+
+def _store_sizes(label: str, sizes: Sequence[StoreSize], add: Callable[[str, str, bool | None], None]) -> None:
+    """What the keys a row wrote take on the Redis server (``MEMORY USAGE``), per item they hold."""
+    for s in sizes:
+        if s.keys:
+            add(
+                f"{label}: Redis bytes per {s.what} (MEMORY USAGE of the row's keys ÷ what they hold)",
+                f"{s.per_item:.0f} B ({s.bytes} B in {s.keys} keys, {s.items} {s.what}s)",
+                None,
+            )
+
+
+def _diff(st: dict[str, float]) -> str:
+    """A paired row's 90% interval of its ratio's difference from the row it is judged beside (three
+    decimals, as the difference: its limit, 0.05, is near what two decimals would round)."""
+    return f" [{st['dlo']:+.3f} to {st['dhi']:+.3f}]" if "dlo" in st else ""
 
 
 def _interval(st: dict[str, float]) -> str:
