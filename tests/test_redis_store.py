@@ -318,3 +318,14 @@ async def test_a_reading_s_begin_is_on_the_wire_before_begin_returns(redis_serve
         while c.zscore(readings, str(token)) is None and time.monotonic() < deadline:
             time.sleep(0.001)  # blocks the loop: only bytes already sent can arrive
         assert c.zscore(readings, str(token)) is not None
+
+
+async def test_a_call_with_thousands_of_steps_is_answered_whole(redis_server: RedisServer):
+    chat, planner = store(redis_server), store(redis_server)
+    keys = [match_key("run_command", f"cmd {i}", "out") for i in range(2500)]
+    chat.observe([Observation(i % 3, True, None, k, call_key("", f"c{i}")) for i, k in enumerate(keys) if i % 500 == 7])
+    await settle(chat)
+    got = await planner.recall("big", keys)
+    assert got is not None
+    assert sorted(got.found) == sorted(k for i, k in enumerate(keys) if i % 500 == 7)
+    assert [got.found[keys[i]][0].exit_code for i in (7, 2007)] == [7 % 3, 2007 % 3]

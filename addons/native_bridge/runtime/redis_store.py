@@ -140,9 +140,12 @@ if ARGV[1] == '1' then
 end
 local l = redis.pcall('GET', KEYS[3])
 if type(l) == 'string' then out[4] = l end
-for i = 4, #KEYS do
-  local v = redis.pcall('GET', KEYS[i])
-  if type(v) == 'string' then out[i + 1] = v else out[i + 1] = false end
+local i = 4
+while i <= #KEYS do  -- MGET in slices (unpack's stack); a key that holds no string reads nil
+  local last = math.min(i + 999, #KEYS)
+  local vals = redis.call('MGET', unpack(KEYS, i, last))
+  for j = 1, #vals do out[i + j] = vals[j] end
+  i = last + 1
 end
 return out
 """
