@@ -303,10 +303,10 @@ def test_the_worker_process_does_not_inherit_the_store_password(monkeypatch):
         worker.close()
 
 
-async def test_a_reading_s_begin_is_on_the_wire_before_begin_returns(redis_server: RedisServer):
-    """The chat hop begins a reading in the hook, before the request goes upstream: the begin must not
-    wait for the event loop (nor for replies to earlier writes), or a planner call on another host may
-    come first and not wait for the reading."""
+async def test_a_reading_s_begin_is_on_the_wire_right_after_its_request(redis_server: RedisServer):
+    """The chat hop begins a reading in the hook; mitmdump writes the request in the next loop step.
+    The begin is sent right after that, never after the replies to earlier writes nor after the
+    reading: by the time a planner call on another host asks, the begin is there."""
     chat = store(redis_server)
     chat.observe([failed()])  # connects
     await settle(chat)
@@ -314,6 +314,9 @@ async def test_a_reading_s_begin_is_on_the_wire_before_begin_returns(redis_serve
     readings = chat._marks()[0]
     for _ in range(3):
         token = chat.begin(100)
+        assert c.zscore(readings, str(token)) is None, "not before the request has gone"
+        for _ in range(2):  # the hook's step, then the step that writes the request
+            await asyncio.sleep(0)
         deadline = time.monotonic() + 2
         while c.zscore(readings, str(token)) is None and time.monotonic() < deadline:
             time.sleep(0.001)  # blocks the loop: only bytes already sent can arrive
@@ -329,3 +332,13 @@ async def test_a_call_with_thousands_of_steps_is_answered_whole(redis_server: Re
     assert got is not None
     assert sorted(got.found) == sorted(k for i, k in enumerate(keys) if i % 500 == 7)
     assert [got.found[keys[i]][0].exit_code for i in (7, 2007)] == [7 % 3, 2007 % 3]
+
+
+async def test_a_ledger_made_just_before_shutdown_is_written(redis_server: RedisServer):
+    """A planner hop stopped right after the language server's reply: its delivery had not been sent yet
+    (it goes after the hook, and the first write of a process waits for its connection)."""
+    hop = store(redis_server)
+    hop.deliver("cascade-late", Delivery([b"x", b"y"]))
+    hop.close()  # before the loop ran once
+    got = await store(redis_server).recall("cascade-late", [])
+    assert got is not None and len(got.delivered) == 2

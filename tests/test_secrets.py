@@ -383,6 +383,8 @@ SCRIPTS = {
     "record_size.py": "bundled synthetic sessions only; prints sizes",
     "support/__init__.py": "the package's description; runs nothing",
     "support/lifetime.py": "a library (processes end with their parent); prints nothing",
+    "support/shim.py": "the language-server shim's parts (its entry point is reviewed with the shim): masks a store's "
+    "password in everything it prints, hands it to mitmdump by its environment only",
     "support/launcher.py": "a library (children forked from one long-lived thread, ending with this process); prints "
     "nothing",
     "support/certs.py": "writes a throwaway test CA and server certificate (its key 0600) where told; prints nothing",

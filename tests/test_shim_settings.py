@@ -1,36 +1,19 @@
-"""scripts/language-server-shim in process, without mitmdump: its settings (a Redis store's URL, its
+"""The language-server shim in process (support/shim.py; its entry point scripts/language-server-shim),
+without mitmdump: its settings (a Redis store's URL, its
 password and CA), the command line and environments it gives its children, and the reason it
 finds in mitmdump's output. The processes themselves: tests/e2e/test_shim.py."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from support import shim
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIM = ROOT / "scripts" / "language-server-shim"
 FAKE_LS = ROOT / "scripts" / "fake_language_server.py"
 PASSWORD = "s3cret-Pw"
-
-
-def _load_shim() -> ModuleType:
-    """The script as a module (its name has a dash and no .py; it runs nothing unless __main__)."""
-    loader = importlib.machinery.SourceFileLoader("language_server_shim", str(SHIM))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[loader.name] = module  # dataclasses look their module up
-    loader.exec_module(module)
-    return module
-
-
-shim = _load_shim()
 
 
 def settings(tmp_path: Path, body: str, mitmdump: bool = True) -> Path:

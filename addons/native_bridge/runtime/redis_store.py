@@ -49,6 +49,7 @@ from redis.retry import Retry
 
 from ..cascade.ledger import DIGEST_SIZE, Delivered, Delivery
 from ..evidence import Observation
+from .later import after_forward
 from .store import OBSERVATION_TTL, MemoryStore, Recall, reading_bound
 from .store_url import Location
 
@@ -317,19 +318,20 @@ class _Pipeline:
     def __init__(self, conns: _Connections, link: _Link, timeout: float, lost: Callable[[Iterable[int]], None]) -> None:
         self._conns, self._link, self._timeout, self._lost = conns, link, timeout, lost
         self._conn: Connection | None = None
-        self._held: list[tuple[bytes, list[int]]] = []  # while it connects
+        self._held: list[tuple[bytes, list[int], Any]] = []  # while it connects (with what replays them)
         self._sent: collections.deque[tuple[float, list[int]]] = collections.deque()  # in flight: when, ends
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watch: asyncio.TimerHandle | None = None
         self._connecting = False
 
-    def send(self, packed: bytes, ends: list[int]) -> bool:
-        """Send now (False: too many writes in flight, it is dropped)."""
+    def send(self, packed: bytes, ends: list[int], replay: Any = None) -> bool:
+        """Send now (False: too many writes in flight, it is dropped). ``replay``: the write as
+        :meth:`unsent` gives it back while it waits for a connection."""
         if len(self._sent) + len(self._held) >= MAX_QUEUED:
             return False
         conn = self._conn
         if conn is None:
-            self._held.append((packed, ends))
+            self._held.append((packed, ends, replay))
             if not self._connecting:
                 self._connecting = True
                 self._spawn(self._open(), eager=False)
@@ -378,7 +380,7 @@ class _Pipeline:
         self._spawn(self._read(conn), eager=False)
         self._write(conn, hiredis.pack_command(("SCRIPT", "LOAD", _WRITE)), [])  # EVALSHA's, on every connection
         held, self._held = self._held, []
-        for packed, ends in held:
+        for packed, ends, _ in held:
             self._write(conn, packed, ends)
 
     async def _read(self, conn: Connection) -> None:
@@ -399,13 +401,17 @@ class _Pipeline:
     def _fail(self, e: BaseException, conn: Connection) -> None:
         if self._sent or self._held or conn is not self._conn:
             self._link.failed(e)
-        lost = [t for _, ends in self._sent for t in ends] + [t for _, ends in self._held for t in ends]
+        lost = [t for _, ends in self._sent for t in ends] + [t for _, ends, _ in self._held for t in ends]
         self._sent.clear()
         self._held.clear()
         if self._conn is conn:
             self._conn = None
         self._spawn(conn.disconnect(nowait=True), eager=False)
         self._lost(lost)
+
+    def unsent(self) -> list[Any]:
+        """The writes still waiting for a connection (their ``replay``)."""
+        return [replay for _, _, replay in self._held]
 
     def drop(self) -> None:
         """The link went down elsewhere: a fresh connection for the next write."""
@@ -463,6 +469,8 @@ class RedisStore:
         self._conns = _Connections(where, ca, self._kwargs["socket_connect_timeout"])
         self._link.on_down = self._drop_connections
         self._pipe: _Pipeline | None = None
+        self._deferred: dict[int, tuple[list[bytes], list[Any]]] = {}  # made, to be sent after the hook
+        self._ids = itertools.count()
         self._retry: asyncio.TimerHandle | None = None
         self._dropped = 0
         # Ends of readings the server may not have seen (insertion-ordered, bounded): said again.
@@ -550,14 +558,26 @@ class RedisStore:
         for _, version, digests in ledgers:
             args += [version, digests]
         try:
-            asyncio.get_running_loop()
+            loop = asyncio.get_running_loop()
         except RuntimeError:  # no event loop (a script, a test calling a hook): written now
-            self._flush_now(keys, args)
+            self._flush_now((keys, args))
             return
         if self._pipe is None:
             self._pipe = _Pipeline(self._conns, self._link, self.timeout, self._lose)
         packed = hiredis.pack_command(("EVALSHA", _WRITE_SHA, len(keys), *keys, *args))
-        if not self._pipe.send(packed, list(ended)):
+        # Sent once the hook that made it has let its request go (mitmdump writes it in the next loop
+        # step: runtime/later.after_forward), before any reply is read: the request never waits for
+        # this write, and a reading's begin is on the wire a few µs after its request, a whole gateway
+        # round before the planner call that must wait for it. Writes keep their order.
+        wid = next(self._ids)
+        self._deferred[wid] = (keys, args)
+        after_forward(lambda: self._send(wid, packed, list(ended)), loop)
+
+    def _send(self, wid: int, packed: bytes, ended: list[int]) -> None:
+        replay = self._deferred.pop(wid, None)
+        if replay is None or self._pipe is None:
+            return  # closed meanwhile: close() wrote it
+        if not self._pipe.send(packed, ended, replay):
             self._dropped += 1
             self._lose(ended)
 
@@ -594,10 +614,14 @@ class RedisStore:
         self._orphans.clear()
         self._write(ended=ends)
 
-    def _flush_now(self, keys: list[bytes], args: list[Any]) -> None:
+    def _flush_now(self, *writes: tuple[list[bytes], list[Any]]) -> None:
+        """Write now, blocking (no event loop, or the last writes at shutdown)."""
         client = self._sync(socket_timeout=max(1.0, 4 * self.timeout))
         try:
-            client.eval(_WRITE, len(keys), *keys, *args)
+            pipe = client.pipeline(transaction=False)
+            for keys, args in writes:
+                pipe.eval(_WRITE, len(keys), *keys, *args)
+            pipe.execute()
         except redis.RedisError as e:
             self._link.failed(e)
         else:
@@ -701,14 +725,22 @@ class RedisStore:
         return {}
 
     def close(self) -> None:
-        """Stop writing: what was written has been sent (each write is sent as it is made)."""
+        """Stop writing: what was made and not yet sent is written now."""
         if self._closed:
             return
         self._closed = True
         if self._retry is not None:
             self._retry.cancel()
+        # Writes made and not yet sent (a planner hop stopped right after a reply: its ledger) go now.
+        unsent = list(self._deferred.values()) + (self._pipe.unsent() if self._pipe is not None else [])
+        self._deferred.clear()
         if self._pipe is not None:
             self._pipe.close()  # writes in flight were sent; their replies are not waited for
+        if unsent and self._link.up:  # a server away is not waited for at shutdown
+            try:
+                self._flush_now(*unsent)
+            except Exception:
+                logger.exception(f"bridge: state store {self.shown}: the last writes were lost")
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
