@@ -237,7 +237,7 @@ async def test_a_begin_that_reaches_the_server_after_its_end_begins_nothing(redi
     await settle(chat)
     c = redis_server.client()
     keys = [*chat._marks()]
-    late_begin = (60, 60, 1, 0, 0, 0, redis_store._RECORD.size, 32, 4242, 15000)
+    late_begin = (60, 60, 1, 0, 0, 0, redis_store._RECORD.size, 32, 0, 4242, 15000)
     c.eval(redis_store._WRITE, 3, *keys, *late_begin)
     assert c.zrange(keys[0], 0, -1) == []
     start = time.monotonic()
@@ -252,7 +252,7 @@ async def test_an_older_ledger_that_arrives_late_does_not_replace_a_newer_one(re
     c = redis_server.client()
     old = redis_store._VERSION.pack(1) + step_digest(b"a")  # written long ago, applied now
     keys = (*hop._marks(), hop._ledger_key("cascade-1"))
-    c.eval(redis_store._WRITE, 4, *keys, 60, 60, 0, 0, 0, 1, redis_store._RECORD.size, 32, old[:8], old[8:])
+    c.eval(redis_store._WRITE, 4, *keys, 60, 60, 0, 0, 0, 1, redis_store._RECORD.size, 32, 0, old[:8], old[8:])
     got = await store(redis_server).recall("cascade-1", [])
     assert got is not None and len(got.delivered) == 3
 

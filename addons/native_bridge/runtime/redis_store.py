@@ -78,7 +78,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl, lttl = tonumber(ARGV[1]), tonumber(ARGV[2])
 local nb, ne, no, nl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local size, keep = tonumber(ARGV[7]), tonumber(ARGV[8])
-local a = 9
+local a = 10
 for i = 1, nb do
   local done = redis.pcall('ZSCORE', KEYS[3], ARGV[a])
   if not done or type(done) == 'table' then
@@ -92,7 +92,7 @@ for i = 1, ne do
   redis.pcall('XADD', KEYS[2], 'MAXLEN', '~', STREAM, '*', 't', ARGV[a])
   a = a + 1
 end
-if nb + ne > 0 then
+if nb + ne > 0 and ARGV[9] == '1' then  -- now and then (every 64th write): the marks' own upkeep
   redis.pcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - MARK)
   redis.pcall('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - MARK)
   for k = 1, 3 do redis.pcall('PEXPIRE', KEYS[k], MARK) end
@@ -471,6 +471,7 @@ class RedisStore:
         self._pipe: _Pipeline | None = None
         self._deferred: dict[int, tuple[list[bytes], list[Any]]] = {}  # made, to be sent after the hook
         self._ids = itertools.count()
+        self._upkeep = itertools.count()
         self._retry: asyncio.TimerHandle | None = None
         self._dropped = 0
         # Ends of readings the server may not have seen (insertion-ordered, bounded): said again.
@@ -491,7 +492,7 @@ class RedisStore:
         try:
             client.ping()
             client.eval(_RECALL, 3, *self._marks()[:2], self._ledger_key(""), 0)
-            client.eval(_WRITE, 3, *self._marks(), LEDGER_TTL, LEDGER_TTL, 0, 0, 0, 0, _RECORD.size, KEEP_RECORDS)
+            client.eval(_WRITE, 3, *self._marks(), LEDGER_TTL, LEDGER_TTL, 0, 0, 0, 0, _RECORD.size, KEEP_RECORDS, 1)
         except redis.RedisError as e:
             raise StoreUnreachable(f"cannot use {self.shown}: {type(e).__name__}: {e}") from None
         except OSError as e:  # a CA file that cannot be read
@@ -550,7 +551,8 @@ class RedisStore:
             return
         keys = [*self._marks(), *(k for k, _ in observed), *(k for k, _, _ in ledgers)]
         args: list[Any] = [int(self._ttl), LEDGER_TTL, len(begun), len(ended), len(observed), len(ledgers)]
-        args += [_RECORD.size, KEEP_RECORDS]
+        upkeep = next(self._upkeep) % 64 == 0  # expired marks removed, the marks' expiry renewed
+        args += [_RECORD.size, KEEP_RECORDS, int(upkeep)]
         for token, bound in begun:
             args += [token, bound]
         args += ended
