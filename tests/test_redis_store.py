@@ -342,3 +342,18 @@ async def test_a_ledger_made_just_before_shutdown_is_written(redis_server: Redis
     hop.close()  # before the loop ran once
     got = await store(redis_server).recall("cascade-late", [])
     assert got is not None and len(got.delivered) == 2
+
+
+async def test_a_ledger_this_process_wrote_since_wins_over_an_older_one_on_the_server(redis_server: RedisServer):
+    """The next call of a cascade may ask before the previous delivery's write is applied: the steps
+    this process delivered since are not sent again."""
+    hop = store(redis_server)
+    hop.deliver("c", Delivery([b"1"]))
+    await settle(hop)
+    hop.deliver("c", Delivery([b"1", b"2"]))  # its write not sent yet
+    got = await hop.recall("c", [])
+    assert got is not None and got.delivered is hop.front("c") and len(got.delivered) == 2
+    other = store(redis_server)  # another process knows only the server's
+    await settle(hop)
+    got = await other.recall("c", [])
+    assert got is not None and len(got.delivered) == 2

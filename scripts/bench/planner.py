@@ -147,7 +147,7 @@ def planner_hop(quick: bool, log: Callable[[str], None]) -> list[PlannerRow]:
                 # (shapes.paired_turns): the rows to compare, 0.05x apart, meet the machine's bursts
                 # together. Each proxy still sees each cascade's calls in order.
                 lat = paired_turns(runs, names, send)
-                stats = paired_stats(lat, beside={"bridge+state": "bridge", "bridge+redis": "bridge"})
+                stats = paired_stats(lat, beside={"bridge+state": "bridge", "bridge+redis": "bridge+state"})
                 rows.append(PlannerRow(label, size, stats))
                 log(_planner_line(rows[-1]))
                 if redis is not None:

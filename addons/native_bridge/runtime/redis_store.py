@@ -36,6 +36,7 @@ import logging
 import os
 import struct
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -50,7 +51,7 @@ from redis.retry import Retry
 from ..cascade.ledger import DIGEST_SIZE, Delivered, Delivery
 from ..evidence import Observation
 from .later import after_forward
-from .store import OBSERVATION_TTL, MemoryStore, Recall, reading_bound
+from .store import MAX_CASCADES, OBSERVATION_TTL, MemoryStore, Recall, reading_bound
 from .store_url import Location
 
 logger = logging.getLogger(__name__)
@@ -469,6 +470,7 @@ class RedisStore:
         self._conns = _Connections(where, ca, self._kwargs["socket_connect_timeout"])
         self._link.on_down = self._drop_connections
         self._pipe: _Pipeline | None = None
+        self._versions: OrderedDict[str, bytes] = OrderedDict()  # the version of each ledger this process wrote
         self._deferred: dict[int, tuple[list[bytes], list[Any]]] = {}  # made, to be sent after the hook
         self._ids = itertools.count()
         self._upkeep = itertools.count()
@@ -533,6 +535,10 @@ class RedisStore:
     def deliver(self, cascade_id: str, delivery: Delivery) -> None:
         self._front.deliver(cascade_id, delivery)
         version = _VERSION.pack(time.time_ns() // 1000)  # big-endian: byte order is time order
+        self._versions[cascade_id] = version
+        self._versions.move_to_end(cascade_id)
+        while len(self._versions) > MAX_CASCADES:
+            self._versions.popitem(last=False)
         self._write(ledgers=[(self._ledger_key(cascade_id), version, b"".join(delivery.digests()))])
 
     def _write(
@@ -708,6 +714,9 @@ class RedisStore:
         front = self._front.delivered(cascade_id)
         if front.digests is not None and b"".join(front.digests) == blob:
             return front
+        mine = self._versions.get(cascade_id)
+        if mine is not None and mine >= raw[: _VERSION.size] and len(front):
+            return front  # this process delivered since (its write not applied yet when the call asked)
         return Delivered(digests=[blob[i : i + DIGEST_SIZE] for i in range(0, len(blob), DIGEST_SIZE)])
 
     def _complain(self, key: str) -> None:
