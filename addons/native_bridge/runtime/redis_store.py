@@ -539,7 +539,7 @@ class RedisStore:
         self._versions.move_to_end(cascade_id)
         while len(self._versions) > MAX_CASCADES:
             self._versions.popitem(last=False)
-        self._write(ledgers=[(self._ledger_key(cascade_id), version, b"".join(delivery.digests()))])
+        self._write(ledgers=[(self._ledger_key(cascade_id), version, b"".join(delivery.digests()))], later=True)
 
     def _write(
         self,
@@ -547,8 +547,10 @@ class RedisStore:
         ended: Sequence[int] = (),
         observed: Sequence[tuple[bytes, bytes]] = (),
         ledgers: Sequence[tuple[bytes, bytes, bytes]] = (),
+        later: bool = False,
     ) -> None:
-        """One script call, sent now: the request that caused it never waits for its reply."""
+        """One script call, sent now (``later``: once the hook's message has gone); the request that
+        caused it never waits for its reply."""
         if self._closed:
             return
         if not self._link.may_try():
@@ -573,13 +575,15 @@ class RedisStore:
         if self._pipe is None:
             self._pipe = _Pipeline(self._conns, self._link, self.timeout, self._lose)
         packed = hiredis.pack_command(("EVALSHA", _WRITE_SHA, len(keys), *keys, *args))
-        # Sent once the hook that made it has let its request go (mitmdump writes it in the next loop
-        # step: runtime/later.after_forward), before any reply is read: the request never waits for
-        # this write, and a reading's begin is on the wire a few µs after its request, a whole gateway
-        # round before the planner call that must wait for it. Writes keep their order.
         wid = next(self._ids)
         self._deferred[wid] = (keys, args)
-        after_forward(lambda: self._send(wid, packed, list(ended)), loop)
+        if later:  # once the hook's request or reply has gone (runtime/later.after_forward)
+            after_forward(lambda: self._send(wid, packed, list(ended)), loop)
+        else:
+            # Now, from the hook: a reading's begin (and a rewritten request's observations) must be on
+            # the wire before the request goes upstream. Sent after it, under load the gateway's planner
+            # call came first in 5 of 960 turns (the loop runs other connections' work in between).
+            self._send(wid, packed, list(ended))
 
     def _send(self, wid: int, packed: bytes, ended: list[int]) -> None:
         replay = self._deferred.pop(wid, None)
