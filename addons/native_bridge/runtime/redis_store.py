@@ -232,6 +232,23 @@ class _Link:
         self.delay = BACKOFF[0]
 
 
+def connection_settings(where: Location, ca: str | None, connect_timeout: float) -> dict[str, Any]:
+    """What every connection to ``where`` takes, the asyncio ones and the blocking client's alike.
+    No retries of redis-py's own: our backoff (_Link), and a request never waits for retries."""
+    kwargs: dict[str, Any] = dict(
+        host=where.host,
+        port=where.port,
+        db=where.db,
+        username=where.user,
+        password=where.password,
+        socket_connect_timeout=connect_timeout,
+        health_check_interval=0,
+    )
+    if where.tls:
+        kwargs.update(ssl_cert_reqs="required", ssl_check_hostname=True, ssl_ca_certs=ca)
+    return kwargs
+
+
 class _Connections:
     """redis-py's own connections, used directly: a command is packed, sent and its reply read by
     redis-py (RESP, AUTH, SELECT, TLS, hiredis), without the client's pool and command layers, which
@@ -239,19 +256,8 @@ class _Connections:
     the writer's; the others are lent to planner calls one at a time."""
 
     def __init__(self, where: Location, ca: str | None, connect_timeout: float) -> None:
-        kwargs: dict[str, Any] = dict(
-            host=where.host,
-            port=where.port,
-            db=where.db,
-            username=where.user,
-            password=where.password,
-            socket_connect_timeout=connect_timeout,
-            socket_timeout=None,  # each call has its own asyncio timeout
-            retry=AsyncRetry(NoBackoff(), 0),  # our backoff (_Link): a request never waits for retries
-            health_check_interval=0,
-        )
-        if where.tls:
-            kwargs.update(ssl_cert_reqs="required", ssl_check_hostname=True, ssl_ca_certs=ca)
+        kwargs = connection_settings(where, ca, connect_timeout)
+        kwargs.update(socket_timeout=None, retry=AsyncRetry(NoBackoff(), 0))  # each call has its own timeout
         self._kind = SSLConnection if where.tls else Connection
         self._kwargs = kwargs
         self._idle: list[Connection] = []
@@ -454,17 +460,7 @@ class RedisStore:
         self.prefix = prefix.encode()
         self.timeout = timeout
         self._ttl = ttl
-        self._kwargs: dict[str, Any] = dict(
-            host=where.host,
-            port=where.port,
-            db=where.db,
-            username=where.user,
-            password=where.password,
-            socket_connect_timeout=min(connect_timeout, max(timeout, 1.0)),
-            health_check_interval=0,
-        )
-        if where.tls:
-            self._kwargs.update(ssl=True, ssl_cert_reqs="required", ssl_check_hostname=True, ssl_ca_certs=ca)
+        self._kwargs = connection_settings(where, ca, min(connect_timeout, max(timeout, 1.0)))
         self._check(connect_timeout)
         self._link = _Link(self.shown)
         self._conns = _Connections(where, ca, self._kwargs["socket_connect_timeout"])
@@ -503,7 +499,8 @@ class RedisStore:
             client.close()
 
     def _sync(self, **kwargs: Any) -> redis.Redis:
-        return redis.Redis(**{**self._kwargs, **kwargs, "retry": Retry(NoBackoff(), 0)})
+        tls = {"ssl": True} if self.where.tls else {}  # the client's switch; a connection's kind says it
+        return redis.Redis(**{**self._kwargs, **tls, **kwargs, "retry": Retry(NoBackoff(), 0)})
 
     # -- keys -------------------------------------------------------------------------
 
