@@ -270,11 +270,12 @@ def test_out_of_int32_range_is_declined_never_1() -> None:
     [
         ('{\n  "returncode": 0,\n  "output": "hi\\n"\n}', 0, "code"),
         ('{\n  "returncode": 127,\n  "output": "sh: 1: x: not found\\n"\n}', 127, "code"),
-        ('{"returncode": -1, "output": "", "exception_info": "Command timed out after 2 seconds"}', 1, "failed"),
+        # A stated sentinel is that number, never 1 (issue 39): -1 beside its exception_info.
+        ('{"returncode": -1, "output": "", "exception_info": "Command timed out after 2 seconds"}', -1, "code"),
         ('{"returncode": -1, "output": "", "exception_info": "action was not executed"}', None, "not_run"),
         ('{"returncode": 3, "output_head": "a", "output_tail": "b", "elided_chars": 9, "warning": "x"}', 3, "code"),
         ("<returncode>0</returncode>\n<output>\nhi\n</output>", 0, "code"),
-        ("<exception>boom</exception>\n<returncode>-1</returncode>\n<output>\n</output>", 1, "failed"),
+        ("<exception>boom</exception>\n<returncode>-1</returncode>\n<output>\n</output>", -1, "code"),
         ('{"returncode": 0, "output": "", "extra": 1}', None, "unknown"),
     ],
 )

@@ -169,14 +169,14 @@ def test_rule_example_through_rewrite(rule: Rule, example: str) -> None:
         ("codex", '{"exit_code": 1}', None, None),  # not Codex's structure: what `cat status.json` prints
         (None, '{"exit_code": 1}', None, 1),  # a client we cannot name: the generic JSON family
         ("mini-swe-agent", '{\n  "returncode": 2,\n  "output": "ls: cannot access"\n}', None, 2),
-        ("mini-swe-agent", '{"returncode": -1, "output": "", "exception_info": "timed out after 2 seconds"}', None, 1),
+        ("mini-swe-agent", '{"returncode": -1, "output": "", "exception_info": "timed out after 2 seconds"}', None, -1),
         ("mini-swe-agent", '{"returncode": -1, "output": "", "exception_info": "action was not executed"}', None, None),
         ("mini-swe-agent", "<returncode>2</returncode>\n<output>\nls: cannot access\n</output>", None, 2),
         (
             "mini-swe-agent",
             "<exception>timed out</exception>\n<returncode>-1</returncode>\n<output>\n</output>",
             None,
-            1,
+            -1,  # the stated sentinel wins (issue 39)
         ),
         ("claude-code", '{"returncode": 2, "output": "x"}', None, None),  # mini-swe-agent's, not Claude Code's
         (None, '{"returncode": 2, "output": "x"}', None, 2),

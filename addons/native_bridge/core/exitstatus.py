@@ -38,10 +38,30 @@ import orjson
 from .clients import BY_ID, counts_for
 from .rules.exit_frames import RULES
 from .rules.framing import CLINE_PREFIX, ERROR_PREFIX, FRAME_LINES, OUTPUT_MARKER, UNTRUSTED
-from .rules.gemini_frame import GEMINI_CLIENTS, GEMINI_NONE, GEMINI_SLOTS, GEMINI_START, QWEN_NOTE
+from .rules.gemini_frame import (
+    GEMINI_CLIENTS,
+    GEMINI_HOOK_NOTE,
+    GEMINI_NONE,
+    GEMINI_RESPONSE_KEY,
+    GEMINI_SLOTS,
+    GEMINI_START,
+    GEMINI_TRUNCATED,
+    QWEN_NOTE,
+)
 from .rules.not_run import NOT_RUN
-from .rules.structures import MINI_KEYS, MINI_LONG_KEYS, MINI_NOT_RUN, MINI_XML, STRUCTURED
-from .rules.types import ANY, CODE, Rule, Verdict
+from .rules.structures import (
+    CLINE_V4_EXITED,
+    CLINE_V4_RUNNING,
+    GPTME_CODE,
+    GPTME_FAILED,
+    GPTME_HEADER,
+    MINI_KEYS,
+    MINI_LONG_KEYS,
+    MINI_NOT_RUN,
+    MINI_XML,
+    STRUCTURED,
+)
+from .rules.types import ANY, Rule, Verdict
 
 FAILED_WITHOUT_CODE = 1
 GENERIC = "(generic)"  # as a reader: the generic families alone, one of the readings for a client we cannot name
@@ -209,12 +229,11 @@ def _codex_json(doc: dict[str, object]) -> ExitStatus | None:
 
 
 def _mini(returncode: int, exception_info: str, source: str) -> ExitStatus:
-    """mini-swe-agent: ``returncode`` -1 with ``exception_info`` is its own stand-in (a timeout or
-    an error running the command: a failure; "action was not executed": it never ran)."""
+    """mini-swe-agent: ``returncode`` as stated. -1 with ``exception_info`` is its own sentinel (a
+    timeout or an error running the command): a stated number, so -1, never 1 (issue 39); its
+    "action was not executed" stand-in: the command never ran."""
     if exception_info.strip() == MINI_NOT_RUN:
         return ExitStatus(None, source, "not_run")
-    if returncode == -1 and exception_info.strip():
-        return ExitStatus(FAILED_WITHOUT_CODE, source, "failed")
     return _code(returncode, source)
 
 
@@ -236,21 +255,48 @@ def _cline_json(doc: object) -> ExitStatus | None:
     if not isinstance(item.get("success"), bool):
         return None
     if item["success"]:
+        # A command left running (detached by the user or the auto-proceed) is "success" too: its
+        # result says so, and it has no outcome yet.
+        result = item.get("result")
+        if isinstance(result, str) and CLINE_V4_RUNNING.match(result):
+            return ExitStatus(None, "cline-v4-json", "running")
         return ExitStatus(0, "cline-v4-json", "success")
-    m = re.fullmatch(rf"Command exited with code {CODE}", str(item.get("error") or ""))
+    m = CLINE_V4_EXITED.fullmatch(str(item.get("error") or ""))
     if m:
         return _code(int(m.group("code")), "cline-v4-json")
     return ExitStatus(FAILED_WITHOUT_CODE, "cline-v4-json", "failed")
 
 
+_GENERIC_KEYS = ("exit_code", "exitCode")
+_GENERIC_TOP_KEYS = (*_GENERIC_KEYS, "returncode")  # Python's name, at the top only
+
+
 def _generic_json(doc: dict[str, object]) -> ExitStatus | None:
-    # Any client: a whole-result object with an integer exit_code / exitCode, at the top or in "metadata".
+    # Any client: a whole-result object with an integer exit_code / exitCode / returncode at the
+    # top, or exit_code / exitCode in "metadata".
     meta = doc.get("metadata")
-    for where in (doc, meta if isinstance(meta, dict) else {}):
-        for key in ("exit_code", "exitCode"):
+    for where, keys in ((doc, _GENERIC_TOP_KEYS), (meta if isinstance(meta, dict) else {}, _GENERIC_KEYS)):
+        for key in keys:
             if type(where.get(key)) is int:
                 return _code(where[key], "json-exit-code")
     return None
+
+
+def _gptme(t: _Text) -> ExitStatus | None:
+    """gptme's shell result: its header first (``Ran command: `…```, ``Command timed out …``,
+    ``Command interrupted: …``), the program's output fenced below it, and ``Return code: N`` last
+    when N is not 0. Below gptme's header only: a program's own ``Return code`` line sits inside
+    the fence (or elsewhere, under another client)."""
+    head = GPTME_HEADER.fullmatch(t.first.strip())
+    if head is None:
+        return None
+    last = t.last.strip()
+    m = GPTME_CODE.fullmatch(last)
+    if m:
+        return _code(int(m.group("code") or m.group("icode")), "gptme-frame")
+    if head.group("ran") is None or GPTME_FAILED.fullmatch(last):
+        return ExitStatus(FAILED_WITHOUT_CODE, "gptme-frame", "failed")  # timed out, interrupted: no number
+    return ExitStatus(0, "gptme-frame", "success")  # gptme writes no line for 0
 
 
 _STRUCTURED_CLIENTS = {name: clients for name, clients, _, _ in STRUCTURED}  # who writes each structure
@@ -258,8 +304,13 @@ _NO_DOC = object()  # the result is no JSON document
 
 
 def _structured(t: _Text, client: str) -> ExitStatus | None:
-    """A whole result that is a client's own structure (JSON, or mini-swe-agent's tags)."""
+    """A whole result that is a client's own structure (JSON, mini-swe-agent's tags, gptme's
+    header and closing line)."""
     text = t.body
+    if text.startswith(("Ran ", "Command ")) and _for(client, _STRUCTURED_CLIENTS["gptme-frame"]):
+        found = _gptme(t)
+        if found:
+            return found
     if text[:1] == "<":
         m = MINI_XML.match(text)
         if m and _for(client, _STRUCTURED_CLIENTS["mini-swe-agent-xml"]):
@@ -281,6 +332,31 @@ def _structured(t: _Text, client: str) -> ExitStatus | None:
 
 
 # ---- Gemini CLI family: a fixed frame around the output -----------------------------------
+
+
+def _gemini_text(t: _Text) -> str:
+    """The text the Gemini CLI family's frame may be in: the whole result, or the ``output`` of
+    the Gemini API's response object when a gateway passes that object on as the result; without
+    what stands around the frame (rules/gemini_frame.py): the hook's note at the end, the
+    truncation preface at the start, the ``<untrusted_context>`` wrapper."""
+    text = t.body
+    if text[:1] == "{":
+        doc = t.doc
+        if isinstance(doc, dict) and len(doc) == 1 and isinstance(doc.get(GEMINI_RESPONSE_KEY), str):
+            text = doc[GEMINI_RESPONSE_KEY].strip()
+    if text.endswith("before execution."):
+        m = GEMINI_HOOK_NOTE.search(text, max(0, len(text) - 400))
+        if m:
+            text = text[: m.start()].rstrip()
+    if text[:1] in ("O", "T"):
+        m = GEMINI_TRUNCATED.match(text)
+        if m:
+            text = text[m.end() :].lstrip("\n")
+    if text.startswith("<untrusted_context>"):
+        m = UNTRUSTED.match(text)
+        if m:
+            text = m.group(1).strip()
+    return text
 
 
 def _gemini_frame(text: str) -> ExitStatus | None:
@@ -401,7 +477,7 @@ def _frames(t: _Text, client: str, flagged: bool) -> ExitStatus | None:
     if found:
         return found
     if _for(client, GEMINI_CLIENTS):
-        found = _gemini_frame(t.body)
+        found = _gemini_frame(_gemini_text(t))
         if found:
             return found
     if t.end is not None and _table("header", client, flagged)[0]:

@@ -163,6 +163,24 @@ CLIENTS: tuple[Client, ...] = (
         "agent is the bundled OpenAI SDK's)",
     ),
     _c(
+        "kimi-cli",
+        "Kimi CLI",
+        "kimi-cli",
+        r"KimiCLI/",
+        [{"Bash", "ReadFile", "StrReplaceFile"}, {"Shell", "ReadFile", "StrReplaceFile"}],
+        "MoonshotAI/kimi-cli src/kimi_cli/constant.py get_user_agent (KimiCLI/<version>); src/kimi_cli/tools/ "
+        "(Shell since 0.57, 2025-11-20, Bash before)",
+    ),
+    _c(
+        "gptme",
+        "gptme",
+        "gptme",
+        None,
+        [{"shell(command)", "save", "append", "patch"}],
+        "gptme/gptme gptme/tools/ (shell, save, append, patch: enabled by default; its requests carry the OpenAI "
+        "or Anthropic SDK's user agent)",
+    ),
+    _c(
         "zed",
         "Zed",
         "zed",

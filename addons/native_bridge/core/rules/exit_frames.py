@@ -26,17 +26,17 @@ RULES: tuple[Rule, ...] = (
     # ---- header: lines above an "Output:" line ------------------------------------
     _r(
         "exit-code-header",
-        "Codex CLI shell_command; Roo Code execute_command",
+        "Codex CLI shell_command; Roo Code execute_command (Kilo Code's too)",
         "openai/codex codex-rs/core/src/"
         "tools/mod.rs format_exec_output_for_model_freeform; RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts "
-        "formatExitStatus",
+        "formatExitStatus; Kilo-Org/kilocode src/core/tools/executeCommandTool.ts (4.x, user agent Kilo-Code/<v>)",
         "header",
         rf"Exit code: {CODE}",
         "code",
         "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nls: cannot access '/nope': No such file or directory\n",
         "Command executed in terminal within working directory '/home/u/proj'. Command execution was not successful, "
         "inspect the cause and adjust as needed.\nExit code: 2\nOutput:\nmake: *** [all] Error 2\n",
-    ).scoped(("codex", "roo-code")),
+    ).scoped(("codex", "roo-code", "kilo")),
     _r(
         "codex-exec-exited",
         "Codex CLI exec_command / write_stdin",
@@ -85,15 +85,16 @@ RULES: tuple[Rule, ...] = (
     ).scoped(("cline",)),
     _r(
         "roo-exit",
-        "Roo Code execute_command (success: one line with its prefix)",
-        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts executeCommandInTerminal",
+        "Roo Code / Kilo Code execute_command (success: one line with its prefix)",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts executeCommandInTerminal; Kilo-Org/kilocode "
+        "src/core/tools/executeCommandTool.ts (4.x)",
         "header",
         rf"Command executed in .*'\. Exit code: {CODE}",
         "code",
         "Command executed in terminal within working directory '/home/u/proj'. Exit code: 0\nOutput:\nhi\n",
         "Command executed in '/w'. Exit code: 0\n\nOutput (61.0KB) persisted. Artifact ID: cmd-17.txt\n\n"
         "Preview:\nok\n",
-    ).scoped(("roo-code",)),
+    ).scoped(("roo-code", "kilo")),
     _r(
         "roo-cancelled",
         "Roo Code execute_command (cancelled while running)",
@@ -108,9 +109,44 @@ RULES: tuple[Rule, ...] = (
         "Void run_command",
         "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult.run_command",
         "first",
-        rf"Terminal command executed in terminal .*\. Result \(exit code {CODE}\):",
+        rf"Terminal command executed(?: and finished)?(?: in terminal .*)?\. Result \(exit code {CODE}\):",
         "code",
         "Terminal command executed in terminal terminal 1. Result (exit code 2):\nls: cannot access '/nope'\n",
+        "Terminal command executed and finished. Result (exit code 2):\nls: cannot access '/nope'",
+    ).scoped(("void",)),
+    _r(
+        "void-exit",
+        "Void run_command / run_persistent_command (>= 1.3)",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult.run_command "
+        "(c666a5f7, 2025-04-29 → v1.4.x)",
+        "last",
+        rf"\(exit code {CODE}\)",
+        "code",
+        "ls: cannot access '/nope'\n(exit code 2)",
+        "ok\n(exit code 0)",
+    ).scoped(("void",)),
+    _r(
+        "void-inactive",
+        "Void run_command (killed after a time without output, >= 1.3; the April 2025 dev builds' first line)",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult.run_command "
+        "(c666a5f7 → v1.4.x)",
+        ("first", "last"),
+        r"Terminal command ran, but was (?:automatically killed|interrupted)(?: by Void)? after \d+s of inactivity "
+        r"and did not (?:necessarily )?finish successfully\..*",
+        "failed",
+        "waiting\nTerminal command ran, but was automatically killed by Void after 8s of inactivity and did not "
+        "finish successfully. To try with more time, open a persistent terminal and run the command there.",
+        "Terminal command ran, but was interrupted after 8s of inactivity and did not necessarily finish "
+        "successfully. Full output:\nwaiting",
+    ).scoped(("void",)),
+    _r(
+        "void-persistent-running",
+        "Void run_persistent_command (>= 1.3)",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult.run_persistent_command",
+        "last",
+        r"Terminal command is running in terminal .*\. The given outputs are the results after \d+ seconds\.",
+        "running",
+        "ready\nTerminal command is running in terminal 1. The given outputs are the results after 5 seconds.",
     ).scoped(("void",)),
     _r(
         "void-interrupted",
@@ -125,11 +161,14 @@ RULES: tuple[Rule, ...] = (
     _r(
         "void-running",
         "Void run_command / run_persistent_command",
-        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult",
+        "voideditor/void src/vs/workbench/contrib/void/browser/toolsService.ts stringOfResult (v1.0.2 `timed out "
+        "after`, v1.2.x `did not complete after`)",
         "first",
-        r"Terminal command (?:ran in terminal .*, but timed out after .*|is running in the background in .*)",
+        r"Terminal command (?:ran in .*, but (?:timed out|did not complete) after .*|is running in the background "
+        r"in .*)",
         "running",
         "Terminal command ran in terminal terminal 1, but timed out after 15 seconds. Result:\nwaiting\n",
+        "Terminal command ran in terminal 1, but did not complete after 20 seconds. Result:\nwaiting",
     ).scoped(("void",)),
     _r(
         "continue-cli-error",
@@ -139,6 +178,15 @@ RULES: tuple[Rule, ...] = (
         rf"(?:Error executing tool \w+: )?Error \(exit code {CODE}\): .*",
         "code",
         "Error executing tool Bash: Error (exit code 2): ls: cannot access '/nope': No such file or directory\n",
+    ).scoped(("continue-cli",)),
+    _r(
+        "continue-cli-signal",
+        "Continue CLI Bash (killed by a signal: Node's code is null)",
+        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts",
+        "first",
+        r"(?:Error executing tool \w+: )?Error \(exit code null\): .*",
+        "failed",
+        "Error executing tool Bash: Error (exit code null): Terminated\n",
     ).scoped(("continue-cli",)),
     _r(
         "continue-cli-timeout",
@@ -172,14 +220,18 @@ RULES: tuple[Rule, ...] = (
     ).scoped(("swe-agent",)),
     _r(
         "roo-signal",
-        "Roo Code execute_command",
-        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts",
+        "Roo Code execute_command (Kilo Code's too)",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts executeCommandInTerminal (formatPersistedOutput "
+        "writes `Command executed in '<cwd>'.` since v3.46.0, e7965d9b45); Kilo-Org/kilocode "
+        "src/core/tools/executeCommandTool.ts (4.x)",
         "header",
-        r"(?:Command executed in terminal .*\. )?Process terminated by signal \w+.*",
+        r"(?:Command executed in .*\. )?Process terminated by signal \w+.*",
         "failed",
         "Command executed in terminal within working directory '/w'. Process terminated by signal SIGKILL\n"
         "Output:\nKilled\n",
-    ).scoped(("roo-code",)),
+        "Command executed in '/w'. Process terminated by signal SIGTERM\n\nOutput (61.0KB) persisted. Artifact ID: "
+        "cmd-18.txt\n\nPreview:\nbuilding\n\nUse read_command_output tool to view full output if needed.",
+    ).scoped(("roo-code", "kilo")),
     # ---- trailer: the client's closing frame lines ----------------------------------
     _r(
         "openhands-finished",
@@ -214,12 +266,26 @@ RULES: tuple[Rule, ...] = (
     ).scoped(("openhands",)),
     _r(
         "continue-status",
-        "Continue run_terminal_command",
-        "continuedev/continue core/util/messageContent.ts renderContextItemsWithStatus",
+        "Continue run_terminal_command (the non-streaming path nests its error: `Command failed with: …`)",
+        "continuedev/continue core/util/messageContent.ts renderContextItemsWithStatus; "
+        "core/tools/implementations/runTerminalCommand.ts (ContinueError CommandExecutionFailed, 77a8db7f63, "
+        "2025-10-14 → 2026-06)",
         "trailer",
-        rf"\[Status: Command failed with exit code {CODE}\]",
+        rf"\[Status: Command failed with(?:: Command failed with)? exit code {CODE}\]",
         "code",
         "FAIL src/a.test.ts\n  x adds (3 ms)\n\n[Status: Command failed with exit code 1]",
+        "npm ERR! missing script\n[Status: Command failed with: Command failed with exit code 2]",
+    ).scoped(("continue",)),
+    _r(
+        "continue-status-failed",
+        "Continue run_terminal_command (non-streaming: a signal is `exit code null`; a spawn error its message)",
+        "continuedev/continue core/tools/implementations/runTerminalCommand.ts (`Command failed with: "
+        "${error.message}`, 77a8db7f63, 2025-10-14 → 2026-06)",
+        "trailer",
+        r"\[Status: Command failed with: .*\]",
+        "failed",
+        "\n[Status: Command failed with: Command failed with exit code null]",
+        "Error: spawn /bin/zsh ENOENT\n[Status: Command failed with: spawn /bin/zsh ENOENT]",
     ).scoped(("continue",)),
     _r(
         "continue-timeout",
@@ -373,18 +439,22 @@ RULES: tuple[Rule, ...] = (
     ).scoped(("qwen-code",)),
     _r(
         "cline-running",
-        "Cline / Roo Code execute_command",
-        "cline/cline src/integrations/terminal/"
-        "CommandOrchestrator.ts; RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts",
+        "Cline / Roo Code / Kilo Code execute_command",
+        "cline/cline src/integrations/terminal/CommandOrchestrator.ts (the timeout: `… The command may still be "
+        "running …` up to v3.32, the sentence alone since v3.33.0); RooCodeInc/Roo-Code "
+        "src/core/tools/ExecuteCommandTool.ts; Kilo-Org/kilocode src/core/tools/executeCommandTool.ts (4.x)",
         "first",
         r"Command is (?:still running in (?:the user's )?terminal|running in the background).*|Command timed out "
-        r"after \d+ seconds\. Running in background\.|Command execution timed out after \d+ seconds\. The command "
-        r"may still be running.*",
+        r"after \d+ seconds\. Running in background\.|Command execution timed out after \d+ seconds\.(?: The "
+        r"command may still be running.*)?",
         "running",
         "Command is still running in the user's terminal.\nHere's the output so far:\nListening on :3000",
         "Command execution timed out after 30 seconds. The command may still be running in the terminal.\n"
         "Output so far:\nwaiting",
-    ).scoped(("cline", "roo-code")),
+        "Command execution timed out after 30 seconds. \nOutput so far:\nwaiting",
+        "Command is still running in terminal  from '/home/u/proj'.\nHere's the output so far:\nListening on :3000\n\n"
+        "You will be updated on the terminal status and new output in the future.",
+    ).scoped(("cline", "roo-code", "kilo")),
     _r(
         "cline-cancelled",
         "Cline execute_command",
@@ -396,13 +466,14 @@ RULES: tuple[Rule, ...] = (
     ).scoped(("cline",)),
     _r(
         "roo-timeout",
-        "Roo Code execute_command",
-        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts",
+        "Roo Code / Kilo Code execute_command",
+        "RooCodeInc/Roo-Code src/core/tools/ExecuteCommandTool.ts; Kilo-Org/kilocode src/core/tools/"
+        "executeCommandTool.ts (4.x)",
         "first",
         r"The command was terminated after exceeding a user-configured \d+s timeout\..*",
         "failed",
         "The command was terminated after exceeding a user-configured 60s timeout. Do not try to re-run the command.",
-    ).scoped(("roo-code",)),
+    ).scoped(("roo-code", "kilo")),
     _r(
         "crush-background",
         "Crush bash",
@@ -432,6 +503,67 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "started\n\nCommand timed out after 30 seconds",
     ).scoped(("goose",)),
+    # ---- Kimi CLI: the message in a <system> tag, the first part of the result ----------------
+    _r(
+        "kimi-exit",
+        "Kimi CLI Shell (Bash until 0.56)",
+        "MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py, tools/utils.py ToolResultBuilder.error, "
+        "soul/message.py tool_result_to_message (208f8822, 2025-09-24 → 1.49)",
+        "first",
+        rf"<system>ERROR: Command failed with exit code: {CODE}\.(?: Output is truncated to fit in the message\.)?"
+        r"</system>",
+        "code",
+        "<system>ERROR: Command failed with exit code: 2.</system>\nls: cannot access '/nope': No such file or "
+        "directory",
+        "<system>ERROR: Command failed with exit code: 1. Output is truncated to fit in the message.</system>\nFAIL",
+    ).scoped(("kimi-cli",)),
+    _r(
+        "kimi-success",
+        "Kimi CLI Shell",
+        "MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py (208f8822 → 1.49)",
+        "first",
+        r"<system>Command executed successfully\.(?: Output is truncated to fit in the message\.)?</system>",
+        "success",
+        "<system>Command executed successfully.</system>\nok",
+    ).scoped(("kimi-cli",)),
+    _r(
+        "kimi-failed",
+        "Kimi CLI Shell (timeout; the command could not be run)",
+        "MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py (208f8822 → 1.49)",
+        "first",
+        r"<system>ERROR: Command (?:killed by timeout \(\d+s\)(?: Output is truncated to fit in the message\.)?"
+        r"</system>|execution failed: .*)",
+        "failed",
+        "<system>ERROR: Command killed by timeout (60s)</system>\npartial",
+        "<system>ERROR: Command execution failed: [Errno 2] No such file or directory</system>",
+    ).scoped(("kimi-cli",)),
+    _r(
+        "kimi-background",
+        "Kimi CLI Shell (run_in_background)",
+        "MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py _run_in_background",
+        "first",
+        r"<system>Background task started\.</system>",
+        "running",
+        "<system>Background task started.</system>\ntask_id: bash-1",
+    ).scoped(("kimi-cli",)),
+    _r(
+        "kimi-exit-2025-09",
+        "Kimi CLI shell (its first release: the status appended to the output)",
+        "MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py (2bdcd309, 2025-09-11 → 208f8822, 2025-09-24)",
+        "last",
+        rf"\(Exit code: {CODE}\)",
+        "code",
+        "ls: cannot access '/nope'\n(Exit code: 2)",
+    ).scoped(("kimi-cli",)),
+    _r(
+        "kimi-timeout-2025-09",
+        "Kimi CLI shell (its first release)",
+        "MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py (2bdcd309 → 208f8822)",
+        "last",
+        r"\(Command killed by timeout\)",
+        "failed",
+        "waiting\n(Command killed by timeout)",
+    ).scoped(("kimi-cli",)),
     # ---- generic families: every client, at the header, the first line, the last line ----
     # The forms the reference fix reads for any client (design brief, truth rule 3); no
     # client writes them with another meaning, so they count named or not.
@@ -454,5 +586,38 @@ RULES: tuple[Rule, ...] = (
         rf"{CODE}\.?(?(o2)[\])])",
         "code",
         "npm ERR! Test failed.\nProcess exited with code 1",
+    ).scoped((ANY,)),
+    _r(
+        "python-called-process-error",
+        "any client: Python's `subprocess.CalledProcessError` as the result (LangChain `BashProcess`, tools that "
+        "return `str(e)`)",
+        "python/cpython Lib/subprocess.py CalledProcessError.__str__; langchain-ai/langchain "
+        "libs/experimental/langchain_experimental/llm_bash/bash.py BashProcess._run",
+        "first",
+        rf"(?:Error: )?Command '.*' returned non-zero exit status {CODE}\.",
+        "code",
+        "Command 'ls /nope' returned non-zero exit status 2.",
+        "Command '['make', 'test']' returned non-zero exit status 2.\nmake: *** [test] Error 1",
+    ).scoped((ANY,)),
+    _r(
+        "python-signal",
+        "any client: Python's `CalledProcessError` for a signal (the signal's number is no exit code), "
+        "`TimeoutExpired`",
+        "python/cpython Lib/subprocess.py CalledProcessError.__str__, TimeoutExpired.__str__",
+        "first",
+        r"(?:Error: )?Command '.*' (?:died with (?:<Signals\.\w+: \d+>|unknown signal \d+)\.|timed out after "
+        r"[\d.]+ seconds)",
+        "failed",
+        "Command 'sleep 100' died with <Signals.SIGKILL: 9>.",
+        "Command 'sleep 100' timed out after 30 seconds",
+    ).scoped((ANY,)),
+    _r(
+        "langchain-exited",
+        "any client: LangChain `BashProcess` (persistent)",
+        "langchain-ai/langchain libs/experimental/langchain_experimental/llm_bash/bash.py BashProcess._run_persistent",
+        "first",
+        rf"Exited with error status: {CODE}",
+        "code",
+        "Exited with error status: 2",
     ).scoped((ANY,)),
 )

@@ -33,5 +33,9 @@ NOT_RUN: re.Pattern[str] = re.compile(
     r"|Your bash command contained syntax errors and was NOT executed"  # SWE-agent
     r"|Command cancelled: user denied (?:permission to run|the requested sandbox)"  # Zed
     r"|Tool execution was not approved|The user cancelled this tool call"  # OpenAI Agents SDK, Continue
+    # Anthropic's computer-use bash tool (Open Interpreter's copy too): the session's shell had
+    # exited before this call (the number is that shell's, not this command's), so it never ran.
+    r"|(?:<system>tool must be restarted</system>\s*|Error: tool must be restarted\.\s*)?bash has exited with "
+    r"returncode -?\d+"
     r")"
 )

@@ -21,8 +21,10 @@ STRUCTURED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     (
         "mini-swe-agent-json",
         ("mini-swe-agent",),
-        '`{"returncode": N, "output": …}` (`-1` with `exception_info`: failure; "action was not executed": never ran)',
-        "SWE-agent/mini-swe-agent src/minisweagent/config/mini.yaml observation_template",
+        '`{"returncode": N, "output": …}` (its sentinel `-1` beside `exception_info`, a timeout or an error: -1; '
+        '"action was not executed": never ran)',
+        "SWE-agent/mini-swe-agent src/minisweagent/config/mini.yaml observation_template; "
+        "src/minisweagent/environments/local.py execute (every exception is returncode -1, 23e7a21f, v2.0 to v2.4.6)",
     ),
     (
         "mini-swe-agent-xml",
@@ -33,14 +35,29 @@ STRUCTURED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
     (
         "cline-v4-json",
         ("cline",),
-        '`[{"success": …, "error": "Command exited with code N"}]`',
-        "cline/cline sdk/packages/core/src/extensions/tools/definitions.ts",
+        '`[{"success": …, "error": "[Command failed: ]Command exited with code N"}]` ("success": true for a command '
+        "left running, its result saying so: no step)",
+        "cline/cline sdk/packages/core/src/extensions/tools/definitions.ts executeShellCommands (the SDK before "
+        "6c52bdc177, 2026-06-12: `Command failed: ` + the executor's error); apps/vscode/src/sdk/"
+        "vscode-run-commands-tool.ts formatDetachedResult and sdk/packages/core/src/extensions/tools/executors/bash.ts "
+        "detach (v4.0.0 to v4.1.12)",
+    ),
+    (
+        "gptme-frame",
+        ("gptme",),
+        "`Ran command: `…`` (or `Command timed out …`, `Command interrupted: …`) first, the output fenced, then "
+        "`Return code: N` last when N is not 0 (no line: 0; `Process interrupted`: 1)",
+        "gptme/gptme gptme/tools/shell.py _format_shell_output (`Return code` since 9b54cec03, 2023-09; "
+        "`Command interrupted` since d5e89b6d0, v0.28.0, 2025-06; `Command timed out` since 06d85f943, 2025-08; "
+        "through v0.33)",
     ),
     (
         "json-exit-code",
         (ANY,),
-        '`{"exit_code": N}`, `{"exitCode": N}`, `{"metadata": {"exit_code": N}}` (the reference fix\'s families)',
-        "design brief, truth rule 3",
+        '`{"exit_code": N}`, `{"exitCode": N}`, `{"metadata": {"exit_code": N}}` (the reference fix\'s families); '
+        '`{"returncode": N}` at the top (Python\'s `subprocess` name, the hand-written tools\' `{"stdout", "stderr", '
+        '"returncode"}`)',
+        "design brief, truth rule 3; issue 39 (returncode)",
     ),
 )
 
@@ -52,6 +69,25 @@ MINI_LONG_KEYS: frozenset[str] = frozenset(
     {"returncode", "output_head", "output_tail", "elided_chars", "warning", "exception_info"}
 )
 MINI_NOT_RUN = "action was not executed"
+# Cline v4 run_commands: a command left running is "success": true, its result saying so (the user
+# or the 30-second auto-proceed detached it; the background executor detached it).
+CLINE_V4_RUNNING: re.Pattern[str] = re.compile(
+    r"\A(?:The command was still starting or running after \d+ seconds, so Cline automatically proceeded"
+    r"|The user chose to proceed while the command is starting or still running"
+    r"|\[Command is still running\. Output will continue in )"
+)
+# Its error: the executor's "Command exited with code N", behind "Command failed: " in the SDK before
+# 2026-06-12 (the stderr text instead, when there was any: no number).
+CLINE_V4_EXITED: re.Pattern[str] = re.compile(r"(?:Command failed: )?Command exited with code (?P<code>-?\d{1,19})")
+# gptme shell: its header (first line) and its closing line (last), gptme/tools/shell.py.
+GPTME_HEADER: re.Pattern[str] = re.compile(
+    r"(?P<ran>Ran (?:allowlisted )?command)(?:: `.*`|:)|(?:Command timed out(?: \(after .*\))?|Command interrupted)"
+    r"(?:: `.*`|:)"
+)
+GPTME_CODE: re.Pattern[str] = re.compile(
+    r"Return code: (?P<code>-?\d{1,19})|Process interrupted \(return code: (?P<icode>-?\d{1,19})\)"
+)
+GPTME_FAILED: re.Pattern[str] = re.compile(r"Process interrupted|No output before (?:timeout|interruption)")
 MINI_XML: re.Pattern[str] = re.compile(
     r"\A(?:<exception>(?P<info>.*?)</exception>\s*)?<returncode>(?P<code>-?\d{1,19})</returncode>\s*"
     r"<(?:output|warning)>",
