@@ -228,7 +228,6 @@ def test_a_record_holds_only_digests_a_code_a_verdict_and_a_client_id():
     assert redis_store.unpack(KEY, record, 2000) == [], "older than the TTL allows"
 
 
-
 async def test_a_begin_that_reaches_the_server_after_its_end_begins_nothing(redis_server: RedisServer):
     """A write sent on a connection that stalled may be applied after its client gave up, and after
     the reading's end went on another connection: the reading is not in flight for its whole bound."""
@@ -283,7 +282,6 @@ async def test_the_end_of_a_reading_lost_in_an_outage_is_said_again_when_the_ser
         await asyncio.sleep(0.05)
     assert redis_server.client().zrange(marks[0], 0, -1) == []
     assert redis_server.client().zscore(marks[2], str(token)) is not None
-
 
 
 def test_the_worker_process_does_not_inherit_the_store_password(monkeypatch):

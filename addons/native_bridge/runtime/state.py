@@ -108,9 +108,7 @@ class BridgeState:
         settings = ("server", where, opts.bridge_state_prefix, opts.bridge_state_ca, timeout)
         if settings != self._opened:
             try:
-                store = RedisStore(
-                    where, prefix=opts.bridge_state_prefix, ca=opts.bridge_state_ca, timeout=timeout
-                )
+                store = RedisStore(where, prefix=opts.bridge_state_prefix, ca=opts.bridge_state_ca, timeout=timeout)
             except StoreUnreachable as e:
                 raise exceptions.OptionsError(f"bridge_state: {e}") from None
             self._replace(store, settings)
