@@ -18,7 +18,7 @@ from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect import view
 from native_bridge.inspect.commands import BridgeCommands
 from native_bridge.planner_hop.addon import PlannerHop
-from native_bridge.planner_hop.h2c import H2CListener
+from native_bridge.runtime.h2c import H2CListener
 from native_bridge.runtime.state import BridgeState
 
 view.register()  # the "Bridge steps" and "Bridge diff" content views

@@ -184,7 +184,7 @@ def test_a_large_planner_body_is_corrected_off_the_loop_with_the_same_result(mon
     thread; flow, metadata and ledger end as the inline path leaves them."""
     from mitmproxy.proxy import mode_specs
     from native_bridge.planner_hop.addon import PlannerHop
-    from native_bridge.planner_hop.h2c import H2CListener
+    from native_bridge.runtime.h2c import H2CListener
     from native_bridge.runtime.state import BridgeState
 
     spec = "reverse:http://127.0.0.1:42101@42100"

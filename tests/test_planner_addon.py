@@ -15,10 +15,10 @@ from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect import view
 from native_bridge.inspect.commands import BridgeCommands, diff_flow, record_job
 from native_bridge.planner_hop.addon import PlannerHop
-from native_bridge.planner_hop.h2c import H2CListener
 from native_bridge.records import planner as planner_record
 from native_bridge.records import writer as records
 from native_bridge.runtime import MARKER, META
+from native_bridge.runtime.h2c import H2CListener
 from native_bridge.runtime.state import BridgeState
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "gateway-3.9.27"

@@ -27,7 +27,7 @@ H2C_ADDON = """
 import sys
 sys.path.insert(0, {addons!r})
 from mitmproxy.proxy import mode_specs
-from native_bridge.planner_hop.h2c import H2CListener
+from native_bridge.runtime.h2c import H2CListener
 
 h2c = H2CListener()
 h2c.specs = frozenset({{mode_specs.ProxyMode.parse({spec!r}).full_spec}})

@@ -13,10 +13,10 @@ from ..core.kinds import KINDS, tool_map
 from ..core.memo import LIGHT_FROM, Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from ..evidence import Observation
-from ..planner_hop.h2c import H2CListener, is_planner
 from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_directory
 from ..runtime import META
 from ..runtime.dispatch import Dispatch
+from ..runtime.h2c import H2CListener, is_planner
 from ..runtime.later import Original, back_up, deferrable, keeps_backups, original
 from ..runtime.state import BridgeState
 from ..runtime.store import Store

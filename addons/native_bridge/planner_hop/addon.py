@@ -28,10 +28,10 @@ from ..records.planner import PlannerJob
 from ..records.writer import Recorder, RecordJob
 from ..runtime import MARKER, META
 from ..runtime.dispatch import OFFLOAD_BYTES, Dispatch
+from ..runtime.h2c import H2CListener, is_planner
 from ..runtime.later import Original, back_up, keeps_backups, original
 from ..runtime.state import BridgeState
 from ..runtime.store import RecalledEvidence, RemoteStore, StoreEvidence
-from .h2c import H2CListener, is_planner
 
 logger = logging.getLogger(__name__)
 
