@@ -21,6 +21,7 @@ from ..chat_hop import websocket
 from ..core.pipeline import rewrite
 from ..records import planner as planner_record
 from ..records import redact
+from ..records.planner import DIALECT, is_planner_flow
 from ..records.writer import Recorder, RecordJob
 from ..runtime import META
 from . import explain, planner_view
@@ -59,7 +60,7 @@ def diff_flow(f: http.HTTPFlow) -> str:
 def _diff_flow(f: http.HTTPFlow) -> str:
     if f.websocket is not None and websocket.frames(f):
         return f"{_title(f)}\n{websocket.diff_text(f, bridge_config())}"
-    if planner_view.is_planner_flow(f):
+    if is_planner_flow(f):
         return f"{_title(f)}\n{planner_view.diff_text(planner_view.explain_planner(f))}"
     if (text := verdict(f)) is not None:  # not rewritten: nothing changed
         return f"{_title(f)}\n{text}\n"
@@ -88,8 +89,8 @@ def record_job(f: http.HTTPFlow) -> RecordJob:
         summary=summary,
         comment=f.comment,
     )
-    if planner_view.is_planner_flow(f):
-        job.dialect, job.before = planner_view.DIALECT, None
+    if is_planner_flow(f):
+        job.dialect, job.before = DIALECT, None
         job.native = planner_record.from_flow(f)
         job.notes = ["exported from a flow by bridge.export"]
     elif status == "rewritten":

@@ -4,7 +4,8 @@ A native flow carries the gateway's body in its backup and the corrected body as
 request; the changes (index, action, reason) and the call (``method``: cascade.calls)
 are in its bridge metadata. Both bodies are decoded with our schema by the call's field
 numbers (cascade.steps.to_json; an interaction by cascade.calls.decode_interaction) and
-shown with the same step lines as chat flows (explain.py).
+shown with the same step lines as chat flows (explain.py). What the hop leaves on a flow is read
+by records/planner.py (the records and the planner hop use it too).
 """
 
 from __future__ import annotations
@@ -15,35 +16,12 @@ from typing import Any
 
 from mitmproxy import http
 
-from ..cascade.calls import CALLS, SEND, Call, call_of, decode_interaction
+from ..cascade.calls import SEND, decode_interaction
 from ..cascade.correct import payload, read_body
 from ..cascade.steps import to_json
+from ..records.planner import call_of_flow, original_raw
 from ..runtime import META
 from . import explain
-
-DIALECT = "cascade"  # the bridge metadata's dialect for a planner-hop flow
-
-
-def is_planner_flow(flow: http.HTTPFlow) -> bool:
-    meta = flow.metadata.get(META)
-    return isinstance(meta, dict) and meta.get("dialect") == DIALECT
-
-
-def original_raw(flow: http.HTTPFlow) -> bytes | None:
-    """The request body as the gateway sent it (framed), from the flow's backup."""
-    state = getattr(flow, "_backup", None)
-    if isinstance(state, dict) and isinstance(state.get("request"), dict):
-        content = state["request"].get("content")
-        return content if isinstance(content, bytes) else None
-    return None
-
-
-def call_of_flow(flow: http.HTTPFlow) -> Call:
-    """The call a native flow is: as its bridge metadata names it, else by its path (a flow from
-    before the method was kept is a SendUserCascadeMessage)."""
-    meta = flow.metadata.get(META)
-    method = meta.get("method") if isinstance(meta, dict) else None
-    return CALLS.get(str(method)) or call_of(flow.request.path) or SEND
 
 
 def payload_of(flow: http.HTTPFlow, body: bytes | None) -> bytes | None:

@@ -29,10 +29,10 @@ from ..cascade.steps import to_json
 from ..chat_hop.jobs import observed
 from ..core.pipeline import Config, rewrite
 from ..records import redact
+from ..records.planner import DIALECT, call_of_flow, original_raw
 from ..runtime import META
 from ..runtime.store import MemoryStore, Observation, StoreEvidence
 from . import explain
-from .planner_view import DIALECT, call_of_flow, original_raw
 
 __all__ = ["DIALECT", "PlannerCase", "evidence", "from_flow", "from_record", "observations_of", "recheck"]
 

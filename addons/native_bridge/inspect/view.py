@@ -25,6 +25,7 @@ from mitmproxy.contentviews import Contentview, Metadata
 
 from ..chat_hop import websocket
 from ..core.pipeline import STEPPED, Config, rewrite
+from ..records.planner import is_planner_flow
 from ..runtime import META
 from . import explain, planner_view
 
@@ -83,7 +84,7 @@ def verdict(flow: http.HTTPFlow) -> str | None:
     meta = flow.metadata.get(META)
     if not isinstance(meta, dict):
         return "bridge: the bridge did not see this request (no bridge metadata on the flow)"
-    if planner_view.is_planner_flow(flow):
+    if is_planner_flow(flow):
         return None
     if meta.get("status") in STEPPED:
         return None
@@ -120,7 +121,7 @@ class BridgeStepsContentview(Contentview):
         if (i := _frame(metadata)) is not None:
             text = explain.steps_text(websocket.explain_frame(metadata.flow, i, bridge_config()))
             return text + "\n(the message history before and after: view 'Bridge diff')\n"
-        if planner_view.is_planner_flow(metadata.flow):
+        if is_planner_flow(metadata.flow):
             return planner_view.steps_text(planner_view.explain_planner(metadata.flow))
         text = explain.steps_text(explain_flow(metadata.flow))
         return text + "\n(the message history before and after: view 'Bridge diff')\n"
@@ -136,7 +137,7 @@ class BridgeDiffContentview(Contentview):
         if (text := _not_for(metadata)) is not None:
             return text
         assert isinstance(metadata.flow, http.HTTPFlow)
-        if planner_view.is_planner_flow(metadata.flow):
+        if is_planner_flow(metadata.flow):
             return planner_view.diff_text(planner_view.explain_planner(metadata.flow))
         i = _frame(metadata)
         ex = explain_flow(metadata.flow) if i is None else websocket.explain_frame(metadata.flow, i, bridge_config())

@@ -23,8 +23,7 @@ from ..cascade.correct import DEFAULT_MAX_SIZE, METHOD, PlannerResult, correct_r
 from ..cascade.corrections import TYPES, Evidence
 from ..cascade.ledger import Delivered, Delivery
 from ..core.rules.clients import CLIENTS
-from ..inspect.planner_view import DIALECT
-from ..records.planner import PlannerJob
+from ..records.planner import DIALECT, PlannerJob
 from ..records.writer import Recorder, RecordJob
 from ..runtime import MARKER, META
 from ..runtime.dispatch import OFFLOAD_BYTES, Dispatch

@@ -1,5 +1,7 @@
 """The planner hop's part of a record: the call (``method``), steps before/after as proto3 JSON,
-each change with its reason; for HandleCascadeUserInteraction the interaction decoded.
+each change with its reason; for HandleCascadeUserInteraction the interaction decoded. And what
+the planner hop leaves on a flow, read back (its dialect, its call, the gateway's body), here
+below both the hop that writes it and the views that show it.
 
 Built in the recorder's worker from raw material (:class:`PlannerJob`), never on the
 request path. The request body is kept with Metadata's ``api_key`` and ``user_jwt``
@@ -14,12 +16,35 @@ from typing import Any
 
 from mitmproxy import http
 
-from ..cascade.calls import CALLS, SEND, decode_interaction
+from ..cascade.calls import CALLS, SEND, Call, call_of, decode_interaction
 from ..cascade.correct import PlannerResult, payload, read_body, redact_body
-from ..inspect import planner_view
 from ..runtime import META
 from ..runtime.worker import by_reference
 from . import redact
+
+DIALECT = "cascade"  # the bridge metadata's and the record's dialect for a planner-hop flow
+
+
+def is_planner_flow(flow: http.HTTPFlow) -> bool:
+    meta = flow.metadata.get(META)
+    return isinstance(meta, dict) and meta.get("dialect") == DIALECT
+
+
+def original_raw(flow: http.HTTPFlow) -> bytes | None:
+    """The request body as the gateway sent it (framed), from the flow's backup."""
+    state = getattr(flow, "_backup", None)
+    if isinstance(state, dict) and isinstance(state.get("request"), dict):
+        content = state["request"].get("content")
+        return content if isinstance(content, bytes) else None
+    return None
+
+
+def call_of_flow(flow: http.HTTPFlow) -> Call:
+    """The call a native flow is: as its bridge metadata names it, else by its path (a flow from
+    before the method was kept is a SendUserCascadeMessage)."""
+    meta = flow.metadata.get(META)
+    method = meta.get("method") if isinstance(meta, dict) else None
+    return CALLS.get(str(method)) or call_of(flow.request.path) or SEND
 
 
 @dataclass(slots=True)
@@ -37,8 +62,8 @@ def from_flow(flow: http.HTTPFlow) -> PlannerJob:
     meta = flow.metadata.get(META) or {}
     headers = {k.lower(): v for k, v in flow.request.headers.items()}
     corrected = meta.get("status") == "corrected"
-    original = planner_view.original_raw(flow) if corrected else flow.request.raw_content
-    call = planner_view.call_of_flow(flow)
+    original = original_raw(flow) if corrected else flow.request.raw_content
+    call = call_of_flow(flow)
     before, after = read_body(original, headers, call), read_body(flow.request.raw_content, headers, call)
     result = PlannerResult(
         str(meta.get("status")),
