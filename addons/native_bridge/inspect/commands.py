@@ -4,7 +4,8 @@ Run them from mitmweb's command bar or mitmproxy's console, e.g.
 ``bridge.stats @all``, ``bridge.diff @focus``, ``bridge.export @marked ~/bridge-records``.
 They read what the bridge left on each flow (``flow.metadata["bridge"]`` and the
 backup of the original request; for a WebSocket, ``flow.metadata["bridge_ws"]`` per
-client frame: websocket.py) and re-derive the rest with the same core.
+client frame: chat_hop/websocket.py) and re-derive the rest with the same core
+(websocket_view.py for the frames).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..records import redact
 from ..records.planner import DIALECT, is_planner_flow
 from ..records.writer import Recorder, RecordJob
 from ..runtime import META
-from . import explain, planner_view
+from . import explain, planner_view, websocket_view
 from .view import bridge_config, explain_flow, original_body, verdict
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def diff_flow(f: http.HTTPFlow) -> str:
 
 def _diff_flow(f: http.HTTPFlow) -> str:
     if f.websocket is not None and websocket.frames(f):
-        return f"{_title(f)}\n{websocket.diff_text(f, bridge_config())}"
+        return f"{_title(f)}\n{websocket_view.diff_text(f, bridge_config())}"
     if is_planner_flow(f):
         return f"{_title(f)}\n{planner_view.diff_text(planner_view.explain_planner(f))}"
     if (text := verdict(f)) is not None:  # not rewritten: nothing changed
@@ -175,7 +176,7 @@ class BridgeCommands:
         written = 0
         for f in bridged:
             try:
-                jobs = websocket.record_jobs(f, bridge_config()) if websocket.frames(f) else [record_job(f)]
+                jobs = websocket_view.record_jobs(f, bridge_config()) if websocket.frames(f) else [record_job(f)]
             except Exception as e:  # one damaged flow must not stop the export
                 logger.warning(f"bridge.export: flow {f.id}: {type(e).__name__}: {e}")
                 continue

@@ -11,9 +11,10 @@ rewrite stores the whole pre-rewrite flow state in ``flow._backup``; it survives
 ``-w`` files and is what mitmweb's "revert" restores).
 
 The same views show a WebSocket client frame the bridge saw (Responses over
-WebSocket, websocket.py): mitmweb's Messages tab renders each message with its own
-view, so a bridged ``response.create`` frame gets "Bridge steps", its original
-content from the flow's ``bridge_ws`` metadata; server frames keep mitmproxy's views.
+WebSocket, chat_hop/websocket.py; shown by websocket_view.py): mitmweb's Messages tab
+renders each message with its own view, so a bridged ``response.create`` frame gets
+"Bridge steps", its original content from the flow's ``bridge_ws`` metadata; server
+frames keep mitmproxy's views.
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ import logging
 from mitmproxy import contentviews, ctx, http
 from mitmproxy.contentviews import Contentview, Metadata
 
-from ..chat_hop import websocket
 from ..core.pipeline import STEPPED, Config, rewrite
 from ..records.planner import is_planner_flow
 from ..runtime import META
-from . import explain, planner_view
+from . import explain, planner_view, websocket_view
 
 logger = logging.getLogger(__name__)
 
@@ -92,10 +92,10 @@ def verdict(flow: http.HTTPFlow) -> str | None:
 
 
 def _frame(metadata: Metadata) -> int | None:
-    """The index of the WebSocket message shown, when the view shows one (websocket.py)."""
+    """The index of the WebSocket message shown, when the view shows one (websocket_view.py)."""
     if metadata.websocket_message is None or not isinstance(metadata.flow, http.HTTPFlow):
         return None
-    return websocket.message_index(metadata.flow, metadata.websocket_message)
+    return websocket_view.message_index(metadata.flow, metadata.websocket_message)
 
 
 def _not_for(metadata: Metadata) -> str | None:
@@ -103,7 +103,7 @@ def _not_for(metadata: Metadata) -> str | None:
     flow = metadata.flow
     if (i := _frame(metadata)) is not None:
         assert isinstance(flow, http.HTTPFlow)
-        frame_text = websocket.frame_verdict(flow, i)
+        frame_text = websocket_view.frame_verdict(flow, i)
         return frame_text + "\n" if frame_text is not None else None
     if not isinstance(flow, http.HTTPFlow) or metadata.http_message is not flow.request:
         return "bridge: the bridge views show HTTP requests only\n"
@@ -119,7 +119,7 @@ class BridgeStepsContentview(Contentview):
             return text
         assert isinstance(metadata.flow, http.HTTPFlow)
         if (i := _frame(metadata)) is not None:
-            text = explain.steps_text(websocket.explain_frame(metadata.flow, i, bridge_config()))
+            text = explain.steps_text(websocket_view.explain_frame(metadata.flow, i, bridge_config()))
             return text + "\n(the message history before and after: view 'Bridge diff')\n"
         if is_planner_flow(metadata.flow):
             return planner_view.steps_text(planner_view.explain_planner(metadata.flow))
@@ -140,7 +140,11 @@ class BridgeDiffContentview(Contentview):
         if is_planner_flow(metadata.flow):
             return planner_view.diff_text(planner_view.explain_planner(metadata.flow))
         i = _frame(metadata)
-        ex = explain_flow(metadata.flow) if i is None else websocket.explain_frame(metadata.flow, i, bridge_config())
+        ex = (
+            explain_flow(metadata.flow)
+            if i is None
+            else websocket_view.explain_frame(metadata.flow, i, bridge_config())
+        )
         notes = "".join(f"note: {n}\n" for n in ex.notes)
         return notes + explain.diff_text(ex)
 
