@@ -1,8 +1,10 @@
 """A module's imports run one way (issue 18): no import cycle among the package's modules,
 counting imports inside functions and under TYPE_CHECKING (the package's __init__ aside:
-importing a name from one's own package is no cycle through its modules). And the tests import
-by name: pytest's ``pythonpath`` (pyproject.toml) gives them addons/ and scripts/, so no file
-under tests/ edits the import path or loads a script from its file."""
+importing a name from one's own package is no cycle through its modules). The folders run one
+way too (issue 41): each is a layer, and no import runs up the layers or sideways between the
+two hops (addons/README.md draws them). And the tests import by name: pytest's ``pythonpath``
+(pyproject.toml) gives them addons/ and scripts/, so no file under tests/ edits the import path
+or loads a script from its file."""
 
 from __future__ import annotations
 
@@ -41,7 +43,9 @@ def _target(package: str, node: ast.ImportFrom) -> str:
     return f"{base}.{node.module}" if node.module else base
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+def _imports(name: str, path: Path, modules: dict[str, Path], packages: bool = False) -> set[str]:
+    """The package's modules that ``name`` imports; with ``packages``, its folders' __init__ too
+    (``from ..runtime import META`` imports the runtime layer)."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):  # every import, at any depth
@@ -50,12 +54,12 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             target = _target(package, node)
             found |= {f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target for a in node.names}
-    return {m for m in found if m in modules and m != name and modules[m].name != "__init__.py"}
+    return {m for m in found if m in modules and m != name and (packages or modules[m].name != "__init__.py")}
 
 
-def graph() -> dict[str, set[str]]:
+def graph(packages: bool = False) -> dict[str, set[str]]:
     modules = _modules()
-    return {name: _imports(name, path, modules) for name, path in modules.items()}
+    return {name: _imports(name, path, modules, packages) for name, path in modules.items()}
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -136,32 +140,99 @@ def test_no_test_edits_the_import_path_or_loads_a_script_from_its_file() -> None
     assert not found, f"import what you test by name (pyproject.toml's pythonpath), do not edit the path: {found}"
 
 
-# What each layer may import of the package (issue 18): the pure layers nothing of mitmproxy's
-# side, the planner hop nothing of the chat hop (both take what they share from runtime/).
-MAY_NOT = {
-    "native_bridge.core": ("cascade", "chat_hop", "planner_hop", "runtime", "records", "inspect"),
-    "native_bridge.cascade": ("chat_hop", "planner_hop", "runtime", "records", "inspect"),
-    "native_bridge.planner_hop": ("chat_hop",),
-    "native_bridge.runtime": ("chat_hop", "planner_hop", "records", "inspect"),
-}
+# The layers, bottom first (issue 41; addons/README.md draws them). A module may import its own
+# folder and any layer below; never a layer above, nor a neighbour in its own layer (the two hops
+# share what they both need through runtime/, never each other). A folder is named by its path in
+# the package; a module belongs to the longest folder that holds it ("" is the package itself).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core.rules", "evidence"),  # data: what we know of the clients; the one Observation
+    ("core",),  # chat histories (pure)
+    ("cascade",),  # the planner's wire (pure); reads results with core's rules
+    ("runtime",),  # what both hops share: metadata keys, state, store, worker, dispatch, h2c
+    ("records",),  # the records, written off the request path by runtime's worker
+    ("chat_hop", "planner_hop"),  # the two hops, side by side
+    ("inspect",),  # looking at what the bridge did: views, commands, replay
+    ("",),  # the package's face (native_bridge.rewrite)
+)
+RANK = {folder: rank for rank, layer in enumerate(LAYERS) for folder in layer}
+
+
+def folder_of(module: str) -> str | None:
+    """The longest of LAYERS' names that holds ``module`` (a folder, or evidence.py at the package's
+    top); None: the module has no layer."""
+    rest = module.removeprefix("native_bridge").removeprefix(".")
+    if not rest:
+        return ""
+    parts = rest.split(".")
+    return next((f for n in range(len(parts), 0, -1) if (f := ".".join(parts[:n])) in RANK), None)
 
 
 def layering(edges: dict[str, set[str]]) -> list[str]:
+    """Every import that runs up the layers or sideways, as ``module -> module (why)``."""
     bad = []
     for name, targets in sorted(edges.items()):
-        for layer, banned in MAY_NOT.items():
-            if name == layer or name.startswith(layer + "."):
-                bad += [f"{name} -> {t}" for t in sorted(targets) if t.split(".")[1] in banned]
+        mine = folder_of(name)
+        for t in sorted(targets):
+            theirs = folder_of(t)
+            if mine is None or theirs is None or mine == theirs:
+                continue
+            if RANK[theirs] > RANK[mine]:
+                bad.append(f"{name} -> {t} (up: {mine or 'package'} below {theirs})")
+            elif RANK[theirs] == RANK[mine]:
+                bad.append(f"{name} -> {t} (sideways: {mine} beside {theirs})")
     return bad
 
 
-def test_the_layering_checker_sees_a_planner_hop_that_reaches_into_the_chat_hop() -> None:
-    edges = {"native_bridge.planner_hop.addon": {"native_bridge.chat_hop.addon", "native_bridge.runtime.state"}}
-    assert layering(edges) == ["native_bridge.planner_hop.addon -> native_bridge.chat_hop.addon"]
+def test_the_layering_checker_sees_up_and_sideways() -> None:
+    edges = {
+        "native_bridge.planner_hop.addon": {"native_bridge.chat_hop.addon", "native_bridge.runtime.state"},
+        "native_bridge.records.planner": {"native_bridge.inspect.planner_view", "native_bridge.runtime"},
+        "native_bridge.cascade.corrections": {"native_bridge.core.kinds", "native_bridge.core.rules.clients"},
+        "native_bridge.core.observe": {"native_bridge.evidence", "native_bridge.cascade"},
+        "native_bridge.core.rules.types": {"native_bridge.evidence"},
+    }
+    assert layering(edges) == [
+        "native_bridge.core.observe -> native_bridge.cascade (up: core below cascade)",
+        "native_bridge.core.rules.types -> native_bridge.evidence (sideways: core.rules beside evidence)",
+        "native_bridge.planner_hop.addon -> native_bridge.chat_hop.addon (sideways: planner_hop beside chat_hop)",
+        "native_bridge.records.planner -> native_bridge.inspect.planner_view (up: records below inspect)",
+    ]
 
 
-def test_each_layer_imports_only_what_it_may() -> None:
-    assert layering(graph()) == []
+def test_the_layering_graph_sees_function_level_relative_and_package_imports(tmp_path: Path) -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import native_bridge.chat_hop.addon\n"
+        "def f():\n    from ..inspect import explain\n    from ..runtime import META\n    from . import bodydiff\n"
+    )
+    path = tmp_path / "planner.py"
+    path.write_text(source)
+    modules = {
+        "native_bridge.records.planner": path,
+        "native_bridge.records.bodydiff": PACKAGE / "records" / "bodydiff.py",
+        "native_bridge.inspect.explain": PACKAGE / "inspect" / "explain.py",
+        "native_bridge.runtime": PACKAGE / "runtime" / "__init__.py",
+        "native_bridge.chat_hop.addon": PACKAGE / "chat_hop" / "addon.py",
+    }
+    assert _imports("native_bridge.records.planner", path, modules, packages=True) == {
+        "native_bridge.chat_hop.addon",
+        "native_bridge.records.bodydiff",
+        "native_bridge.inspect.explain",
+        "native_bridge.runtime",
+    }
+
+
+def test_every_folder_has_a_layer() -> None:
+    modules = _modules()
+    assert [m for m in sorted(modules) if folder_of(m) is None] == [], "a module outside the layers"
+    assert [f for f in RANK if ("native_bridge." + f).rstrip(".") not in modules] == [], "a layer that is gone"
+    assert folder_of("native_bridge.core.rules.types") == "core.rules"
+    assert folder_of("native_bridge.core.kinds") == "core"
+    assert folder_of("native_bridge.somewhere") is None
+
+
+def test_imports_run_down_the_layers() -> None:
+    assert layering(graph(packages=True)) == []
 
 
 # Layers that are data only (issue 18): the tables of core/rules/ import nothing of the package
