@@ -235,6 +235,33 @@ def test_imports_run_down_the_layers() -> None:
     assert layering(graph(packages=True)) == []
 
 
+# mitmproxy sits above the pure layers too: what lies below runtime/ never imports it, at any depth.
+PURE = tuple(folder for layer in LAYERS[: RANK["runtime"]] for folder in layer)
+
+
+def mitmproxy_imports(name: str, path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        found += [f"{name} -> {n}" for n in names if n.split(".")[0] == "mitmproxy"]
+    return found
+
+
+def test_the_purity_checker_sees_mitmproxy_inside_a_function(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("def f():\n    from mitmproxy import http\n    import mitmproxy.ctx\n")
+    assert mitmproxy_imports("m", path) == ["m -> mitmproxy", "m -> mitmproxy.ctx"]
+
+
+def test_the_pure_layers_import_no_mitmproxy() -> None:
+    assert set(PURE) == {"core.rules", "evidence", "core", "cascade"}
+    pure = {name: path for name, path in _modules().items() if folder_of(name) in PURE}
+    assert "native_bridge.cascade.correct" in pure
+    assert [line for name, path in sorted(pure.items()) for line in mitmproxy_imports(name, path)] == []
+
+
 # Layers that are data only (issue 18): the tables of core/rules/ import nothing of the package
 # but each other, so the logic reads them and never the other way round.
 SELF_CONTAINED = ("native_bridge.core.rules",)
