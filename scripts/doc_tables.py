@@ -58,9 +58,10 @@ def formats_table() -> str:
         '`{"type": "exit", "exit_code": N}` / `{"type": "timeout"}` | the number / 1 | openai/openai-python '
         "src/openai/types/responses/response_function_shell_tool_call_output.py |",
         "| error flag | any client | Anthropic `is_error: true` (a dialect's error flag), a `[tool error]` prefix | "
-        "the result | no number from a known frame | 1 (failure, no number); a frame that says 0 or success: no "
-        "claim; a number another client's frame states, for a named client: absent (declined, never 1) | "
-        "design brief, truth rule 3 |",
+        "the result | no number from a known frame | 1 (failure, no number); a frame that says 0 or success, or a "
+        "number beyond int32: no step (the pair stays a message with its flag); a named client whose own frames say "
+        "nothing: the number every known client's frame states alike (an identity is a claim), else no step | "
+        "design brief, truth rule 3; issue 39 item 4 |",
     ]
     for name, clients, shape, source in STRUCTURED:
         rows.append(f"| {name} | {_names(clients)} | the whole result | JSON / tags | {_cell(shape)} | the number | "

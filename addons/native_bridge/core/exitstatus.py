@@ -21,7 +21,9 @@ Precedence for one client: structure > header above ``Output:`` > trailing frame
 lines > the first line > the last line > the error flag. A stated number wins: a
 flagged result with a number is that number; 1 only when no known frame states a
 number; a number we cannot state (beyond int32) or decline (another client's frame
-under a named client) leaves the code absent, never 1. core/rules/EXIT_STATUS.md, "Exit
+under a named client, unflagged) leaves the code absent, never 1. A flagged result the named
+client's frames say nothing of is read in every known client's frames (``_borrowed``: an
+identity is a claim, issue 39). core/rules/EXIT_STATUS.md, "Exit
 status formats", lists the rules with their sources; tests/test_exitstatus_clients.py
 tests each one. The other formats are data in rules/ too (structures.py, gemini_frame.py,
 framing.py, not_run.py): this module reads them.
@@ -524,6 +526,31 @@ def _unnamed(t: _Text, flagged: bool) -> ExitStatus | None:
     return ExitStatus(None, f"clients read it differently ({told})", "conflict")
 
 
+def _borrowed(t: _Text, client: str, flag: str) -> ExitStatus | None:
+    """A flagged result whose named client's own frames say nothing, read in every known client's
+    frames (issue 39, item 4: an identity is a claim, not a proof). A client can present itself
+    with another's user agent and tool names; its own frame then stands at its place. The flag
+    decides the direction (a failure), so the frame can only say which failure: the number the
+    frames of the known clients state unambiguously (the reading of a client we cannot name,
+    the planner hop's reading of the same text), or their failure words without a number (1).
+    Frames that read it differently, or say 0, or state a number the step cannot carry: no
+    number (a declined one never becomes 1), and the pair stays a message with its flag (kinds.py
+    makes no step of a flagged result without a failing code). None: no known frame at all."""
+    other = _unnamed(t, True)
+    if other is None:
+        return None
+    whose = f"{flag}; {other.source}, not {client}'s own frame"
+    if other.verdict in _CAUTION:
+        return ExitStatus(None, whose, other.verdict)
+    if other.verdict in ("code", "failed") and other.code not in (None, 0):
+        return ExitStatus(other.code, whose, other.verdict)
+    if other.verdict == "declined":
+        return ExitStatus(None, f"{whose}: a number the step cannot carry", "declined")
+    if other.verdict in ("code", "success", "conflict"):
+        return ExitStatus(None, f"{whose}: against the flag", "conflict")
+    return None
+
+
 def parse_exit_status(text: str, is_error: bool | None = None, client: str | None = None) -> ExitStatus:
     """What a shell result says about the command's outcome, for ``client`` (an id of clients.py).
 
@@ -531,8 +558,10 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
     would read it (:func:`_unnamed`). ``is_error`` is the dialect's error flag; a ``[tool
     error]`` prefix is one too. The flag is authoritative in its direction: a flagged result
     is never exit 0 (a frame that says 0 or success conflicts with it: no claim); with a
-    number a frame states, it is that number; with none, 1; with a number the rules decline
-    for this client (another client's frame), absent."""
+    number a frame states, it is that number; with none, 1. When the named client's own frames
+    say nothing of a flagged result, another client's frame at its place says which failure
+    (:func:`_borrowed`: an identity is a claim); without the flag, another client's frame is
+    the program's output (absent)."""
     body, prefixed = strip_frame(text)
     if NOT_RUN.match(body):  # refusals are never claims: recognised for every client
         return ExitStatus(None, "not-run", "not_run")
@@ -545,11 +574,8 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
         return found if found is not None else ExitStatus(None, "", "unknown")
     flag = "error flag" if is_error else "[tool error] prefix"
     if found is None:
-        declined = _unnamed(t, flagged) if client is not None else None
-        if declined is not None and declined.verdict in ("code", "declined", "conflict"):
-            why = f"{flag}; {declined.source} is not {client}'s frame"
-            return ExitStatus(None, why, "declined")
-        return ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
+        borrowed = _borrowed(t, client, flag) if client is not None else None
+        return borrowed or ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
     if found.code == 0 or found.verdict in ("success", "conflict"):
         return ExitStatus(None, f"{flag} against {found.source}", "conflict")
     return found
