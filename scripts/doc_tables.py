@@ -22,6 +22,13 @@ from native_bridge.core.kinds import KINDS  # noqa: E402
 from native_bridge.core.rules.clients import CLIENTS  # noqa: E402
 from native_bridge.core.rules.exit_frames import RULES  # noqa: E402
 from native_bridge.core.rules.not_run import NOT_RUN  # noqa: E402
+from native_bridge.core.rules.shell_shapes import (  # noqa: E402
+    CODE_PARAMS,
+    COMMAND_PARAMS,
+    SHELL_LANGUAGES,
+    SHELL_WORDS,
+    SOURCES,
+)
 from native_bridge.core.rules.structures import STRUCTURED  # noqa: E402
 from native_bridge.core.rules.success_evidence import EVIDENCE  # noqa: E402
 from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS  # noqa: E402
@@ -204,11 +211,36 @@ def measured_table() -> str:
     return "\n".join(lines)
 
 
+def shapes_table() -> str:
+    command = " or ".join(f"`{p}`" for p in COMMAND_PARAMS)
+    languages = ", ".join(f"`{x}`" for x in sorted(SHELL_LANGUAGES))
+    rows = [
+        "| shape | the declared schema | a call becomes | tools it takes (client) | source |",
+        "|---|---|---|---|---|",
+        f"| command line | one required string {command}, its description matching `{_cell(SHELL_WORDS.pattern)}`"
+        " (case ignored); no other required parameter but those that only steer the client | run_command, the "
+        "parameter as its command line | "
+        + "; ".join(f"`{tool}` ({client})" for client, tool, _ in SOURCES if "language" not in tool)
+        + " | "
+        + "; ".join(_cell(src) for _, tool, src in SOURCES if "language" not in tool)
+        + " |",
+        f"| language + code | required strings `{CODE_PARAMS[0]}` and `{CODE_PARAMS[1]}` (a declared language enum "
+        f"holds a shell) | a call whose language is one of {languages}: run_command, its code as the command line; "
+        "any other language: stays a message (`unmapped`) | "
+        + "; ".join(f"`{tool}` ({client})" for client, tool, _ in SOURCES if "language" in tool)
+        + " | "
+        + "; ".join(_cell(src) for _, tool, src in SOURCES if "language" in tool)
+        + " |",
+    ]
+    return "\n".join(rows)
+
+
 TABLES = {
     "measured": measured_table,
     "formats": formats_table,
     "not-run": not_run_list,
     "tools": tools_table,
+    "shapes": shapes_table,
     "clients": clients_table,
     "evidence": evidence_table,
 }
@@ -216,7 +248,7 @@ TABLES = {
 
 # Which page holds which tables: each beside the rules it is generated from.
 PAGES = {
-    "addons/native_bridge/core/rules/CLIENTS.md": ("measured", "clients", "tools", "evidence"),
+    "addons/native_bridge/core/rules/CLIENTS.md": ("measured", "clients", "tools", "shapes", "evidence"),
     "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "not-run"),
 }
 

@@ -27,7 +27,7 @@ import orjson
 from .clients import counts_for
 from .exitstatus import has_error_prefix, parse_exit_status, strip_frame
 from .history import ToolResult
-from .rules.arguments import CWD_ARGS, DIR_ARGS, FILE_ARGS, IGNORABLE_ARGS
+from .rules.arguments import BACKGROUND_ARGS, CWD_ARGS, DIR_ARGS, FILE_ARGS, IGNORABLE_ARGS
 from .rules.not_run import NOT_RUN
 from .rules.success_evidence import EVIDENCE
 from .rules.tool_failed import TOOL_FAILED
@@ -203,7 +203,7 @@ def _run_command_in(a: _Args) -> dict[str, Any]:
         command = _shell_join(command)
     if not isinstance(command, str) or not command:
         raise Refusal("run_command: no command line")
-    if a.bool("run_in_background", "is_background") or a.bool("waitForCompletion") is False:
+    if a.bool(*BACKGROUND_ARGS) or a.bool("waitForCompletion") is False:
         raise Refusal("run_command: ran in the background, its outcome is not in the result")
     if a.raw("is_input") in (True, "true"):  # OpenHands: keys sent to a running process
         raise Refusal("run_command: input to a running process is not a command")
