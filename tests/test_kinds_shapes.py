@@ -10,12 +10,14 @@ map") reads them from their sources; the accounting says which tools were taken 
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import orjson
 import pytest
 from bench.golden import outcome_digest
 from native_bridge.chat_hop.jobs import observed
+from native_bridge.core.kinds import tool_map
 from native_bridge.core.memo import Memo
 from native_bridge.core.pipeline import Config, Rewrite, rewrite
 
@@ -330,3 +332,15 @@ def test_the_planner_hop_gets_the_observation_of_a_shape_mapped_pair() -> None:
     result = rewrite(_chat(RUN_IN_TERMINAL, args, "ls: nope\n\nCommand exited with code 2"), path=CHAT)
     (seen,) = observed(result, Config().tool_kinds)
     assert (seen.exit_code, seen.failed) == (2, True)
+
+
+def test_a_name_the_operator_unmapped_is_not_mapped_by_its_shape_either() -> None:
+    args = {"command": "ls", "explanation": "x", "isBackground": False}
+    raw = _chat(RUN_IN_TERMINAL, args, "a\n\nCommand exited with code 0")
+    config = Config(tool_kinds=tool_map(["run_in_terminal="]))
+    assert _call_entry(rewrite(raw, config, CHAT))["kept"] == "unmapped"
+    assert pickle.loads(pickle.dumps(config)) == config
+    # Mapped again by name, the operator's kind stands.
+    config = Config(tool_kinds=tool_map(["run_in_terminal=", "run_in_terminal=run_command"]))
+    assert _step(rewrite(raw, config, CHAT))["exitCode"] == 0
+    assert "mapped" not in _call_entry(rewrite(raw, config, CHAT))

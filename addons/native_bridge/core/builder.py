@@ -17,7 +17,7 @@ from .._proto import cortex_pb2
 from .encoder import encode_step, step_doc
 from .history import History, ToolCall, ToolResult
 from .kinds import KINDS, Kind, Refusal
-from .mapping import shape_of
+from .mapping import NotAShellCall, shape_of
 from .rules.tool_names import DEFAULT_TOOL_KINDS
 
 # Why an item stayed in the messages, machine-readable (the record's "code").
@@ -239,7 +239,7 @@ def decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, st
             d.mapped = shape.why
             try:
                 arguments = shape.arguments(call.name, arguments)
-            except Refusal as e:  # code in another language: no command line is made of it
+            except NotAShellCall as e:  # code in another language: no command line is made of it
                 d.code, d.reason = "unmapped", str(e)
                 continue
         if kind not in kinds:

@@ -27,6 +27,7 @@ import orjson
 from .clients import counts_for
 from .exitstatus import has_error_prefix, parse_exit_status, strip_frame
 from .history import ToolResult
+from .mapping import ToolKinds
 from .rules.arguments import BACKGROUND_ARGS, CWD_ARGS, DIR_ARGS, FILE_ARGS, IGNORABLE_ARGS
 from .rules.not_run import NOT_RUN
 from .rules.success_evidence import EVIDENCE
@@ -440,8 +441,10 @@ KINDS: Mapping[str, Kind] = {
 
 
 def tool_map(entries: Iterable[str]) -> dict[str, str]:
-    """The default tool table with ``name=kind`` entries applied; ``name=`` unmaps a name."""
+    """The default tool table with ``name=kind`` entries applied; ``name=`` unmaps a name (and no
+    declared schema maps it by its shape either: mapping.py)."""
     table = dict(DEFAULT_TOOL_KINDS)
+    off: set[str] = set()
     for entry in entries:
         name, sep, kind = entry.partition("=")
         name, kind = name.strip(), kind.strip()
@@ -449,8 +452,10 @@ def tool_map(entries: Iterable[str]) -> dict[str, str]:
             raise ValueError(f"{entry!r} is not name=kind")
         if not kind:
             table.pop(name, None)
+            off.add(name)
         elif kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
         else:
             table[name] = kind
-    return table
+            off.discard(name)
+    return ToolKinds(table, None, frozenset(off)) if off else table

@@ -13,10 +13,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .kinds import Refusal
 from .rules.shell_shapes import CODE_PARAMS, COMMAND_PARAMS, SHELL_LANGUAGES, SHELL_WORDS, STEERING
 
 SHELL_KIND = "run_command"
+
+
+class NotAShellCall(Exception):
+    """A call of a language + code tool whose language is no shell's: its code is no command line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +32,12 @@ class Shape:
 
     def arguments(self, tool: str, args: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """A call's arguments as the shell step reads them (``command``). The code of a call whose
-        language is no shell's is no command line: :class:`Refusal`, and the pair stays a message."""
+        language is no shell's is no command line: :class:`NotAShellCall`, the pair stays a message."""
         if self.form == "command" or args is None:
             return args
         language = args.get(CODE_PARAMS[0])
         if not isinstance(language, str) or language.strip().lower() not in SHELL_LANGUAGES:
-            raise Refusal(
+            raise NotAShellCall(
                 f"tool {tool!r} runs code; language {language!r} is not a shell, and no command line is made "
                 "from code in another language"
             )
@@ -43,16 +46,24 @@ class Shape:
 
 
 class ToolKinds(dict[str, str]):
-    """A tool table (name → step kind) with the tools a request's declarations map by shape."""
+    """A tool table (name → step kind) with the tools a request's declarations map by shape, and
+    the names the operator unmapped (bridge_tools ``name=``: no shape maps them either)."""
 
-    __slots__ = ("shaped",)
+    __slots__ = ("off", "shaped")
 
-    def __init__(self, table: Mapping[str, str], shaped: Mapping[str, Shape]) -> None:
+    def __init__(
+        self, table: Mapping[str, str], shaped: Mapping[str, Shape] | None = None, off: frozenset[str] = frozenset()
+    ) -> None:
         super().__init__(table)
-        self.shaped: dict[str, Shape] = dict(shaped)
+        self.shaped: dict[str, Shape] = dict(shaped or {})
+        self.off = off
 
     def __eq__(self, other: object) -> bool:
-        return dict.__eq__(self, other) is True and getattr(other, "shaped", {}) == self.shaped
+        return (
+            dict.__eq__(self, other) is True
+            and getattr(other, "shaped", {}) == self.shaped
+            and getattr(other, "off", frozenset()) == self.off
+        )
 
     def __ne__(self, other: object) -> bool:
         return not self == other
@@ -60,7 +71,7 @@ class ToolKinds(dict[str, str]):
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ToolKinds, (dict(self), self.shaped))
+        return (ToolKinds, (dict(self), self.shaped, self.off))
 
 
 def shape_of(tool_kinds: Mapping[str, str], name: str) -> Shape | None:
@@ -74,13 +85,14 @@ def for_request(tool_kinds: Mapping[str, str], body: Mapping[str, Any]) -> Mappi
     the shell-shaped tools ``body`` declares that no name maps. ``tool_kinds`` itself when it is
     already that table (the common case: nothing declared by shape)."""
     shaped = getattr(tool_kinds, "shaped", None) or {}
+    off: frozenset[str] = getattr(tool_kinds, "off", frozenset())
     base = {k: v for k, v in tool_kinds.items() if k not in shaped} if shaped else tool_kinds
-    found = dict(_shapes(body, base))
+    found = dict(_shapes(body, base, off))
     if found == shaped:
         return tool_kinds
     if not found:
-        return base
-    return ToolKinds({**base, **dict.fromkeys(found, SHELL_KIND)}, found)
+        return ToolKinds(base, None, off) if off else base
+    return ToolKinds({**base, **dict.fromkeys(found, SHELL_KIND)}, found, off)
 
 
 def _declarations(body: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -100,9 +112,9 @@ def _declarations(body: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
                 yield fn["name"], schema
 
 
-def _shapes(body: Mapping[str, Any], base: Mapping[str, str]) -> Iterator[tuple[str, Shape]]:
+def _shapes(body: Mapping[str, Any], base: Mapping[str, str], off: frozenset[str]) -> Iterator[tuple[str, Shape]]:
     for name, schema in _declarations(body):
-        if name not in base:
+        if name not in base and name not in off:
             found = shape(schema)
             if found is not None:
                 yield name, found
