@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT / "addons"))
 
 from native_bridge.core.kinds import KINDS  # noqa: E402
 from native_bridge.core.rules.clients import CLIENTS  # noqa: E402
+from native_bridge.core.rules.envelopes import ENVELOPES  # noqa: E402
 from native_bridge.core.rules.exit_frames import RULES  # noqa: E402
 from native_bridge.core.rules.not_run import NOT_RUN  # noqa: E402
 from native_bridge.core.rules.shell_shapes import (  # noqa: E402
@@ -86,6 +87,21 @@ def formats_table() -> str:
             f"| {r.name} | {_names(r.clients)} | {words} | {'; '.join(_WHERE[w] for w in r.where)} | "
             f"`{_cell(r.pattern.pattern)}` | "
             f"{_VERDICT[r.verdict]} | {_cell(r.source)} |"
+        )
+    return "\n".join(rows)
+
+
+def envelopes_table() -> str:
+    rows = [
+        "| envelope | counts for | client's words | the whole result (regular expression) | the error | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in ENVELOPES:
+        counts = ", ".join(f"`{c}`" for c in e.clients) + " and " if e.clients else ""
+        inner = f'its `"{e.inner_key}"`' if e.inner_key else "`inner`"
+        rows.append(
+            f"| {e.name} | {counts}a client we cannot name | {_cell(e.client)} | `{_cell(e.pattern.pattern)}` | "
+            f"{inner} | {_cell(e.source)} |"
         )
     return "\n".join(rows)
 
@@ -239,6 +255,7 @@ TABLES = {
     "measured": measured_table,
     "formats": formats_table,
     "not-run": not_run_list,
+    "envelopes": envelopes_table,
     "tools": tools_table,
     "shapes": shapes_table,
     "clients": clients_table,
@@ -249,7 +266,7 @@ TABLES = {
 # Which page holds which tables: each beside the rules it is generated from.
 PAGES = {
     "addons/native_bridge/core/rules/CLIENTS.md": ("measured", "clients", "tools", "shapes", "evidence"),
-    "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "not-run"),
+    "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "envelopes", "not-run"),
 }
 
 

@@ -45,6 +45,7 @@ USER_AGENT = {
 SHELL_TOOL = {
     "claude-code": "Bash",
     "codex": "shell_command",
+    "agents-sdk": "exec_command",  # its sandbox's shell tool
     "gemini-cli": "run_shell_command",
     "qwen-code": "run_shell_command",
     "opencode": "bash",

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 
 from .clients import BY_ID, counts_for
+from .rules.envelopes import ENVELOPES
 from .rules.exit_frames import RULES
 from .rules.framing import CLINE_PREFIX, ERROR_PREFIX, FRAME_LINES, OUTPUT_MARKER, UNTRUSTED
 from .rules.gemini_frame import (
@@ -63,7 +64,7 @@ from .rules.structures import (
     MINI_XML,
     STRUCTURED,
 )
-from .rules.types import ANY, Rule, Verdict
+from .rules.types import ANY, Envelope, Rule, Verdict
 
 FAILED_WITHOUT_CODE = 1
 GENERIC = "(generic)"  # as a reader: the generic families alone, one of the readings for a client we cannot name
@@ -74,6 +75,9 @@ class ExitStatus:
     code: int | None  # None: no number and no failure signal (absent, not 0)
     source: str  # the rule that decided, for the record
     verdict: Verdict = "unknown"
+    # The result is flagged as failed (the dialect's flag, a [tool error] prefix, an error envelope):
+    # a step must state a failing code or not be made (kinds.py).
+    flagged: bool = False
 
 
 # The most lines a header (down to its ``Output:`` line) and a trailer may span.
@@ -551,6 +555,37 @@ def _borrowed(t: _Text, client: str, flag: str) -> ExitStatus | None:
     return None
 
 
+def _envelopes(client: str | None) -> tuple[tuple[Envelope, ...], re.Pattern[str] | None]:
+    """The envelopes that count for ``client`` (every one for a client we cannot name), and one
+    pattern for all of them: most results are in none, and one regex turns them down at once."""
+    envs = tuple(e for e in ENVELOPES if client is None or counts_for(client, e.clients))
+    parts = "|".join(f"(?:{e.pattern.pattern.replace('(?P<inner>', '(?:')})" for e in envs)
+    return envs, re.compile(parts, re.S) if envs else None
+
+
+_ENVELOPES = {client: _envelopes(client) for client in (*BY_ID, None)}
+
+
+def _envelope(body: str, client: str | None) -> tuple[str, Envelope] | None:
+    """The error an envelope of ``client``'s (any client's, for one we cannot name) wraps the whole
+    result around (rules/envelopes.py), and the envelope; None: no envelope of its."""
+    envs, any_of = _ENVELOPES.get(client) or _envelopes(client)
+    if any_of is None or not body or not any_of.fullmatch(body):
+        return None
+    for env in envs:
+        m = env.pattern.fullmatch(body)
+        if m is None:
+            continue
+        if env.inner_key is None:
+            return m.group("inner").strip(), env
+        with contextlib.suppress(orjson.JSONDecodeError):
+            doc = orjson.loads(body)
+            if isinstance(doc, dict):
+                inner = doc.get(env.inner_key)
+                return (inner.strip() if isinstance(inner, str) else ""), env
+    return None
+
+
 def parse_exit_status(text: str, is_error: bool | None = None, client: str | None = None) -> ExitStatus:
     """What a shell result says about the command's outcome, for ``client`` (an id of clients.py).
 
@@ -565,17 +600,22 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
     body, prefixed = strip_frame(text)
     if NOT_RUN.match(body):  # refusals are never claims: recognised for every client
         return ExitStatus(None, "not-run", "not_run")
-    flagged = bool(is_error) or prefixed
+    wrapped = _envelope(body, client)  # an error envelope: a failure flag in words, around the error
+    if wrapped is not None:
+        body = wrapped[0]
+        if NOT_RUN.match(body):  # a refusal inside it: never ran
+            return ExitStatus(None, f"not-run in {wrapped[1].name}", "not_run")
+    flagged = bool(is_error) or prefixed or wrapped is not None
     t = _Text(body)
     found = _frames(t, client, flagged) if client is not None else _unnamed(t, flagged)
     if found is not None and found.verdict in _CAUTION:
         return found
     if not flagged:
         return found if found is not None else ExitStatus(None, "", "unknown")
-    flag = "error flag" if is_error else "[tool error] prefix"
+    flag = "error flag" if is_error else "[tool error] prefix" if prefixed else wrapped[1].name  # type: ignore[index]
     if found is None:
         borrowed = _borrowed(t, client, flag) if client is not None else None
-        return borrowed or ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
-    if found.code == 0 or found.verdict in ("success", "conflict"):
-        return ExitStatus(None, f"{flag} against {found.source}", "conflict")
-    return found
+        found = borrowed or ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
+    elif found.code == 0 or found.verdict in ("success", "conflict"):
+        found = ExitStatus(None, f"{flag} against {found.source}", "conflict")
+    return replace(found, flagged=True)

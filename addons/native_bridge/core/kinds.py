@@ -25,7 +25,7 @@ from urllib.parse import quote_from_bytes
 import orjson
 
 from .clients import counts_for
-from .exitstatus import has_error_prefix, parse_exit_status, strip_frame
+from .exitstatus import parse_exit_status, strip_frame
 from .history import ToolResult
 from .mapping import ToolKinds
 from .rules.arguments import BACKGROUND_ARGS, CWD_ARGS, DIR_ARGS, FILE_ARGS, IGNORABLE_ARGS
@@ -233,7 +233,7 @@ def _run_command_out(r: ToolResult, inputs: dict[str, Any], client: str | None =
     if status.verdict == "running":
         raise Refusal(f"run_command: the command was still running, no outcome yet ({status.source})")
     code = r.exit_code if r.exit_code is not None else status.code
-    if code in (None, 0) and (r.is_error or has_error_prefix(text)):
+    if code in (None, 0) and status.flagged:
         # The flag is authoritative in its direction: a DONE step with no code (or 0) would drop
         # the failure the client flagged, and a declined number never becomes 1 (truth rule 3).
         raise Refusal(f"run_command: flagged as failed, and no failing exit code can be stated ({status.source})")

@@ -21,4 +21,5 @@ FRAME_LINES: re.Pattern[str] = re.compile(
     r"|<cwd>.*</cwd>"  # Crush
     r"|</?(?:shell|bash)_metadata>"  # opencode
     r"|\[Status: .*\]"  # Continue (statuses with a verdict are rules, matched first)
+    r"|\(Note: output limit reduced due to .*\)"  # Continue CLI (parallel tool calls' truncation note)
 )

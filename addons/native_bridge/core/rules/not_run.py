@@ -17,6 +17,8 @@ NOT_RUN: re.Pattern[str] = re.compile(
     r"|Permission (?:to use \S+ has been denied|for this tool use was denied|to run tool denied by user)"  # Claude, Zed
     r"|(?:exec command|patch) rejected by user|approval policy is|failed to parse function arguments"  # Codex
     r"|exec_command failed for|unified exec is unavailable"  # Codex
+    # Codex 0.80, 0.157+: unified_exec.rs, a policy's rejection inside its CreateProcess error
+    r'|exec_command failed: CreateProcess \{ message: "Rejected\(\\?"approval required by policy'
     r"|\[Operation Cancelled\]|Command was cancelled by user before it could start|Tool execution denied by policy"
     r"|Command injection detected"  # Gemini CLI
     r"|Blocked: standalone sleep"  # Qwen Code (captured with 0.24.4)
@@ -26,6 +28,12 @@ NOT_RUN: re.Pattern[str] = re.compile(
     # Cline
     r"|Missing value for required parameter|User denied the tool execution|Tool execution was cancelled because"
     r"|\{\s*\"status\"\s*:\s*\"denied\"|Working directory '.*' does not exist"  # Roo Code
+    # Roo Code >= 3.33.1: responses.ts rooIgnoreError as JSON
+    r'|\{\s*"status"\s*:\s*"error"\s*,\s*"type"\s*:\s*"access_denied"'
+    # Cline's refusals (inside its error envelope, rules/envelopes.py): ExecuteCommandToolHandler.ts,
+    # responses.ts permissionDeniedError and clineIgnoreError (Roo Code's .rooignore the same, before 3.33.1)
+    r"|Command execution blocked by CLINE_COMMAND_PERMISSIONS|Access to .* is blocked by the \.(?:cline|roo)ignore "
+    r"file settings"
     # Crush
     r"|User denied permission|Error: user cancelled assistant tool calling|Tool call failed: arguments were not"
     r"|The user rejected permission to use this specific tool call|The user has specified a rule which prevents"
