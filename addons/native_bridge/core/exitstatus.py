@@ -40,7 +40,7 @@ import orjson
 from .clients import BY_ID, counts_for
 from .rules.envelopes import ENVELOPES
 from .rules.exit_frames import RULES
-from .rules.framing import CLINE_PREFIX, ERROR_PREFIX, FRAME_LINES, OUTPUT_MARKER, UNTRUSTED
+from .rules.framing import CLINE_PREFIX, ERROR_PREFIX, FRAME_LINES, OBSERVATION, OUTPUT_MARKER, UNTRUSTED
 from .rules.gemini_frame import (
     GEMINI_CLIENTS,
     GEMINI_HOOK_NOTE,
@@ -417,6 +417,10 @@ def strip_frame(text: str) -> tuple[str, bool]:
     m = UNTRUSTED.match(text)  # Gemini CLI wraps results since 2026-06
     if m:
         text = m.group(1).strip()
+    if text[:1] == "O":  # SWE-agent's observation prefix
+        m = OBSERVATION.match(text)
+        if m:
+            text = text[m.end() :].strip()
     nl = text.find("\n")  # the first line only: no copy of the rest unless it is kept
     first = text if nl < 0 else text[:nl]
     if CLINE_PREFIX.fullmatch(first.strip()):  # Cline: "[execute_command for '...'] Result:"

@@ -189,6 +189,18 @@ RULES: tuple[Rule, ...] = (
         "Error executing tool Bash: Error (exit code null): Terminated\n",
     ).scoped(("continue-cli",)),
     _r(
+        "continue-cli-background",
+        "Continue CLI Bash (moved to the background; the background refused, the command going on in the foreground)",
+        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts, extensions/cli/src/stream/"
+        "streamChatResponse.helpers.ts (561f85e95c, 2026-02)",
+        "first",
+        r"Command moved to background\. Job ID: \S+|Failed to move to background \(job limit reached\)\. Command "
+        r"continues in foreground\.(?: ?Output so far:.*)?",
+        "running",
+        'Command moved to background. Job ID: 3\nOutput so far:\nready\nUse CheckBackgroundJob("3") to check status.',
+        "Failed to move to background (job limit reached). Command continues in foreground.\nOutput so far: building",
+    ).scoped(("continue-cli",)),
+    _r(
         "continue-cli-timeout",
         "Continue CLI Bash (its truncation note may follow: a frame line)",
         "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts; the note: "
@@ -676,6 +688,16 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "Command 'sleep 100' died with <Signals.SIGKILL: 9>.",
         "Command 'sleep 100' timed out after 30 seconds",
+    ).scoped((ANY,)),
+    _r(
+        "copilot-background",
+        "any client: GitHub Copilot's run_in_terminal with isBackground (still running)",
+        "microsoft/vscode src/vs/workbench/contrib/terminalContrib/chatAgentTools/browser/tools/runInTerminalTool.ts "
+        "invoke (the background branch)",
+        "first",
+        r"Command is running in terminal with ID=\S+",
+        "running",
+        "Command is running in terminal with ID=3f2a\n The command is still running, with output:\nready",
     ).scoped((ANY,)),
     _r(
         "langchain-timeout",

@@ -8,6 +8,10 @@ import re
 
 # A prefix that flags a result as an error, whoever the client (design brief, truth rule 3).
 ERROR_PREFIX = "[tool error]"
+# SWE-agent's observation prefix, before every result: its default config's next_step_template
+# (`OBSERVATION:` on a line of its own) and TemplateConfig's default (`Observation: `), SWE-agent/SWE-agent
+# config/default.yaml, sweagent/agent/agents.py TemplateConfig.
+OBSERVATION: re.Pattern[str] = re.compile(r"\A(?:OBSERVATION:[ \t]*\n|Observation: )")
 # Gemini CLI wraps results since 2026-06 (google-gemini/gemini-cli).
 UNTRUSTED: re.Pattern[str] = re.compile(r"(?s)\A<untrusted_context>\n?(.*?)\n?</untrusted_context>\Z")
 # Cline's first line: "[execute_command for '...'] Result:" (cline/cline).

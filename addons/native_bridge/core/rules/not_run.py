@@ -14,13 +14,20 @@ NOT_RUN: re.Pattern[str] = re.compile(
     r"(?is)\A(?:"
     r"<tool_use_error>"  # Claude Code: validation error, the tool did not run
     r"|The user doesn't want to (?:proceed with this tool use|take this action)"  # Claude Code
-    r"|Permission (?:to use \S+ has been denied|for this tool use was denied|to run tool denied by user)"  # Claude, Zed
+    # Claude Code (a permission rule; auto-denied in dontAsk mode or without prompts, 2.0.x+), Zed
+    r"|Permission (?:to use \S+ (?:with command .*? )?has been (?:auto-)?denied|for this tool use was denied"
+    r"|to run tool denied by user)"
+    # Claude Code 2.1.x stand-ins for a call that did not run (the turn ended first; an approval expired)
+    r"|\[Tool call (?:skipped: .*? before this call ran|not completed: .*? did not run)"
     r"|(?:exec command|patch) rejected by user|approval policy is|failed to parse function arguments"  # Codex
     r"|exec_command failed for|unified exec is unavailable"  # Codex
     # Codex 0.80, 0.157+: unified_exec.rs, a policy's rejection inside its CreateProcess error
     r'|exec_command failed: CreateProcess \{ message: "Rejected\(\\?"approval required by policy'
     r"|\[Operation Cancelled\]|Command was cancelled by user before it could start|Tool execution denied by policy"
     r"|Command injection detected"  # Gemini CLI
+    # Gemini CLI: packages/core/src/config/config.ts validatePathAccess (v0.28+); tools/shell.ts
+    # SANDBOX_EXPANSION_REQUIRED (v0.35+: the confirmation's JSON as the error)
+    r'|Path not in workspace: |\{"type":"sandbox_expansion"'
     r"|Blocked: standalone sleep"  # Qwen Code (captured with 0.24.4)
     r"|(?:OBSERVATION:\s*)?Action has been rejected by the user|\[Your command \".*\" is NOT executed"  # OpenHands
     r"|ERROR: (?:Cannot execute multiple commands|No previous running command)"  # OpenHands
@@ -37,7 +44,15 @@ NOT_RUN: re.Pattern[str] = re.compile(
     # Crush
     r"|User denied permission|Error: user cancelled assistant tool calling|Tool call failed: arguments were not"
     r"|The user rejected permission to use this specific tool call|The user has specified a rule which prevents"
+    r"|Tool call blocked by hook\."  # Crush internal/agent/hooked_tool.go (dc003bf72, 2026-04-26)
     r"|\[Tool execution was interrupted\]"  # opencode
+    # goose developer shell.rs (an empty command), developer/mod.rs call_tool (its arguments unread)
+    r"|Command cannot be empty\.|Error: Failed to parse arguments: "
+    # Continue CLI: streamChatResponse.helpers.ts handlePermissionDenied; runTerminalCommand.ts (its policy)
+    r"|Permission denied by user|Command blocked by security policy"
+    r"|Operation '.*?' is not supported by this environment\."  # SWE-agent tools.py blocklist_error_template
+    r"|Tool call was rejected by the user\."  # Void chatThreadService.ts toolErrMsgs.rejected
+    r"|`cd` directory \".*?\" was not in any of the project's worktrees\."  # Zed terminal_tool.rs working_dir
     r"|Your bash command contained syntax errors and was NOT executed"  # SWE-agent
     r"|Command cancelled: user denied (?:permission to run|the requested sandbox)"  # Zed
     r"|Tool execution was not approved|The user cancelled this tool call"  # OpenAI Agents SDK, Continue
