@@ -314,9 +314,16 @@ def _turns(declared: tuple[bool, ...] = (True, True, False)) -> list[bytes]:
 
 @pytest.mark.parametrize("hint", [None, "KimiCLI/1.4"], ids=["unnamed", "named"])
 @pytest.mark.parametrize("declared", [(True, True, False), (False, True, True)], ids=["dropped", "added"])
-def test_a_memo_resumes_to_what_a_full_read_gives(hint: str | None, declared: tuple[bool, ...]) -> None:
-    memo = Memo()
+@pytest.mark.parametrize("light", [False, True], ids=["full", "light"])
+def test_a_memo_resumes_to_what_a_full_read_gives(hint: str | None, declared: tuple[bool, ...], light: bool) -> None:
+    memo = Memo(light=light)
     for raw in _turns(declared):
+        if light:  # observe mode: no body written; the verdict and what the planner hop is handed agree
+            remembered = rewrite(raw, Config(), CHAT, memo, hint, emit=False)
+            alone = rewrite(raw, Config(), CHAT, None, hint, emit=False)
+            assert remembered.summary() == alone.summary()
+            assert set(observed(remembered, Config().tool_kinds)) <= set(observed(alone, Config().tool_kinds))
+            continue
         remembered = rewrite(raw, Config(), CHAT, memo, hint)
         alone = rewrite(raw, Config(), CHAT, None, hint)
         assert outcome_digest(remembered) == outcome_digest(alone)
