@@ -131,6 +131,22 @@ CASES: list[tuple[str, str | None, str, bool | None, int | str]] = [
         None,
         3,
     ),
+    # Amazon Q CLI's execute_bash JSON (a client we do not name): the status as a string.
+    (
+        "B153 amazon q execute_bash",
+        None,
+        '{"exit_status":"2","stdout":"","stderr":"ls: cannot access \'/nope\'"}',
+        None,
+        2,
+    ),
+    ("B154 amazon q execute_cmd", None, '{"exit_status":"exit status: 2","stdout":"","stderr":"ls"}', None, 2),
+    (
+        "B155 amazon q execute_cmd, signal",
+        None,
+        '{"exit_status":"signal: 9 (SIGKILL)","stdout":"","stderr":""}',
+        None,
+        1,
+    ),
     # ---- timeouts, aborts, in words ------------------------------------------------------------------
     ("AS-06 agents sdk tool timeout", "agents-sdk", "Tool 'exec_command' timed out after 30 seconds.", None, 1),
     ("B151 agents sdk shell render, timeout", None, "$ sleep 100\nstatus: timeout", None, 1),
@@ -391,3 +407,13 @@ def test_each_envelope_is_a_failure_for_its_clients_and_no_other(env: Envelope, 
             continue
         status = parse_exit_status(example, None, client)
         assert not status.flagged and status.code is None, (client, status)
+
+
+def test_amazon_q_writes_0_for_a_signal_so_its_0_is_no_claim() -> None:
+    # execute/mod.rs: exit_status = status.code().unwrap_or(0): a signal reads "0" too. Its newer
+    # execute_cmd writes Rust's ExitStatus ("exit status: 0" or "signal: 9 (SIGKILL)"): that 0 is one.
+    assert parse_exit_status('{"exit_status":"0","stdout":"ok","stderr":""}').code is None
+    assert parse_exit_status('{"exit_status":"exit status: 0","stdout":"ok","stderr":""}').code == 0
+    # Another shape, or a named client: a program's output.
+    assert parse_exit_status('{"exit_status":"2","stdout":"","stderr":"","x":1}').code is None
+    assert parse_exit_status('{"exit_status":"2","stdout":"","stderr":""}', None, "claude-code").code is None

@@ -53,6 +53,8 @@ from .rules.gemini_frame import (
 )
 from .rules.not_run import NOT_RUN
 from .rules.structures import (
+    AMAZONQ_KEYS,
+    AMAZONQ_STATUS,
     CLINE_V4_EXITED,
     CLINE_V4_RUNNING,
     GPTME_CODE,
@@ -273,6 +275,23 @@ def _cline_json(doc: object) -> ExitStatus | None:
     return ExitStatus(FAILED_WITHOUT_CODE, "cline-v4-json", "failed")
 
 
+def _amazonq_json(doc: dict[str, object]) -> ExitStatus | None:
+    # Amazon Q CLI: {"exit_status": "<string>", "stdout", "stderr"}. Its execute_bash writes a signal as
+    # "0" (status.code().unwrap_or(0)): a bare 0 is no claim; "exit status: N" (execute_cmd) is.
+    status = doc.get("exit_status")
+    if set(doc) != AMAZONQ_KEYS or not isinstance(status, str):
+        return None
+    m = AMAZONQ_STATUS.fullmatch(status.strip())
+    if m is None:
+        return None
+    if m.group("signal"):
+        return ExitStatus(FAILED_WITHOUT_CODE, "amazonq-json", "failed")
+    if m.group("bare") is not None:
+        n = int(m.group("bare"))
+        return None if n == 0 else _code(n, "amazonq-json")
+    return _code(int(m.group("code")), "amazonq-json")
+
+
 _GENERIC_KEYS = ("exit_code", "exitCode")
 _GENERIC_TOP_KEYS = (*_GENERIC_KEYS, "returncode")  # Python's name, at the top only
 
@@ -326,7 +345,12 @@ def _structured(t: _Text, client: str) -> ExitStatus | None:
     if doc is _NO_DOC:
         return None
     if isinstance(doc, dict):
-        readers = (("codex-json", _codex_json), ("mini-swe-agent-json", _mini_json), ("json-exit-code", _generic_json))
+        readers = (
+            ("codex-json", _codex_json),
+            ("mini-swe-agent-json", _mini_json),
+            ("amazonq-json", _amazonq_json),
+            ("json-exit-code", _generic_json),
+        )
         for name, read in readers:
             if _for(client, _STRUCTURED_CLIENTS[name]):
                 found = read(doc)
