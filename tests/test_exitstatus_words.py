@@ -295,6 +295,79 @@ CASES: list[tuple[str, str | None, str, bool | None, int | str]] = [
         None,
         RUNNING,
     ),
+    (
+        "CC-13 claude code timeout moved it to the background",
+        "claude-code",
+        "Starting dev server\nCommand did not complete within its 120s timeout and was moved to the background (ID: "
+        "b7x2). Output is being written to: /tmp/claude/b7x2.output.\nYou will be notified when it completes.",
+        None,
+        RUNNING,
+    ),
+    (
+        "CC-14 claude code moved to deliver a message",
+        "claude-code",
+        "Command was moved to the background (ID: b9) so that a message that arrived while it was running can reach "
+        "you; it was not interrupted. Output is being written to: /tmp/claude/b9.output.",
+        None,
+        RUNNING,
+    ),
+    (
+        "QW-09 qwen code background shell",
+        "qwen-code",
+        "Background shell started.\nid: bg_1a2b\npid: 4242\noutput file: /tmp/q/bg_1a2b.output\nstatus file: "
+        "/tmp/q/bg_1a2b.status\nTo inspect: /tasks (text)",
+        None,
+        RUNNING,
+    ),
+    (
+        "QW-10 qwen code promoted to background",
+        "qwen-code",
+        'Foreground command "npm run dev" promoted to background as bg_9.\nStatus: running. PID: 77.\nOutput '
+        "snapshot at promote time saved to: /tmp/q/bg_9.output",
+        None,
+        RUNNING,
+    ),
+    (
+        "QW-11 qwen code background, 0.12",
+        "qwen-code",
+        "Background command started. PID: 4242 (Use kill <pid> to stop)",
+        None,
+        RUNNING,
+    ),
+    ("CX-21 codex aborted before dispatch", "codex", "aborted before dispatch", None, NOT_RUN),
+    (
+        "KL-08 kilo shell integration error",
+        "kilo",
+        "Command failed to execute in terminal due to a shell integration error.",
+        None,
+        NOT_RUN,
+    ),
+    (
+        "OH-05 openhands previous command still running",
+        "openhands",
+        "[An error occurred during execution.]\n\n[Below is the output of the previous command.]\nserver up\n[Your "
+        'command "ls" is NOT executed. The previous command is still running - You CANNOT send new commands until the '
+        "previous command is completed.]",
+        None,
+        NOT_RUN,
+    ),
+    (
+        "OH-07 openhands no previous command",
+        "openhands",
+        "[An error occurred during execution.]\n\nNo previous running command to retrieve logs from.",
+        None,
+        NOT_RUN,
+    ),
+    (
+        "OH-08 openhands multiple commands",
+        "openhands",
+        "[An error occurred during execution.]\n\nCannot execute multiple commands at once.\nPlease run each command "
+        "separately OR chain them into a single command via && or ;\nProvided commands:\n(1) ls\n(2) pwd",
+        None,
+        NOT_RUN,
+    ),
+    ("OH-10 openhands cancelled by interrupt", "openhands", "Tool call cancelled by interrupt.", None, NOT_RUN),
+    ("OH-11 openhands rejected", "openhands", "Action rejected: User rejected the action.", None, NOT_RUN),
     # ---- an observation prefix before the client's frame -------------------------------------------
     (
         "B104 swe-agent timeout, default config",

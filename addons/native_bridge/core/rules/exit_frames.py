@@ -381,9 +381,21 @@ RULES: tuple[Rule, ...] = (
         "Claude Code src/tools/BashTool/BashTool.tsx",
         "first",
         r"Command (?:running in background|was manually backgrounded by user|exceeded the assistant-mode blocking "
-        r"budget .*moved to the background) with ID: .*",
+        r"budget .*moved to the background) with ID: .*|Command was moved to the background \(ID: .*\) so that .*",
         "running",
         "Command running in background with ID: b20hid1oz. Output is being written to: /tmp/claude/b20hid1oz.output",
+        "Command was moved to the background (ID: b9) so that a message that arrived while it was running can reach "
+        "you; it was not interrupted. Output is being written to: /tmp/claude/b9.output.",
+    ).scoped(("claude-code",)),
+    _r(
+        "claude-code-timeout-background",
+        "Claude Code Bash (2.1.x: a timeout moved it to the background, its output above)",
+        "Claude Code (not public source): the strings of its published binary (2.1.x late)",
+        "trailer",
+        r"Command did not complete within its \d+s timeout and was moved to the background \(ID: .*\)\..*",
+        "running",
+        "Starting dev server\nCommand did not complete within its 120s timeout and was moved to the background (ID: "
+        "b7x2). Output is being written to: /tmp/claude/b7x2.output.\nYou will be notified when it completes.",
     ).scoped(("claude-code",)),
     _r(
         "zed-failed",
@@ -497,6 +509,20 @@ RULES: tuple[Rule, ...] = (
         "running",
         "Command moved to background (PID: 4821). Output hidden. Press Ctrl+B to view.",
     ).scoped(("gemini-cli",)),
+    _r(
+        "qwen-background",
+        "Qwen Code run_shell_command (in the background: a shell started, a foreground command promoted; 0.12's "
+        "wording)",
+        "QwenLM/qwen-code packages/core/src/tools/shell.ts (captured from the npm bundles: 0.12.0; 0.2x to 0.24.4, "
+        "handlePromotedForeground)",
+        "first",
+        r"Background shell started\.|Foreground command \".*\" promoted to background as \S+\.|Background command "
+        r"started\. PID: \d+.*",
+        "running",
+        "Background shell started.\nid: bg_1a2b\npid: 4242\noutput file: /tmp/q/bg_1a2b.output",
+        'Foreground command "npm run dev" promoted to background as bg_9.\nStatus: running. PID: 77.',
+        "Background command started. PID: 4242 (Use kill <pid> to stop)",
+    ).scoped(("qwen-code",)),
     _r(
         "qwen-timeout",
         "Qwen Code run_shell_command",

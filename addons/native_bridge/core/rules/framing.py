@@ -26,4 +26,5 @@ FRAME_LINES: re.Pattern[str] = re.compile(
     r"|</?(?:shell|bash)_metadata>"  # opencode
     r"|\[Status: .*\]"  # Continue (statuses with a verdict are rules, matched first)
     r"|\(Note: output limit reduced due to .*\)"  # Continue CLI (parallel tool calls' truncation note)
+    r"|You will be notified when it completes\."  # Claude Code 2.1.x (after its background move)
 )

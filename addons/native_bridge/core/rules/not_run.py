@@ -20,7 +20,7 @@ NOT_RUN: re.Pattern[str] = re.compile(
     # Claude Code 2.1.x stand-ins for a call that did not run (the turn ended first; an approval expired)
     r"|\[Tool call (?:skipped: .*? before this call ran|not completed: .*? did not run)"
     r"|(?:exec command|patch) rejected by user|approval policy is|failed to parse function arguments"  # Codex
-    r"|exec_command failed for|unified exec is unavailable"  # Codex
+    r"|exec_command failed for|unified exec is unavailable|aborted before dispatch"  # Codex (0.16x to 0.171.0)
     # Codex 0.80, 0.157+: unified_exec.rs, a policy's rejection inside its CreateProcess error
     r'|exec_command failed: CreateProcess \{ message: "Rejected\(\\?"approval required by policy'
     r"|\[Operation Cancelled\]|Command was cancelled by user before it could start|Tool execution denied by policy"
@@ -31,10 +31,17 @@ NOT_RUN: re.Pattern[str] = re.compile(
     r"|Blocked: standalone sleep"  # Qwen Code (captured with 0.24.4)
     r"|(?:OBSERVATION:\s*)?Action has been rejected by the user|\[Your command \".*\" is NOT executed"  # OpenHands
     r"|ERROR: (?:Cannot execute multiple commands|No previous running command)"  # OpenHands
+    # OpenHands SDK 1.0+: terminal_session.py under tool/schema.py ERROR_MESSAGE_HEADER; parallel_executor.py
+    # _cancelled_error (v1.23+); event/llm_convertible/observation.py UserRejectObservation
+    r"|\[An error occurred during execution\.\]\s*(?:\[Below is the output of the previous command\.\].*?\[Your "
+    r"command \".*?\" is NOT executed|No previous running command|Cannot execute multiple commands)"
+    r"|Tool call cancelled by interrupt\.|Action rejected: "
     r"|The user denied this operation|Skipping tool due to user rejecting|Tool was interrupted and not executed"
     # Cline
     r"|Missing value for required parameter|User denied the tool execution|Tool execution was cancelled because"
     r"|\{\s*\"status\"\s*:\s*\"denied\"|Working directory '.*' does not exist"  # Roo Code
+    # Roo Code and Kilo Code (executeCommandTool.ts): the terminal could not run it
+    r"|Command failed to execute in terminal due to a shell integration error\."
     # Roo Code >= 3.33.1: responses.ts rooIgnoreError as JSON
     r'|\{\s*"status"\s*:\s*"error"\s*,\s*"type"\s*:\s*"access_denied"'
     # Cline's refusals (inside its error envelope, rules/envelopes.py): ExecuteCommandToolHandler.ts,
