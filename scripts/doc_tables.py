@@ -20,8 +20,16 @@ sys.path.insert(0, str(ROOT / "addons"))
 
 from native_bridge.core.kinds import KINDS  # noqa: E402
 from native_bridge.core.rules.clients import CLIENTS  # noqa: E402
+from native_bridge.core.rules.envelopes import ENVELOPES  # noqa: E402
 from native_bridge.core.rules.exit_frames import RULES  # noqa: E402
 from native_bridge.core.rules.not_run import NOT_RUN  # noqa: E402
+from native_bridge.core.rules.shell_shapes import (  # noqa: E402
+    CODE_PARAMS,
+    COMMAND_PARAMS,
+    SHELL_LANGUAGES,
+    SHELL_WORDS,
+    SOURCES,
+)
 from native_bridge.core.rules.structures import STRUCTURED  # noqa: E402
 from native_bridge.core.rules.success_evidence import EVIDENCE  # noqa: E402
 from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS  # noqa: E402
@@ -58,9 +66,10 @@ def formats_table() -> str:
         '`{"type": "exit", "exit_code": N}` / `{"type": "timeout"}` | the number / 1 | openai/openai-python '
         "src/openai/types/responses/response_function_shell_tool_call_output.py |",
         "| error flag | any client | Anthropic `is_error: true` (a dialect's error flag), a `[tool error]` prefix | "
-        "the result | no number from a known frame | 1 (failure, no number); a frame that says 0 or success: no "
-        "claim; a number another client's frame states, for a named client: absent (declined, never 1) | "
-        "design brief, truth rule 3 |",
+        "the result | no number from a known frame | 1 (failure, no number); a frame that says 0 or success, or a "
+        "number beyond int32: no step (the pair stays a message with its flag); a named client whose own frames say "
+        "nothing: the number every known client's frame states alike (an identity is a claim), else no step | "
+        "design brief, truth rule 3; issue 39 item 4 |",
     ]
     for name, clients, shape, source in STRUCTURED:
         rows.append(f"| {name} | {_names(clients)} | the whole result | JSON / tags | {_cell(shape)} | the number | "
@@ -78,6 +87,21 @@ def formats_table() -> str:
             f"| {r.name} | {_names(r.clients)} | {words} | {'; '.join(_WHERE[w] for w in r.where)} | "
             f"`{_cell(r.pattern.pattern)}` | "
             f"{_VERDICT[r.verdict]} | {_cell(r.source)} |"
+        )
+    return "\n".join(rows)
+
+
+def envelopes_table() -> str:
+    rows = [
+        "| envelope | counts for | client's words | the whole result (regular expression) | the error | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in ENVELOPES:
+        counts = ", ".join(f"`{c}`" for c in e.clients) + " and " if e.clients else ""
+        inner = f'its `"{e.inner_key}"`' if e.inner_key else "`inner`"
+        rows.append(
+            f"| {e.name} | {counts}a client we cannot name | {_cell(e.client)} | `{_cell(e.pattern.pattern)}` | "
+            f"{inner} | {_cell(e.source)} |"
         )
     return "\n".join(rows)
 
@@ -203,11 +227,37 @@ def measured_table() -> str:
     return "\n".join(lines)
 
 
+def shapes_table() -> str:
+    command = " or ".join(f"`{p}`" for p in COMMAND_PARAMS)
+    languages = ", ".join(f"`{x}`" for x in sorted(SHELL_LANGUAGES))
+    rows = [
+        "| shape | the declared schema | a call becomes | tools it takes (client) | source |",
+        "|---|---|---|---|---|",
+        f"| command line | one required string {command}, its description matching `{_cell(SHELL_WORDS.pattern)}`"
+        " (case ignored); no other required parameter but those that only steer the client | run_command, the "
+        "parameter as its command line | "
+        + "; ".join(f"`{tool}` ({client})" for client, tool, _ in SOURCES if "language" not in tool)
+        + " | "
+        + "; ".join(_cell(src) for _, tool, src in SOURCES if "language" not in tool)
+        + " |",
+        f"| language + code | required strings `{CODE_PARAMS[0]}` and `{CODE_PARAMS[1]}` (a declared language enum "
+        f"holds a shell) | a call whose language is one of {languages}: run_command, its code as the command line; "
+        "any other language: stays a message (`unmapped`) | "
+        + "; ".join(f"`{tool}` ({client})" for client, tool, _ in SOURCES if "language" in tool)
+        + " | "
+        + "; ".join(_cell(src) for _, tool, src in SOURCES if "language" in tool)
+        + " |",
+    ]
+    return "\n".join(rows)
+
+
 TABLES = {
     "measured": measured_table,
     "formats": formats_table,
     "not-run": not_run_list,
+    "envelopes": envelopes_table,
     "tools": tools_table,
+    "shapes": shapes_table,
     "clients": clients_table,
     "evidence": evidence_table,
 }
@@ -215,8 +265,8 @@ TABLES = {
 
 # Which page holds which tables: each beside the rules it is generated from.
 PAGES = {
-    "addons/native_bridge/core/rules/CLIENTS.md": ("measured", "clients", "tools", "evidence"),
-    "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "not-run"),
+    "addons/native_bridge/core/rules/CLIENTS.md": ("measured", "clients", "tools", "shapes", "evidence"),
+    "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "envelopes", "not-run"),
 }
 
 

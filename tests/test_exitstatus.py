@@ -115,12 +115,15 @@ def test_unnamed_client_words_inside_the_output_never_count(text: str, is_error:
     assert code(text, is_error) is None
 
 
-def test_named_client_declines_another_clients_number_and_never_makes_it_1() -> None:
-    # Continue's trailer is not Codex's frame: for Codex it is the program's output. The
-    # number it states is declined, so the flag cannot become 1 either.
+def test_named_client_reads_another_clients_number_only_for_a_flagged_result() -> None:
+    # Continue's trailer is not Codex's frame: unflagged, for Codex it is the program's output.
     text = "FAIL src/a.test.ts\n\n[Status: Command failed with exit code 4]"
+    assert parse_exit_status(text, None, "codex").code is None
+    # Flagged, the failure is the flag's, and an identity is a claim (issue 39 item 4): the frame
+    # at its place says which failure, the number it states, never the flag's 1.
     status = parse_exit_status(text, True, "codex")
-    assert (status.code, status.verdict) == (None, "declined")
+    assert (status.code, status.verdict) == (4, "code")
+    assert "not codex's own frame" in status.source
     assert parse_exit_status(text, True, "continue").code == 4
     assert parse_exit_status(text, True).code == 4
 

@@ -78,17 +78,16 @@ def _never(client: str | None, carried: bool) -> tuple[bool, int | None]:
 
 def _flag_or(number: int | None = None, client: str | None = None) -> Expect:
     """A flagged failure. No number: 1 where the flag arrived, else absent. ``number`` stated by
-    ``client``'s frame (written only with the flag, as Claude Code writes ``Exit code N``): that
-    client gets it with the flag; a client we cannot name gets it always (every known frame
-    counts, and the line is the generic family too); another named client never (another
-    client's frame: declined with the flag, never 1)."""
+    ``client``'s frame (written only with the flag, as Claude Code writes ``Exit code N``): every
+    client gets it with the flag (for another named client a borrowed frame, issue 39 item 4: an
+    identity is a claim, and the flag says it failed); a client we cannot name gets it always
+    (every known frame counts, and the line is the generic family too); without the flag another
+    named client never (another client's frame: the program's output)."""
 
     def expect(cl: str | None, carried: bool) -> tuple[bool, int | None]:
         if number is None:
             return True, 1 if carried else None
-        if cl is None:
-            return True, number
-        return True, number if cl == client and carried else None
+        return True, number if carried or cl is None else None
 
     return expect
 
@@ -105,12 +104,12 @@ BASH_RESULTS: list[Variant] = [
     ("Exit code 2\n{r}", True, _flag_or(2, CLAUDE)),
     ("{r} boom", True, _flag_or()),  # a failure flag without a number
     ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}\nexit code 3", False, _frame(CODEX, 0)),  # the header wins
-    # Codex's header says 0 while the dialect's flag says failure: conflicting signals, no claim;
-    # for another named client the 0 is another client's frame: declined, never the flag's 1.
+    # Codex's header says 0 while the dialect's flag says failure: conflicting signals, and no
+    # failing code to state, so no step (a DONE step would drop the flagged failure, issue 39).
     (
         "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{r}",
         True,
-        lambda cl, carried: (True, None if carried else (0 if cl in (CODEX, None) else None)),
+        lambda cl, carried: (False, None) if carried else (True, 0 if cl in (CODEX, None) else None),
     ),
     ('{{"output": "{r}", "metadata": {{"exit_code": 2, "duration_seconds": 0.1}}}}', False, _frame(CODEX, 2)),
     ("Process exited with code 127\nOutput:\n{r}: command not found", False, _frame(CODEX, 127)),

@@ -45,6 +45,7 @@ USER_AGENT = {
 SHELL_TOOL = {
     "claude-code": "Bash",
     "codex": "shell_command",
+    "agents-sdk": "exec_command",  # its sandbox's shell tool
     "gemini-cli": "run_shell_command",
     "qwen-code": "run_shell_command",
     "opencode": "bash",
@@ -59,7 +60,7 @@ SHELL_TOOL = {
     "swe-agent": "bash",
     "continue-cli": "Bash",
     "void": "run_command",
-    "kimi-cli": "Bash",  # Kimi CLI 0.3x to 0.56 (its Shell tool since 0.57 maps to no step kind yet)
+    "kimi-cli": "Bash",  # Kimi CLI 0.3x to 0.56 (its Shell since 0.57 maps by its declared schema: core/mapping.py)
 }
 
 

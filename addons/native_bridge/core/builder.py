@@ -17,6 +17,7 @@ from .._proto import cortex_pb2
 from .encoder import encode_step, step_doc
 from .history import History, ToolCall, ToolResult
 from .kinds import KINDS, Kind, Refusal
+from .mapping import NotAShellCall, shape_of
 from .rules.tool_names import DEFAULT_TOOL_KINDS
 
 # Why an item stayed in the messages, machine-readable (the record's "code").
@@ -44,6 +45,7 @@ class Placement:
     step: int | None = None  # index into the steps, when it became one
     code: KeepCode | None = None
     reason: str | None = None
+    mapped: str | None = None  # a call of a tool taken as a shell tool by its declared schema: why (mapping.py)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"item": self.item, "id": self.id, "name": self.name, "turn": self.turn}
@@ -52,6 +54,8 @@ class Placement:
         else:
             out["kept"] = self.code
             out["reason"] = self.reason
+        if self.mapped is not None:
+            out["mapped"] = self.mapped
         return out
 
 
@@ -64,6 +68,7 @@ class _Decision:
     observed: dict[str, Any] | None = None
     code: KeepCode | None = None
     reason: str | None = None
+    mapped: str | None = None  # the tool is a shell tool by its declared schema: why (mapping.py)
 
 
 @dataclass(slots=True)  # never changed once made; not frozen for speed (history.ToolCall)
@@ -228,11 +233,20 @@ def decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, st
         if kind is None:
             d.code, d.reason = "unmapped", f"tool {call.name!r} maps to no step kind"
             continue
+        arguments = call.arguments
+        shape = shape_of(tool_kinds, call.name)
+        if shape is not None:  # a shell tool by its declared schema (mapping.py)
+            d.mapped = shape.why
+            try:
+                arguments = shape.arguments(call.name, arguments)
+            except NotAShellCall as e:  # code in another language: no command line is made of it
+                d.code, d.reason = "unmapped", str(e)
+                continue
         if kind not in kinds:
             d.code, d.reason = "kind_off", f"kind {kind} is not bridged (bridge_kinds)"
             continue
         try:
-            d.inputs = KINDS[kind].inputs(call.arguments)
+            d.inputs = KINDS[kind].inputs(arguments)
             d.observed = KINDS[kind].observe(result, d.inputs, history.client)
         except Refusal as e:
             d.code, d.reason = "untranslatable", str(e)
@@ -248,7 +262,7 @@ def _kept(decisions: list[_Decision], keep: Mapping[int, str]) -> list[_Decision
     for d in decisions:
         if d.kind is not None and (d.call.pos in keep or d.result.pos in keep):  # type: ignore[union-attr]
             why = keep.get(d.call.pos) or keep[d.result.pos]  # type: ignore[union-attr]
-            d = _Decision(d.call, d.result, None, d.inputs, d.observed, "validity", why)
+            d = _Decision(d.call, d.result, None, d.inputs, d.observed, "validity", why, d.mapped)
         out.append(d)
     return out
 
@@ -323,6 +337,7 @@ def assemble(
             step=step_of.get(d.call.pos),
             code=d.code,
             reason=d.reason,
+            mapped=d.mapped,
         )
         for d in decisions
     ]

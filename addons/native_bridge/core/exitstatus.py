@@ -21,7 +21,9 @@ Precedence for one client: structure > header above ``Output:`` > trailing frame
 lines > the first line > the last line > the error flag. A stated number wins: a
 flagged result with a number is that number; 1 only when no known frame states a
 number; a number we cannot state (beyond int32) or decline (another client's frame
-under a named client) leaves the code absent, never 1. core/rules/EXIT_STATUS.md, "Exit
+under a named client, unflagged) leaves the code absent, never 1. A flagged result the named
+client's frames say nothing of is read in every known client's frames (``_borrowed``: an
+identity is a claim, issue 39). core/rules/EXIT_STATUS.md, "Exit
 status formats", lists the rules with their sources; tests/test_exitstatus_clients.py
 tests each one. The other formats are data in rules/ too (structures.py, gemini_frame.py,
 framing.py, not_run.py): this module reads them.
@@ -31,13 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 
 from .clients import BY_ID, counts_for
+from .rules.envelopes import ENVELOPES
 from .rules.exit_frames import RULES
-from .rules.framing import CLINE_PREFIX, ERROR_PREFIX, FRAME_LINES, OUTPUT_MARKER, UNTRUSTED
+from .rules.framing import CLINE_PREFIX, ERROR_PREFIX, FRAME_LINES, OBSERVATION, OUTPUT_MARKER, UNTRUSTED
 from .rules.gemini_frame import (
     GEMINI_CLIENTS,
     GEMINI_HOOK_NOTE,
@@ -50,6 +53,8 @@ from .rules.gemini_frame import (
 )
 from .rules.not_run import NOT_RUN
 from .rules.structures import (
+    AMAZONQ_KEYS,
+    AMAZONQ_STATUS,
     CLINE_V4_EXITED,
     CLINE_V4_RUNNING,
     GPTME_CODE,
@@ -61,7 +66,7 @@ from .rules.structures import (
     MINI_XML,
     STRUCTURED,
 )
-from .rules.types import ANY, Rule, Verdict
+from .rules.types import ANY, Envelope, Rule, Verdict
 
 FAILED_WITHOUT_CODE = 1
 GENERIC = "(generic)"  # as a reader: the generic families alone, one of the readings for a client we cannot name
@@ -72,6 +77,9 @@ class ExitStatus:
     code: int | None  # None: no number and no failure signal (absent, not 0)
     source: str  # the rule that decided, for the record
     verdict: Verdict = "unknown"
+    # The result is flagged as failed (the dialect's flag, a [tool error] prefix, an error envelope):
+    # a step must state a failing code or not be made (kinds.py).
+    flagged: bool = False
 
 
 # The most lines a header (down to its ``Output:`` line) and a trailer may span.
@@ -267,6 +275,23 @@ def _cline_json(doc: object) -> ExitStatus | None:
     return ExitStatus(FAILED_WITHOUT_CODE, "cline-v4-json", "failed")
 
 
+def _amazonq_json(doc: dict[str, object]) -> ExitStatus | None:
+    # Amazon Q CLI: {"exit_status": "<string>", "stdout", "stderr"}. Its execute_bash writes a signal as
+    # "0" (status.code().unwrap_or(0)): a bare 0 is no claim; "exit status: N" (execute_cmd) is.
+    status = doc.get("exit_status")
+    if set(doc) != AMAZONQ_KEYS or not isinstance(status, str):
+        return None
+    m = AMAZONQ_STATUS.fullmatch(status.strip())
+    if m is None:
+        return None
+    if m.group("signal"):
+        return ExitStatus(FAILED_WITHOUT_CODE, "amazonq-json", "failed")
+    if m.group("bare") is not None:
+        n = int(m.group("bare"))
+        return None if n == 0 else _code(n, "amazonq-json")
+    return _code(int(m.group("code")), "amazonq-json")
+
+
 _GENERIC_KEYS = ("exit_code", "exitCode")
 _GENERIC_TOP_KEYS = (*_GENERIC_KEYS, "returncode")  # Python's name, at the top only
 
@@ -320,7 +345,12 @@ def _structured(t: _Text, client: str) -> ExitStatus | None:
     if doc is _NO_DOC:
         return None
     if isinstance(doc, dict):
-        readers = (("codex-json", _codex_json), ("mini-swe-agent-json", _mini_json), ("json-exit-code", _generic_json))
+        readers = (
+            ("codex-json", _codex_json),
+            ("mini-swe-agent-json", _mini_json),
+            ("amazonq-json", _amazonq_json),
+            ("json-exit-code", _generic_json),
+        )
         for name, read in readers:
             if _for(client, _STRUCTURED_CLIENTS[name]):
                 found = read(doc)
@@ -411,6 +441,10 @@ def strip_frame(text: str) -> tuple[str, bool]:
     m = UNTRUSTED.match(text)  # Gemini CLI wraps results since 2026-06
     if m:
         text = m.group(1).strip()
+    if text[:1] == "O":  # SWE-agent's observation prefix
+        m = OBSERVATION.match(text)
+        if m:
+            text = text[m.end() :].strip()
     nl = text.find("\n")  # the first line only: no copy of the rest unless it is kept
     first = text if nl < 0 else text[:nl]
     if CLINE_PREFIX.fullmatch(first.strip()):  # Cline: "[execute_command for '...'] Result:"
@@ -524,6 +558,62 @@ def _unnamed(t: _Text, flagged: bool) -> ExitStatus | None:
     return ExitStatus(None, f"clients read it differently ({told})", "conflict")
 
 
+def _borrowed(t: _Text, client: str, flag: str) -> ExitStatus | None:
+    """A flagged result whose named client's own frames say nothing, read in every known client's
+    frames (issue 39, item 4: an identity is a claim, not a proof). A client can present itself
+    with another's user agent and tool names; its own frame then stands at its place. The flag
+    decides the direction (a failure), so the frame can only say which failure: the number the
+    frames of the known clients state unambiguously (the reading of a client we cannot name,
+    the planner hop's reading of the same text), or their failure words without a number (1).
+    Frames that read it differently, or say 0, or state a number the step cannot carry: no
+    number (a declined one never becomes 1), and the pair stays a message with its flag (kinds.py
+    makes no step of a flagged result without a failing code). None: no known frame at all."""
+    other = _unnamed(t, True)
+    if other is None:
+        return None
+    whose = f"{flag}; {other.source}, not {client}'s own frame"
+    if other.verdict in _CAUTION:
+        return ExitStatus(None, whose, other.verdict)
+    if other.verdict in ("code", "failed") and other.code not in (None, 0):
+        return ExitStatus(other.code, whose, other.verdict)
+    if other.verdict == "declined":
+        return ExitStatus(None, f"{whose}: a number the step cannot carry", "declined")
+    if other.verdict in ("code", "success", "conflict"):
+        return ExitStatus(None, f"{whose}: against the flag", "conflict")
+    return None
+
+
+def _envelopes(client: str | None) -> tuple[tuple[Envelope, ...], re.Pattern[str] | None]:
+    """The envelopes that count for ``client`` (every one for a client we cannot name), and one
+    pattern for all of them: most results are in none, and one regex turns them down at once."""
+    envs = tuple(e for e in ENVELOPES if client is None or counts_for(client, e.clients))
+    parts = "|".join(f"(?:{e.pattern.pattern.replace('(?P<inner>', '(?:')})" for e in envs)
+    return envs, re.compile(parts, re.S) if envs else None
+
+
+_ENVELOPES = {client: _envelopes(client) for client in (*BY_ID, None)}
+
+
+def _envelope(body: str, client: str | None) -> tuple[str, Envelope] | None:
+    """The error an envelope of ``client``'s (any client's, for one we cannot name) wraps the whole
+    result around (rules/envelopes.py), and the envelope; None: no envelope of its."""
+    envs, any_of = _ENVELOPES.get(client) or _envelopes(client)
+    if any_of is None or not body or not any_of.fullmatch(body):
+        return None
+    for env in envs:
+        m = env.pattern.fullmatch(body)
+        if m is None:
+            continue
+        if env.inner_key is None:
+            return m.group("inner").strip(), env
+        with contextlib.suppress(orjson.JSONDecodeError):
+            doc = orjson.loads(body)
+            if isinstance(doc, dict):
+                inner = doc.get(env.inner_key)
+                return (inner.strip() if isinstance(inner, str) else ""), env
+    return None
+
+
 def parse_exit_status(text: str, is_error: bool | None = None, client: str | None = None) -> ExitStatus:
     """What a shell result says about the command's outcome, for ``client`` (an id of clients.py).
 
@@ -531,25 +621,29 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
     would read it (:func:`_unnamed`). ``is_error`` is the dialect's error flag; a ``[tool
     error]`` prefix is one too. The flag is authoritative in its direction: a flagged result
     is never exit 0 (a frame that says 0 or success conflicts with it: no claim); with a
-    number a frame states, it is that number; with none, 1; with a number the rules decline
-    for this client (another client's frame), absent."""
+    number a frame states, it is that number; with none, 1. When the named client's own frames
+    say nothing of a flagged result, another client's frame at its place says which failure
+    (:func:`_borrowed`: an identity is a claim); without the flag, another client's frame is
+    the program's output (absent)."""
     body, prefixed = strip_frame(text)
     if NOT_RUN.match(body):  # refusals are never claims: recognised for every client
         return ExitStatus(None, "not-run", "not_run")
-    flagged = bool(is_error) or prefixed
+    wrapped = _envelope(body, client)  # an error envelope: a failure flag in words, around the error
+    if wrapped is not None:
+        body = wrapped[0]
+        if NOT_RUN.match(body):  # a refusal inside it: never ran
+            return ExitStatus(None, f"not-run in {wrapped[1].name}", "not_run")
+    flagged = bool(is_error) or prefixed or wrapped is not None
     t = _Text(body)
     found = _frames(t, client, flagged) if client is not None else _unnamed(t, flagged)
     if found is not None and found.verdict in _CAUTION:
         return found
     if not flagged:
         return found if found is not None else ExitStatus(None, "", "unknown")
-    flag = "error flag" if is_error else "[tool error] prefix"
+    flag = "error flag" if is_error else "[tool error] prefix" if prefixed else wrapped[1].name  # type: ignore[index]
     if found is None:
-        declined = _unnamed(t, flagged) if client is not None else None
-        if declined is not None and declined.verdict in ("code", "declined", "conflict"):
-            why = f"{flag}; {declined.source} is not {client}'s frame"
-            return ExitStatus(None, why, "declined")
-        return ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
-    if found.code == 0 or found.verdict in ("success", "conflict"):
-        return ExitStatus(None, f"{flag} against {found.source}", "conflict")
-    return found
+        borrowed = _borrowed(t, client, flag) if client is not None else None
+        found = borrowed or ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
+    elif found.code == 0 or found.verdict in ("success", "conflict"):
+        found = ExitStatus(None, f"{flag} against {found.source}", "conflict")
+    return replace(found, flagged=True)

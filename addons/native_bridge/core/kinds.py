@@ -27,7 +27,8 @@ import orjson
 from .clients import counts_for
 from .exitstatus import parse_exit_status, strip_frame
 from .history import ToolResult
-from .rules.arguments import CWD_ARGS, DIR_ARGS, FILE_ARGS, IGNORABLE_ARGS
+from .mapping import ToolKinds
+from .rules.arguments import BACKGROUND_ARGS, CWD_ARGS, DIR_ARGS, FILE_ARGS, IGNORABLE_ARGS
 from .rules.not_run import NOT_RUN
 from .rules.success_evidence import EVIDENCE
 from .rules.tool_failed import TOOL_FAILED
@@ -203,7 +204,7 @@ def _run_command_in(a: _Args) -> dict[str, Any]:
         command = _shell_join(command)
     if not isinstance(command, str) or not command:
         raise Refusal("run_command: no command line")
-    if a.bool("run_in_background", "is_background") or a.bool("waitForCompletion") is False:
+    if a.bool(*BACKGROUND_ARGS) or a.bool("waitForCompletion") is False:
         raise Refusal("run_command: ran in the background, its outcome is not in the result")
     if a.raw("is_input") in (True, "true"):  # OpenHands: keys sent to a running process
         raise Refusal("run_command: input to a running process is not a command")
@@ -232,6 +233,10 @@ def _run_command_out(r: ToolResult, inputs: dict[str, Any], client: str | None =
     if status.verdict == "running":
         raise Refusal(f"run_command: the command was still running, no outcome yet ({status.source})")
     code = r.exit_code if r.exit_code is not None else status.code
+    if code in (None, 0) and status.flagged:
+        # The flag is authoritative in its direction: a DONE step with no code (or 0) would drop
+        # the failure the client flagged, and a declined number never becomes 1 (truth rule 3).
+        raise Refusal(f"run_command: flagged as failed, and no failing exit code can be stated ({status.source})")
     out: dict[str, Any] = {"combined_output": {"full": _command_output(text)}}
     if code is not None:
         out["exit_code"] = code
@@ -436,8 +441,10 @@ KINDS: Mapping[str, Kind] = {
 
 
 def tool_map(entries: Iterable[str]) -> dict[str, str]:
-    """The default tool table with ``name=kind`` entries applied; ``name=`` unmaps a name."""
+    """The default tool table with ``name=kind`` entries applied; ``name=`` unmaps a name (and no
+    declared schema maps it by its shape either: mapping.py)."""
     table = dict(DEFAULT_TOOL_KINDS)
+    off: set[str] = set()
     for entry in entries:
         name, sep, kind = entry.partition("=")
         name, kind = name.strip(), kind.strip()
@@ -445,8 +452,10 @@ def tool_map(entries: Iterable[str]) -> dict[str, str]:
             raise ValueError(f"{entry!r} is not name=kind")
         if not kind:
             table.pop(name, None)
+            off.add(name)
         elif kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
         else:
             table[name] = kind
-    return table
+            off.discard(name)
+    return ToolKinds(table, None, frozenset(off)) if off else table

@@ -14,6 +14,7 @@ from ..evidence import Observation, call_key, match_key
 from .builder import _Decision, decide
 from .history import History
 from .kinds import KINDS, Refusal, signals_failure
+from .mapping import SHELL_KIND
 
 # The field of a kind's inputs that names what the call acted on, as the planner step states it.
 SUBJECT = {"run_command": "command_line", "view_file": "absolute_path_uri"}
@@ -30,7 +31,8 @@ def observations(
     if decisions is None:
         decisions = decide(history, frozenset(KINDS), tool_kinds)
     for d in decisions:
-        result, kind = d.result, tool_kinds.get(d.call.name)
+        # A tool the request's declarations map by shape (mapping.py) is not in the addon's table.
+        result, kind = d.result, d.kind or tool_kinds.get(d.call.name) or (SHELL_KIND if d.mapped else None)
         if result is None or kind is None or result.text is None or not d.call.id:
             continue
         inputs = d.inputs

@@ -18,6 +18,7 @@ from .clients import identify
 from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
 from .kinds import KINDS
+from .mapping import for_request
 from .rules.tool_names import DEFAULT_TOOL_KINDS
 from .settle import settle
 from .splice import Reuse, Written, encode
@@ -288,7 +289,8 @@ def read(
         # A client no user agent names is told by its declared tools, read with the new part.
         client_of = None if early is not None else (lambda doc: identify(hint, doc))
         begun = _begin(memo, raw, dialect, config, client_of)  # type: ignore[arg-type]
-        if begun is not None:
+        # A body that declares other shell-shaped tools than the entry's (mapping.py) is read below.
+        if begun is not None and _for_tools(begun.config, begun.doc) is begun.config:
             return _reading(memo, begun, emit, full)  # type: ignore[arg-type]
     if resume_only:
         return None
@@ -301,9 +303,11 @@ def read(
             return Rewrite("skipped", f"already carries {STEPS_KEY}", dialect.NAME)
         if early is None:  # its declared tools may name it
             config = config.for_client(identify(hint, body))
+        named = config
+        config = _for_tools(config, body)  # and map shell tools by their shape (mapping.py)
         items = body.get(dialect.ITEMS)
         canon = _canonical(body, raw) if memo is not None and isinstance(items, list) else None
-        if canon is not None and (canon is not raw or not tried) and resumable:
+        if canon is not None and (canon is not raw or not tried or config is not named) and resumable:
             # Not orjson's own bytes (pretty-printed, other escapes): the memo speaks orjson's.
             begun = _begin(memo, canon, dialect, config)  # type: ignore[arg-type]
             if begun is not None:
@@ -350,6 +354,13 @@ def read(
         return result
 
     return Reading(history, _kinds_all(decisions, config), rest, raw)
+
+
+def _for_tools(config: Config, body: dict[str, Any]) -> Config:
+    """``config`` with the shell tools ``body`` declares mapped by their shape (mapping.py); itself
+    when the request's table is its own."""
+    table = for_request(config.tool_kinds, body)
+    return config if table is config.tool_kinds else replace(config, tool_kinds=table)
 
 
 def _reading(memo: _memo.Memo, begun: _memo.Begun, emit: bool, full: Callable[[], Any]) -> Reading:

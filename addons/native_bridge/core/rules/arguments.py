@@ -65,3 +65,5 @@ DIR_ARGS: tuple[str, ...] = (
     "directory",
 )
 CWD_ARGS: tuple[str, ...] = ("workdir", "cwd", "Cwd", "working_directory", "working_dir", "dir_path", "directory", "cd")
+# A command run in the background: its outcome is not in its result (kinds.py refuses the step).
+BACKGROUND_ARGS: tuple[str, ...] = ("run_in_background", "is_background", "isBackground")

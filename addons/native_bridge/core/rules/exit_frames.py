@@ -189,10 +189,23 @@ RULES: tuple[Rule, ...] = (
         "Error executing tool Bash: Error (exit code null): Terminated\n",
     ).scoped(("continue-cli",)),
     _r(
+        "continue-cli-background",
+        "Continue CLI Bash (moved to the background; the background refused, the command going on in the foreground)",
+        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts, extensions/cli/src/stream/"
+        "streamChatResponse.helpers.ts (561f85e95c, 2026-02)",
+        "first",
+        r"Command moved to background\. Job ID: \S+|Failed to move to background \(job limit reached\)\. Command "
+        r"continues in foreground\.(?: ?Output so far:.*)?",
+        "running",
+        'Command moved to background. Job ID: 3\nOutput so far:\nready\nUse CheckBackgroundJob("3") to check status.',
+        "Failed to move to background (job limit reached). Command continues in foreground.\nOutput so far: building",
+    ).scoped(("continue-cli",)),
+    _r(
         "continue-cli-timeout",
-        "Continue CLI Bash",
-        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts",
-        "last",
+        "Continue CLI Bash (its truncation note may follow: a frame line)",
+        "continuedev/continue extensions/cli/src/tools/runTerminalCommand.ts; the note: "
+        "extensions/cli/src/stream/streamChatResponse.helpers.ts (c754289118, 2026-01)",
+        ("trailer", "last"),
         r"\[Command timed out after \d+ seconds of no output\]",
         "failed",
         "waiting for input\n\n[Command timed out after 180 seconds of no output]",
@@ -368,9 +381,21 @@ RULES: tuple[Rule, ...] = (
         "Claude Code src/tools/BashTool/BashTool.tsx",
         "first",
         r"Command (?:running in background|was manually backgrounded by user|exceeded the assistant-mode blocking "
-        r"budget .*moved to the background) with ID: .*",
+        r"budget .*moved to the background) with ID: .*|Command was moved to the background \(ID: .*\) so that .*",
         "running",
         "Command running in background with ID: b20hid1oz. Output is being written to: /tmp/claude/b20hid1oz.output",
+        "Command was moved to the background (ID: b9) so that a message that arrived while it was running can reach "
+        "you; it was not interrupted. Output is being written to: /tmp/claude/b9.output.",
+    ).scoped(("claude-code",)),
+    _r(
+        "claude-code-timeout-background",
+        "Claude Code Bash (2.1.x: a timeout moved it to the background, its output above)",
+        "Claude Code (not public source): the strings of its published binary (2.1.x late)",
+        "trailer",
+        r"Command did not complete within its \d+s timeout and was moved to the background \(ID: .*\)\..*",
+        "running",
+        "Starting dev server\nCommand did not complete within its 120s timeout and was moved to the background (ID: "
+        "b7x2). Output is being written to: /tmp/claude/b7x2.output.\nYou will be notified when it completes.",
     ).scoped(("claude-code",)),
     _r(
         "zed-failed",
@@ -400,6 +425,17 @@ RULES: tuple[Rule, ...] = (
         'Command "sleep 100" timed out. No output was captured.',
     ).scoped(("zed",)),
     _r(
+        "codex-aborted",
+        "Codex CLI (a call the user aborted)",
+        "openai/codex codex-rs/core/src/tools abort_message (`aborted by user after Ns` ~0.80; the shell family "
+        "`Wall time: N seconds` then `aborted by user`, ~0.99 to 0.171.0)",
+        "last",
+        r"aborted by user(?: after [\d.]+ ?s(?:econds)?)?",
+        "failed",
+        "Wall time: 5.0 seconds\naborted by user",
+        "aborted by user after 5.0s",
+    ).scoped(("codex",)),
+    _r(
         "codex-exec-error",
         "Codex CLI shell (signal, sandbox error)",
         "openai/codex codex-rs/core/src/tools/events.rs ToolEmitter::finish",
@@ -408,6 +444,51 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "execution error: Sandbox(Signal(9))",
     ).scoped(("codex",)),
+    _r(
+        "zed-interrupted-2025",
+        "Zed terminal (assistant_tools, 2025: no exit status)",
+        "zed-industries/zed crates/assistant_tools/src/terminal_tool.rs process_content (2025, before crates/agent)",
+        "first",
+        r"Command failed or was interrupted\.",
+        "failed",
+        "Command failed or was interrupted.\nPartial output captured:\n\n```\npartial\n```",
+    ).scoped(("zed",)),
+    _r(
+        "opencode-aborted",
+        "opencode (the processor marks an aborted call's part as an error; over Chat Completions, no flag)",
+        "sst/opencode packages/opencode/src/session/processor.ts (1.x to 1.18.33)",
+        "first",
+        r"Tool execution aborted",
+        "failed",
+        "Tool execution aborted",
+    ).scoped(("opencode",)),
+    _r(
+        "goose-spawn",
+        "goose shell (a spawn error; over Chat Completions its is_error is dropped)",
+        "block/goose crates/goose/src/agents/platform_extensions/developer/shell.rs ShellTool::shell_with_cwd",
+        "first",
+        r"Failed to spawn shell command: .*",
+        "failed",
+        "Failed to spawn shell command: No such file or directory (os error 2)",
+    ).scoped(("goose",)),
+    _r(
+        "crush-go-error",
+        "Crush bash (a Go error as the tool's text, over OpenAI's API)",
+        "charm.land/fantasy providers/openai/language_model_hooks.go; charmbracelet/crush internal/agent/tools/bash.go",
+        "first",
+        r"(?:\[Job \d+\] )?error executing command: .*",
+        "failed",
+        '[Job 3] error executing command: exec: "bash": executable file not found in $PATH',
+    ).scoped(("crush",)),
+    _r(
+        "agents-sdk-timeout",
+        "OpenAI Agents SDK (a function tool's timeout_seconds)",
+        "openai/openai-agents-python src/agents/tool.py (the default timeout message, ~v0.6 to v0.24.0)",
+        "first",
+        r"Tool '.*' timed out after [\d.]+ seconds\.",
+        "failed",
+        "Tool 'exec_command' timed out after 30 seconds.",
+    ).scoped(("agents-sdk",)),
     _r(
         "gemini-timeout",
         "Gemini CLI run_shell_command",
@@ -428,6 +509,20 @@ RULES: tuple[Rule, ...] = (
         "running",
         "Command moved to background (PID: 4821). Output hidden. Press Ctrl+B to view.",
     ).scoped(("gemini-cli",)),
+    _r(
+        "qwen-background",
+        "Qwen Code run_shell_command (in the background: a shell started, a foreground command promoted; 0.12's "
+        "wording)",
+        "QwenLM/qwen-code packages/core/src/tools/shell.ts (captured from the npm bundles: 0.12.0; 0.2x to 0.24.4, "
+        "handlePromotedForeground)",
+        "first",
+        r"Background shell started\.|Foreground command \".*\" promoted to background as \S+\.|Background command "
+        r"started\. PID: \d+.*",
+        "running",
+        "Background shell started.\nid: bg_1a2b\npid: 4242\noutput file: /tmp/q/bg_1a2b.output",
+        'Foreground command "npm run dev" promoted to background as bg_9.\nStatus: running. PID: 77.',
+        "Background command started. PID: 4242 (Use kill <pid> to stop)",
+    ).scoped(("qwen-code",)),
     _r(
         "qwen-timeout",
         "Qwen Code run_shell_command",
@@ -503,6 +598,15 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "started\n\nCommand timed out after 30 seconds",
     ).scoped(("goose",)),
+    _r(
+        "agents-sdk-shell-timeout",
+        "OpenAI Agents SDK ShellTool (its shell_call_output rendered as text: a timeout)",
+        "openai/openai-agents-python src/agents/run_internal/tool_execution.py render_shell_outputs",
+        "last",
+        r"status: timeout",
+        "failed",
+        "$ sleep 100\nstatus: timeout",
+    ).scoped(("agents-sdk",)),
     # ---- Kimi CLI: the message in a <system> tag, the first part of the result ----------------
     _r(
         "kimi-exit",
@@ -610,6 +714,27 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "Command 'sleep 100' died with <Signals.SIGKILL: 9>.",
         "Command 'sleep 100' timed out after 30 seconds",
+    ).scoped((ANY,)),
+    _r(
+        "copilot-background",
+        "any client: GitHub Copilot's run_in_terminal with isBackground (still running)",
+        "microsoft/vscode src/vs/workbench/contrib/terminalContrib/chatAgentTools/browser/tools/runInTerminalTool.ts "
+        "invoke (the background branch)",
+        "first",
+        r"Command is running in terminal with ID=\S+",
+        "running",
+        "Command is running in terminal with ID=3f2a\n The command is still running, with output:\nready",
+    ).scoped((ANY,)),
+    _r(
+        "langchain-timeout",
+        "any client: LangChain's shell timeouts (ShellToolMiddleware; persistent `BashProcess`)",
+        "langchain-ai/langchain libs/langchain_v1/langchain/agents/middleware/shell_tool.py _run_shell_tool; "
+        "libs/experimental/langchain_experimental/llm_bash/bash.py BashProcess._run_persistent",
+        "first",
+        r"Error: Command timed out after [\d.]+ seconds\.|Timeout error while executing command .*",
+        "failed",
+        "Error: Command timed out after 30.0 seconds.",
+        "Timeout error while executing command sleep 100",
     ).scoped((ANY,)),
     _r(
         "langchain-exited",

@@ -52,6 +52,15 @@ STRUCTURED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         "through v0.33)",
     ),
     (
+        "amazonq-json",
+        (ANY,),
+        '`{"exit_status": "N", "stdout": …, "stderr": …}` (`"0"` is no claim: a signal is written 0 too); its '
+        'newer `"exit status: N"` (0 included) and `"signal: N (…)"` (1)',
+        "aws/amazon-q-developer-cli crates/chat-cli/src/cli/chat/tools/execute/mod.rs (exit_status: "
+        "status.code().unwrap_or(0) as a string); crates/agent/src/agent/tools/execute_cmd.rs (Rust's ExitStatus "
+        "Display)",
+    ),
+    (
         "json-exit-code",
         (ANY,),
         '`{"exit_code": N}`, `{"exitCode": N}`, `{"metadata": {"exit_code": N}}` (the reference fix\'s families); '
@@ -92,4 +101,9 @@ MINI_XML: re.Pattern[str] = re.compile(
     r"\A(?:<exception>(?P<info>.*?)</exception>\s*)?<returncode>(?P<code>-?\d{1,19})</returncode>\s*"
     r"<(?:output|warning)>",
     re.S,
+)
+# Amazon Q CLI's execute_bash / execute_cmd result: its keys, and its exit_status string's forms.
+AMAZONQ_KEYS: frozenset[str] = frozenset({"exit_status", "stdout", "stderr"})
+AMAZONQ_STATUS: re.Pattern[str] = re.compile(
+    r"(?P<bare>-?\d{1,19})|exit status: (?P<code>-?\d{1,19})|(?P<signal>signal: \d+(?: \(\w+\))?)"
 )

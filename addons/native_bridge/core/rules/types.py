@@ -66,3 +66,19 @@ class Evidence:
     # The dialect's explicit "not an error" is the client's own success channel (Gemini API
     # ``{"output": …}`` against ``{"error": …}``): with it, the result needs no words.
     unflagged: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A client's (or its framework's) words around an error a tool call raised (envelopes.py): a
+    failure flag in words, the way ``[tool error]`` is one."""
+
+    name: str
+    client: str  # who writes it, in words (README)
+    source: str  # where the format is defined (repository and path)
+    # Matched against the whole result (stripped). Its group ``inner``, if any, is the error it
+    # wraps; without one the result is a JSON object and the inner text is its ``inner_key``.
+    pattern: re.Pattern[str]
+    examples: tuple[str, ...]  # realistic results, each tested in tests/test_exitstatus_words.py
+    clients: tuple[str, ...] = ()  # ids or families it counts for by name; every one counts for a client we cannot name
+    inner_key: str | None = None
