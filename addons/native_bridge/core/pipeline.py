@@ -13,7 +13,7 @@ from typing import Any, Literal
 import orjson
 
 from . import memo as _memo
-from .builder import Part, Plan, assemble, decide, delta_start
+from .builder import Part, Plan, assemble, decide, delta_start, exit_code
 from .clients import identify
 from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
@@ -98,6 +98,25 @@ class Rewrite:
             "kept_by_code": dict(t.kept_by_code),
             "unobserved": t.unobserved,
         }
+
+    def turn(self) -> dict[str, Any] | None:
+        """What a resumed reading added to its history: the new steps and the exit codes they
+        state (a log line says this, not the whole history again); None: read in full."""
+        plan = self.plan
+        if plan is None or plan.tally is None:
+            return None
+        new = plan.docs[plan.tally.steps :]
+        return {"steps": len(new), "failed_exit_codes": [c for c in map(exit_code, new) if c not in (None, 0)]}
+
+
+def failures(codes: list[int]) -> str:
+    """``codes`` (each failed step's exit code) as counts per code, most frequent first: as long
+    for a thousand steps as for one (``3 failed: exit 1 ×2, exit 2 ×1``)."""
+    counts: dict[int, int] = {}
+    for c in codes:
+        counts[c] = counts.get(c, 0) + 1
+    per_code = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return f"{len(codes)} failed: " + ", ".join(f"exit {c} ×{n}" for c, n in per_code)
 
 
 def _may_hold(raw: bytes, markers: tuple[bytes, ...]) -> bool:
