@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -300,7 +301,7 @@ def test_the_same_request_from_an_unidentified_client_states_the_same_codes(brid
     steps = body_of(f)["additional_steps"]
     assert [s["runCommand"]["commandLine"] for s in steps] == ["make", "ls"]
     assert [s["runCommand"].get("exitCode") for s in steps] == [2, 0]
-    assert f.comment == "bridge: 2 steps (1 failed: exit 2), 3 kept as messages, 1 unobserved"
+    assert f.comment == "bridge: 2 steps (1 failed: exit 2 ×1), 3 kept as messages, 1 unobserved"
     assert f.metadata[META]["failed"] == 1
 
 
@@ -332,7 +333,7 @@ def test_comment_marker_and_metadata_for_a_failure_and_an_unobserved_call(bridge
     nb, _ = bridge
     f = chat_flow(MIXED_BODY, user_agent=QWEN_UA)
     nb.request(f)
-    assert f.comment == "bridge: 2 steps (1 failed: exit 2), 3 kept as messages, 1 unobserved"
+    assert f.comment == "bridge: 2 steps (1 failed: exit 2 ×1), 3 kept as messages, 1 unobserved"
     assert f.marked == MARKER
     meta = f.metadata[META]
     assert meta["status"] == "rewritten"
@@ -349,7 +350,7 @@ def test_failure_alone_marks_the_flow(bridge):
     nb, _ = bridge
     f = chat_flow(FAILED_BODY, user_agent=QWEN_UA)
     nb.request(f)
-    assert f.comment == "bridge: 1 step (1 failed: exit 2), 0 kept as messages"
+    assert f.comment == "bridge: 1 step (1 failed: exit 2 ×1), 0 kept as messages"
     assert f.marked == MARKER
 
 
@@ -892,7 +893,35 @@ def test_one_info_line_per_bridged_flow(bridge, caplog):
         nb.request(f)
     lines = [r.getMessage() for r in caplog.records if r.name.startswith(BRIDGE_LOGGER) and r.levelno == logging.INFO]
     # No URL: a query string can carry a key (Gemini's ?key=...).
-    assert lines == [f"bridge: flow {f.id}: 1 step (1 failed: exit 2), 0 kept as messages"]
+    assert lines == [f"bridge: flow {f.id}: 1 step (1 failed: exit 2 ×1), 0 kept as messages"]
+
+
+def test_the_log_line_does_not_grow_with_the_history(caplog):
+    """A verdict line counts failures per code, of this turn's new steps where the turn resumed
+    (issue 40): a long conversation's 100th line is as long as its 2nd, up to the width of its numbers."""
+    nb = ChatHop()
+    with taddons.context(nb) as tctx:
+        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+        messages: list[dict] = []
+        lines = []
+        for turn in range(100):
+            cid = f"c{turn:03d}"
+            code = 2 if turn % 10 == 9 else 1
+            shell = qwen_shell("make", "x", code)
+            messages += [calls(call(cid, "run_shell_command", command="make")), result(cid, shell)]
+            f = chat_flow(chat(*messages), user_agent=QWEN_UA)
+            caplog.clear()
+            with caplog.at_level(logging.INFO, logger=BRIDGE_LOGGER):
+                nb.request(f)
+            [line] = [r.getMessage() for r in caplog.records if r.name.startswith(BRIDGE_LOGGER)]
+            lines.append(line.replace(f.id, "<id>"))
+        nb.done()
+    assert lines[0] == "bridge: flow <id>: observed 1 step (1 failed: exit 1 ×1), 0 kept as messages"
+    assert lines[1] == "bridge: flow <id>: observed 2 steps, 1 new (1 failed: exit 1 ×1), 0 kept as messages"
+    assert lines[99] == "bridge: flow <id>: observed 100 steps, 1 new (1 failed: exit 2 ×1), 0 kept as messages"
+    assert {re.sub(r"\d+", "#", line) for line in lines[1:]} == {re.sub(r"\d+", "#", lines[1])}
+    # The flow's comment (and record) counts the whole history, per code.
+    assert f.comment == "bridge: observed 100 steps (100 failed: exit 1 ×90, exit 2 ×10), 0 kept as messages"
 
 
 # ---- the reference fix's probe, in the default configuration (issue 17) -------------------
@@ -912,7 +941,7 @@ def test_the_reference_probe_in_the_default_configuration_is_exit_2():
         f = chat_flow(PROBE_BODY)
         nb.request(f)
         assert f.request.get_content() == PROBE_BODY  # observe: the body goes as it came
-        assert f.comment == "bridge: observed 1 step (1 failed: exit 2), 0 kept as messages"
+        assert f.comment == "bridge: observed 1 step (1 failed: exit 2 ×1), 0 kept as messages"
         assert f.metadata[META]["failed"] == 1
         key = match_key("run_command", "ls /nope", PROBE)
         [o] = nb.state.store.candidates(key)

@@ -192,7 +192,7 @@ def test_diff_shows_steps_and_the_history_change(ctx):
     text = run(tctx, "bridge.diff @all")
     lines = text.splitlines()
     assert lines[0] == f"== flow {f.id}: POST {f.request.pretty_url}"
-    assert lines[1] == "bridge: 1 step (1 failed: exit 2), 3 kept as messages, 1 unobserved"
+    assert lines[1] == "bridge: 1 step (1 failed: exit 2 ×1), 3 kept as messages, 1 unobserved"
     assert any(
         line.startswith("  #0") and "run_command" in line and "exit 2" in line and "$ make" in line for line in lines
     )

@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 import pytest
+from bench.golden import outcome_digest
 from chatkit import assert_valid_rewrite
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -45,6 +46,7 @@ from native_bridge.core.dialects import anthropic, chat, gemini, responses
 from native_bridge.core.encoder import step_json
 from native_bridge.core.memo import Memo
 from native_bridge.core.pipeline import Config
+from support.histories.encodings import ENCODINGS
 
 DIALECTS: dict[str, tuple[ModuleType, str]] = {
     "chat": (chat, "/v1/chat/completions"),
@@ -983,3 +985,35 @@ def test_a_conversation_reads_as_if_alone_through_a_light_memo(dialect: str, a: 
     tools = Config().tool_kinds
     assert set(observed(after_a, tools)) <= set(observed(alone, tools))
     assert memo.errors == 0
+
+
+@each_dialect
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(a=MEMO_A, c=MEMO_C, cut=2, style="python", light=False)
+@example(a=MEMO_A, c=MEMO_C, cut=2, style="pretty", light=True)
+@given(a=cases(), c=cases(), cut=st.integers(1, 12), style=st.sampled_from(sorted(ENCODINGS)), light=st.booleans())
+def test_a_conversation_reads_as_if_alone_in_every_encoding(
+    dialect: str, a: Case, c: Case, cut: int, style: str, light: bool
+) -> None:
+    """Issue 40: written in any client's style (Python's json.dumps, Go's escapes, pretty, a proxy
+    that re-encodes some fields), a body that continues one read before, or forks from it, is
+    resumed from its own bytes and gives what it gives alone: rewriting, the same body, steps,
+    plan, accounting and summary (the golden digest); observing, the same verdict and no
+    observation a full read does not make."""
+    _, path = DIALECTS[dialect]
+    encode = ENCODINGS[style]
+    first = encode(RENDER[dialect](a)[0])
+    grown = encode(RENDER[dialect](Case(a.turns + c.turns[1:]))[0])  # the same conversation, later
+    forked = encode(RENDER[dialect](Case(a.turns[:cut] + c.turns[1:]))[0])
+    tools = Config().tool_kinds
+    for body in (grown, forked):
+        memo = Memo(light=light)
+        rewrite(first, path=path, memo=memo, client_hint=CLIENT_UA[a.client], emit=not light)
+        after = rewrite(body, path=path, memo=memo, client_hint=CLIENT_UA[c.client], emit=not light)
+        alone = rewrite(body, path=path, memo=None, client_hint=CLIENT_UA[c.client], emit=not light)
+        if light:
+            assert (after.status, after.reason, after.summary()) == (alone.status, alone.reason, alone.summary())
+            assert set(observed(after, tools)) <= set(observed(alone, tools))
+        else:
+            assert outcome_digest(after) == outcome_digest(alone)
+        assert memo.errors == 0

@@ -146,7 +146,9 @@ def test_steps_view_shows_the_exit_codes_claude_code_states(bridge):
     nb, _ = bridge
     f = bridged(nb, ANTHROPIC_SESSION, path="/v1/messages")
     text = pretty(f).text
-    assert text.splitlines()[0] == "bridge: 19 steps (2 failed: exit 1, exit 2), 21 kept as messages, 1 unobserved"
+    assert (
+        text.splitlines()[0] == "bridge: 19 steps (2 failed: exit 1 ×1, exit 2 ×1), 21 kept as messages, 1 unobserved"
+    )
     steps = [line for line in section(text, "STEPS") if line.startswith("  #")]
     assert len(steps) == 19
     assert any("run_command" in s and "exit 1" in s and "$ python -m burndown render" in s for s in steps)

@@ -147,7 +147,7 @@ def test_a_response_create_frame_is_rewritten_in_place(bridge, tmp_path):
     assert entry["status"] == "rewritten" and entry["failed_exit_codes"] == [2]
     assert entry["original"] == FAILED
     assert f.marked == MARKER
-    assert f.comment.startswith(f"bridge: websocket message {i}: 2 steps (1 failed: exit 2)")
+    assert f.comment.startswith(f"bridge: websocket message {i}: 2 steps (1 failed: exit 2 ×1)")
     assert META not in f.metadata  # the HTTP request (the handshake) was not bridged
 
 

@@ -60,7 +60,7 @@ _WEB_LISTENING = re.compile(r"Web server listening at (http://\S+)")
 MESSAGES = "/v1/messages"
 ANTHROPIC_SESSION = SESSION.with_name("anthropic_session.json")
 CLAUDE_UA = "claude-cli/2.1.332 (external, cli)"
-VERDICT = "bridge: 19 steps (2 failed: exit 1, exit 2), 21 kept as messages, 1 unobserved"
+VERDICT = "bridge: 19 steps (2 failed: exit 1 ×1, exit 2 ×1), 21 kept as messages, 1 unobserved"
 FAILED_2 = "$ .venv/bin/python -m burndown render /home/dev/src/burndown/data/sprint15.csv"
 FAILED_1 = "$ python -m burndown render /home/dev/src/burndown/data/sprint14.csv"
 

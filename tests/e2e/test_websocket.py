@@ -368,5 +368,5 @@ def test_a_large_frame_is_bridged_in_the_worker_through_mitmdump(tmp_path):
         "response.output_item.done",
         "response.completed",
     ] * 2
-    assert "message 0: 1 step (1 failed: exit 2)" in output, output
+    assert "message 0: 1 step (1 failed: exit 2 ×1)" in output, output
     assert len(records_in(tmp_path / "records")) == 2

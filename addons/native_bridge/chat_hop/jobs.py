@@ -60,6 +60,7 @@ class Outcome:
     steps: list[dict[str, Any]] = field(default_factory=list)
     accounting: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    turn: dict[str, Any] | None = None  # a resumed reading's new steps (Rewrite.turn): the log line's
     entry: Entry | None = None  # the light memo entry a worker made (Memo.adopt gives it its body)
     delta: Any = None  # from the worker: the body as pieces of one the proxy holds (runtime/continued.py)
     # What :func:`sent_first` left for once the request has gone: the summary, the observations,
@@ -84,6 +85,7 @@ def outcome(
     if seen is None:
         seen = observed(result, tool_kinds)
     out = Outcome(result.status, result.reason, result.dialect, result.body, result.summary(), seen)
+    out.turn = result.turn()
     if record:
         _record_fields(out, result)
     return out

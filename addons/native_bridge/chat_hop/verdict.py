@@ -8,21 +8,26 @@ from typing import Any
 
 from mitmproxy import http
 
-from ..core.pipeline import STEPPED, Rewrite
+from ..core.pipeline import STEPPED, Rewrite, failures
 from ..records.writer import RecordJob
 from ..runtime import MARKER
 from .jobs import Outcome
 
 
-def comment(result: Rewrite | Outcome, s: dict[str, Any]) -> str:
-    """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary)."""
+def comment(result: Rewrite | Outcome, s: dict[str, Any], turn: dict[str, Any] | None = None) -> str:
+    """The one-line verdict shown in mitmweb's flow list (``s``: the result's summary); with
+    ``turn`` (a resumed reading's new steps: Rewrite.turn), the failures are those of the new
+    steps only, so a log line made every turn does not grow with the history."""
     if result.status not in STEPPED:
         return f"bridge: {result.status} ({result.reason})"
     steps = f"{s['steps']} step{'' if s['steps'] == 1 else 's'}"
     text = f"bridge: {steps}" if result.status == "rewritten" else f"bridge: observed {steps}"
-    if s["failed"]:
-        codes = ", ".join(f"exit {c}" for c in s["failed_exit_codes"])
-        text += f" ({s['failed']} failed: {codes})"
+    codes = s["failed_exit_codes"]
+    if turn is not None:
+        text += f", {turn['steps']} new"
+        codes = turn["failed_exit_codes"]
+    if codes:
+        text += f" ({failures(codes)})"
     text += f", {s['kept']} kept as messages"
     if s["unobserved"]:
         text += f", {s['unobserved']} unobserved"
@@ -52,7 +57,7 @@ def announce(log: logging.Logger, flow: http.HTTPFlow, where: str, out: Outcome,
             flow.marked = MARKER
         level = logging.INFO if attention else calm
         if level is not None:
-            log.log(level, f"bridge: {where}: {comment(out, summary).removeprefix('bridge: ')}")
+            log.log(level, f"bridge: {where}: {comment(out, summary, out.turn).removeprefix('bridge: ')}")
     elif out.status == "skipped":
         log.warning(f"bridge: {where}: passed through untouched: {out.reason}")
 

@@ -10,11 +10,11 @@ items after it.
 
 Why this gives exactly the bytes a full rewrite gives:
 
-* Same bytes, same values. A mark's offset is where its item ends in a body whose bytes
-  are orjson's own encoding of it (*canonical*, checked when the memo is filled); a new
-  body equal up to that offset holds the same items before the mark, with the same types
-  and key order. Only the rest of the new body is parsed (head + rest), and it must be
-  canonical too, so the whole new body is canonical and has one items array.
+* Same bytes, same values. A mark's offset is where its item ends in the body the client sent,
+  in whatever style it wrote JSON (layout.py finds it in those bytes, never in a re-encoding); a
+  new body equal up to that offset holds the same items before the mark, with the same types
+  and key order. Only the rest of the new body is parsed, as ``[[rest]]``: one list in one list
+  only when the rest is values and commas, so the body has one items array.
 * Same decisions. A mark is *safe*: no call or result id before it appears after it. The
   new items must not reuse an id from before the mark either. Decisions depend on other
   items only through ids (truth rule 1), so each side decides as if alone.
@@ -22,7 +22,7 @@ Why this gives exactly the bytes a full rewrite gives:
   lists are the old prefix plus the new part; the reader, the writer (Anthropic merges
   neighbours across the cut) and delta_start carry their state across the cut.
 
-Anything that does not fit (no entry, another config, a non-canonical body, an id
+Anything that does not fit (no entry, another config, a body whose items layout.py cannot place, an id
 reused across the cut, bad JSON or shape after the cut) falls back to the full rewrite,
 which then refills the memo. tests/test_memo.py checks memo and full rewrite agree on
 generated sessions with edited, truncated and forked histories.
@@ -66,6 +66,7 @@ import orjson
 from .builder import Part, Placement, Tally, assemble, decide, delta_start
 from .dialects import Cursor, DialectError, Output
 from .history import History, ToolCall, ToolResult
+from .layout import Extent, Layout, item_spans, layout, skip
 from .settle import Span, cut_ok, settle
 from .splice import Frame, Reuse, Written, around
 
@@ -181,7 +182,7 @@ class LazyItems(list):  # type: ignore[type-arg]
     """A history's items whose old ones are read again from the body's bytes when used.
 
     A list (the dialects check for one) of real items and empty slots: a slot within the
-    last ``LIGHT_ITEMS`` is parsed from ``raw[start:end]`` (the body is canonical, so those
+    last ``LIGHT_ITEMS`` is parsed from ``raw[start:end]`` (where layout.py found it, so those
     bytes are the item); an older one raises :class:`Gone`. Every way to read an element
     goes through ``__getitem__``, so no slot is ever taken for an item."""
 
@@ -241,16 +242,16 @@ class LazyItems(list):  # type: ignore[type-arg]
         return (LazyItems, (list(list.__iter__(self)), b"", self.spans))
 
 
-def _light_items(items: Any, raw: bytes, stop: int) -> LazyItems:
-    """``items`` (of the canonical body ``raw``, whose array ends at ``stop``) holding none:
+def _light_items(items: Any, raw: bytes, known: dict[int, Extent]) -> LazyItems:
+    """``items`` (of the body ``raw``, where the last ones lie at ``known``) holding none:
     the last ``LIGHT_ITEMS`` readable again from ``raw``."""
-    return LazyItems([_GONE] * len(items), raw, _spans(items, stop))
+    return LazyItems([_GONE] * len(items), raw, _spans(items, known))
 
 
-def _lighten_items(items: LazyItems, stop: int) -> None:
+def _lighten_items(items: LazyItems, known: dict[int, Extent]) -> None:
     """:func:`_light_items` in place, for a resume's own join (its real items are the new ones
     at the end: only they are dropped)."""
-    spans = _spans(items, stop)
+    spans = _spans(items, known)
     for i in range(len(items) - 1, -1, -1):
         if list.__getitem__(items, i) is _GONE:
             break
@@ -258,18 +259,19 @@ def _lighten_items(items: LazyItems, stop: int) -> None:
     items.spans = spans
 
 
-def _spans(items: Any, stop: int) -> dict[int, tuple[int, int]]:
-    """Where the last ``LIGHT_ITEMS`` of ``items`` lie in their canonical body (its array ends
-    at ``stop``): measured for the real items at the end, the light ones' own below them."""
+def _spans(items: Any, known: dict[int, Extent]) -> dict[int, Extent]:
+    """Where the last ``LIGHT_ITEMS`` of ``items`` lie in their body: for the real items at the
+    end, where the body's layout found them (``known``: one it could not find stays unread), the
+    light ones' own below them."""
     n = len(items)
     lo = max(n - LIGHT_ITEMS, 0)
-    spans, end, i = {}, stop, n - 1
-    while i >= lo:  # the real items at the end: the bytes they were read from are orjson's encoding of them
-        v = list.__getitem__(items, i)
-        if v is _GONE:
+    spans, i = {}, n - 1
+    while i >= lo:  # the real items at the end
+        if list.__getitem__(items, i) is _GONE:
             break
-        spans[i] = (end - len(orjson.dumps(v)), end)
-        end = spans[i][0] - 1  # the "," before it
+        span = known.get(i)
+        if span is not None:
+            spans[i] = span
         i -= 1
     if i >= lo and isinstance(items, LazyItems) and i in items.spans:  # light already below: their
         known = items.spans  # spans, down to the first not held
@@ -326,9 +328,9 @@ def _lighten(entry: Entry, base: Mark | None = None) -> None:
     calls, results, steps = (base.n_calls, base.n_results, base.n_steps) if base is not None else (0, 0, 0)
     if base is not None and isinstance(entry.items, LazyItems):  # the resume's own join (LazyItems.then)
         entry.items.raw = entry.raw
-        _lighten_items(entry.items, entry.stop)
+        _lighten_items(entry.items, entry.spans)
     else:
-        entry.items = _light_items(entry.items, entry.raw, entry.stop)
+        entry.items = _light_items(entry.items, entry.raw, entry.spans)
     entry.calls = _recent(entry.calls, _slim_call, calls)
     entry.results = _recent(entry.results, _slim_result, results)
     entry.step_calls = _recent(entry.step_calls, _slim_call, steps)
@@ -346,7 +348,7 @@ class Mark:
     """A safe cut before item ``index``, and the state of every piece of the rewrite there."""
 
     index: int
-    end: int  # raw offset just past item index-1: raw[end] is "," or "]"
+    end: int  # raw offset just past item index-1: whitespace, then "," or "]", follow
     cursor: Cursor  # the reader's (cursor.pos: calls and results before the cut)
     last_turn: Any  # the last turn's role at the cut (a call just after it may still change it)
     n_calls: int
@@ -366,6 +368,8 @@ class Entry:
     raw: bytes
     head: int  # raw[:head] is everything up to and including the items array's "["
     stop: int  # raw[stop] is the items array's "]"
+    spans: dict[int, Extent]  # where the last LIGHT_ITEMS items lie in raw (a light entry reads them again)
+    framed: bool  # raw[:head] and raw[stop:] are orjson's encoding of the other keys (splice.Reuse.frame)
     marks: tuple[Mark, ...]  # ascending
     items: list[Any]
     calls: list[ToolCall]
@@ -634,9 +638,9 @@ class Memo:
 def _keeps(old: bytes, raw: bytes, end: int) -> bool:
     """Whether ``raw`` has ``old``'s bytes up to a mark ending at ``end`` (and goes on after it)."""
     near = max(0, end - 64)
+    sep = skip(raw, end)
     return (
-        end < len(raw)
-        and raw[end] in b",]"
+        raw[sep : sep + 1] in (b",", b"]")
         and old[near:end] == raw[near:end]  # a cheap no before the long compare
         and raw.startswith(memoryview(old)[:end])  # compared in place, not copied
     )
@@ -712,7 +716,7 @@ def _ids(calls: list[ToolCall], results: list[ToolResult]) -> list[tuple[int, st
 
 def _marks(
     items: list[Any],
-    end: int,
+    ends: dict[int, int],
     reads: list[tuple[Any, ...]],
     writes: dict[int, tuple[Any, ...]],
     step_calls: list[ToolCall],
@@ -725,7 +729,7 @@ def _marks(
     tally: Tally,
     step_base: int = 0,
 ) -> list[Mark]:
-    """Marks at the safe cuts among ``reads``; ``end`` is the raw offset just past the last item.
+    """Marks at the safe cuts among ``reads``; ``ends``: the raw offset just past item i-1, by i.
 
     A cut is not safe either where what was written before it depends on items after it
     (settle.cut_ok: a pin's span, a Responses reasoning item and the calls that follow it)."""
@@ -735,9 +739,6 @@ def _marks(
     # A cut is unsafe when an id is carried on both sides of it.
     id_spans = [(first_pos[x], last) for x, last in last_pos.items()]
     step_pos = [c.pos for c in step_calls[step_base:]]  # those before step_base are before every cut here
-    offsets = {len(items): end}
-    for i in range(len(items) - 1, reads[0][0] - 1, -1):  # each item's length, from the end
-        offsets[i] = offsets[i + 1] - len(orjson.dumps(items[i])) - 1
     marks = []
     for index, cursor, n_calls, n_results, last_turn in reads:
         if index == 0:
@@ -755,7 +756,7 @@ def _marks(
         n_steps = step_base + bisect_left(step_pos, cursor.pos)
         tally = tally.add(docs[tally.steps : n_steps], accounting[tally.placed : cursor.pos])  # reads ascend
         state = (n_calls, n_results, n_steps, out_len, pending, dropped, gap, tally)
-        marks.append(Mark(index, offsets[index], cursor, last_turn, *state))
+        marks.append(Mark(index, ends[index], cursor, last_turn, *state))
     return marks
 
 
@@ -770,24 +771,28 @@ def remember(
     out: list[Any],
     writes: dict[int, tuple[Any, ...]],
     spans: list[Span] = (),  # type: ignore[assignment]
+    where: Layout | None = None,
 ) -> Entry | None:
-    """An entry for a body rewritten in full; ``raw`` must be orjson's encoding of ``doc``."""
+    """An entry for a body rewritten in full (``raw``, parsed as ``doc``), its items where
+    ``where`` found them in those bytes (layout.layout: None, no entry)."""
     items = doc.get(dialect.ITEMS)
-    if not isinstance(items, list) or not items:
+    if not isinstance(items, list) or not items or where is None:
         return None
-    head, tail = around(doc, dialect.ITEMS)
-    if not (raw.startswith(head) and raw.endswith(tail)):
-        return None
+    # The bytes around the items may be copied into the rewritten body only when orjson wrote them.
+    framed = where.orjson
+    if not framed:
+        head, tail = around(doc, dialect.ITEMS)
+        framed = where.head == len(head) and len(raw) - where.stop == len(tail)
+        framed = framed and raw.startswith(head) and raw.endswith(tail)
     first_pos: dict[str, int] = {}
     for pos, x in _ids(history.calls, history.results):
         if pos < first_pos.get(x, pos + 1):
             first_pos[x] = pos
     split = reads[0][1].pos
     tail_ids = _ids([c for c in history.calls if c.pos >= split], [r for r in history.results if r.pos >= split])
-    stop = len(raw) - len(tail)
     marks = _marks(
         items,
-        stop,
+        {i + 1: end for i, (_, end) in where.spans.items()},
         reads,
         writes,
         part.step_calls,
@@ -801,7 +806,8 @@ def remember(
     )
     if not marks:
         return None
-    entry = _entry(dialect, config, raw, len(head), stop, marks, items, history, part, out, first_pos)
+    entry = _entry(dialect, config, raw, where.head, where.stop, marks, items, history, part, out, first_pos)
+    entry.spans, entry.framed = where.spans, framed
     entry.shell = _shell(doc, dialect.ITEMS)
     return entry
 
@@ -814,37 +820,45 @@ def _shell(doc: dict[str, Any], key: str) -> dict[str, Any]:
     return shell
 
 
-def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> tuple[dict[str, Any], Frame | None] | None:
-    """The new body's object with only the items after ``mark`` (None: not orjson's encoding,
-    or it holds ``steps_key``). When the bytes after the items are the entry's own, only the new
-    items are parsed, the rest is the entry's shell, and the body's bytes before and after its
-    items come with it (splice.Reuse.frame: orjson's, so they need not be encoded again)."""
-    comma = raw[mark.end] == 44  # 44: ","
-    start = mark.end + 1 if comma else mark.end
+def _parse_rest(
+    raw: bytes, entry: Entry, mark: Mark, steps_key: str
+) -> tuple[dict[str, Any], Frame | None, int, bool] | None:
+    """The new body's object with only the items after ``mark``, its items' "]" offset and
+    whether orjson wrote the bytes around them (None: not one items array after the mark, or it
+    holds ``steps_key``). When the bytes after the items are the entry's own, only the new items
+    are parsed, the rest is the entry's shell, and the body's bytes before and after its items
+    come with it when orjson wrote them (splice.Reuse.frame: they need not be encoded again)."""
+    sep = skip(raw, mark.end)
+    comma = raw[sep : sep + 1] == b","
+    start = sep + 1 if comma else sep
     tail = memoryview(entry.raw)[entry.stop :]  # from the items array's "]" on
     key = entry.dialect.ITEMS
     try:
         if entry.shell is not None and raw.endswith(tail) and len(raw) - len(tail) >= start:
-            # Parsed where they sit in the body (an object's array), so as deep as a full read sees them.
-            part = b'{"":[' + raw[start : len(raw) - len(tail)] + b"]}"
-            wrapped = orjson.loads(part)
-            new = wrapped.get("") if type(wrapped) is dict else None
-            if type(new) is not list or orjson.dumps(wrapped) != part:
+            stop = len(raw) - len(tail)
+            # "[[" and "]]": parsed as deep as a full read sees them (an object's array); one list
+            # in one list only if the bytes between are values and commas, not "],[" or "]}".
+            wrapped = orjson.loads(b"[[" + raw[start:stop] + b"]]")
+            if len(wrapped) != 1:
                 return None
             doc = dict(entry.shell)
-            doc[key] = new
-            frame = memoryview(raw)[: entry.head], tail
+            doc[key] = wrapped[0]
+            framed = entry.framed
+            frame = (memoryview(raw)[: entry.head], tail) if framed else None
         else:
             small = raw[: entry.head] + raw[start:]
             doc = orjson.loads(small)
-            if type(doc) is not dict or steps_key in doc or orjson.dumps(doc) != small:
+            if type(doc) is not dict or steps_key in doc or type(doc.get(key)) is not list:
                 return None
-            frame = None
+            where = layout(small, doc, key, 0)  # one items array where the entry's was, each key once
+            if where is None or where.head != entry.head:
+                return None
+            stop, frame, framed = where.stop - entry.head + start, None, where.orjson
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return None
     if comma and not doc.get(key):  # "[A,B,]": a comma and no item after it is not JSON
         return None
-    return doc, frame
+    return doc, frame, stop, framed
 
 
 def _entry(
@@ -878,6 +892,8 @@ def _entry(
         stepped=part.stepped,
         out=out,
         first_pos=first_pos,
+        spans={},
+        framed=False,
     )
 
 
@@ -902,6 +918,8 @@ class Begun:
     raw: bytes
     doc: dict[str, Any]  # the new body without the items before the mark
     frame: Frame | None
+    stop: int  # the new body's items array's "]"
+    framed: bool  # orjson wrote the new body's bytes around its items (Entry.framed)
     config: Any  # the entry's (an unnamed client's, as the new part told it)
     items: list[Any]
     fresh: History  # the calls and results after the cut
@@ -933,7 +951,7 @@ def begin(
     parsed = _parse_rest(raw, entry, mark, steps_key)
     if parsed is None:
         return None
-    doc, frame = parsed
+    doc, frame, stop, framed = parsed
     new = doc.get(dialect.ITEMS)
     if type(new) is not list:
         return None
@@ -960,7 +978,7 @@ def begin(
         if first_pos.get(x, at) < at:
             return None
     decisions = decide(h, config.kinds, config.tool_kinds)
-    return Begun(entry, mark, raw, doc, frame, config, items, h, reads, decisions, ids)
+    return Begun(entry, mark, raw, doc, frame, stop, framed, config, items, h, reads, decisions, ids)
 
 
 def complete(memo: Memo, begun: Begun) -> Resumed | None:
@@ -1008,14 +1026,22 @@ def complete(memo: Memo, begun: Begun) -> Resumed | None:
         for pos, x in new_ids:
             if pos < first_pos.get(x, pos + 1):
                 first_pos[x] = pos
-        new = doc[dialect.ITEMS]
-        end = mark.end + len(orjson.dumps(new)) - 1 if new else mark.end  # just past the last item
+        new, raw, stop = doc[dialect.ITEMS], begun.raw, begun.stop
+        end = mark.end + len(raw[mark.end : stop].rstrip(b" \t\n\r"))  # just past the last item
         marks = [m for m in entry.marks if m.index <= b]
         tallied = (joined.docs, joined.placements, mark.tally, mark.n_steps)
-        fresh = _marks(items, end, begun.reads, writes, step_calls, first_pos, new_ids, dialect, spans, *tallied)
+        ends = {len(items): end}
+        fresh = _marks(items, ends, begun.reads, writes, step_calls, first_pos, new_ids, dialect, spans, *tallied)
         marks = _thin(marks + [m for m in fresh if m.index > b])
-        made = _entry(dialect, config, begun.raw, entry.head, end, marks, items, whole, joined, out.items, first_pos)
+        made = _entry(dialect, config, raw, entry.head, stop, marks, items, whole, joined, out.items, first_pos)
         made.shell = _shell(doc, dialect.ITEMS)
+        # Where the new items lie (a light entry reads the last ones again): found in the bytes
+        # after the mark, one compare each when orjson wrote them. Unfound, they are not read again.
+        found = item_spans(raw, mark.end, new, b) or {}
+        kept = len(items) - LIGHT_ITEMS
+        made.spans = {i: x for i, x in entry.spans.items() if kept <= i < b}
+        made.spans.update(found)
+        made.framed = begun.framed
         if entry.light:
             _lighten(made, mark)
         return made

@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 import orjson
 
+from . import layout as _layouts
 from . import memo as _memo
-from .builder import Part, Plan, assemble, decide, delta_start
+from .builder import Part, Plan, assemble, decide, delta_start, exit_code
 from .clients import identify
 from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
@@ -99,6 +100,25 @@ class Rewrite:
             "kept_by_code": dict(t.kept_by_code),
             "unobserved": t.unobserved,
         }
+
+    def turn(self) -> dict[str, Any] | None:
+        """What a resumed reading added to its history: the new steps and the exit codes they
+        state (a log line says this, not the whole history again); None: read in full."""
+        plan = self.plan
+        if plan is None or plan.tally is None:
+            return None
+        new = plan.docs[plan.tally.steps :]
+        return {"steps": len(new), "failed_exit_codes": [c for c in map(exit_code, new) if c not in (None, 0)]}
+
+
+def failures(codes: list[int]) -> str:
+    """``codes`` (each failed step's exit code) as counts per code, most frequent first: as long
+    for a thousand steps as for one (``3 failed: exit 1 ×2, exit 2 ×1``)."""
+    counts: dict[int, int] = {}
+    for c in codes:
+        counts[c] = counts.get(c, 0) + 1
+    per_code = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return f"{len(codes)} failed: " + ", ".join(f"exit {c} ×{n}" for c, n in per_code)
 
 
 def _may_hold(raw: bytes, markers: tuple[bytes, ...]) -> bool:
@@ -306,14 +326,14 @@ def read(
         named = config
         config = _for_tools(config, body)  # and map shell tools by their shape (mapping.py)
         items = body.get(dialect.ITEMS)
-        canon = _canonical(body, raw) if memo is not None and isinstance(items, list) else None
-        if canon is not None and (canon is not raw or not tried or config is not named) and resumable:
-            # Not orjson's own bytes (pretty-printed, other escapes): the memo speaks orjson's.
-            begun = _begin(memo, canon, dialect, config)  # type: ignore[arg-type]
+        marked = memo is not None and isinstance(items, list)  # the memo is filled: note where it may cut
+        # The dialect told by the body, or shell tools mapped by their shape: a resume from the bytes now.
+        if marked and (not tried or config is not named) and resumable:
+            begun = _begin(memo, raw, dialect, config)  # type: ignore[arg-type]
             if begun is not None:
                 del body, items  # the memo holds the items before the cut: free these first
                 return _reading(memo, begun, emit, full)  # type: ignore[arg-type]
-        if canon is not None:  # read the same way, noting where the memo may cut
+        if marked:  # read the same way, noting where the memo may cut
             history = History(client=config.client)
             reads = _memo.read_marked(dialect, items, Cursor(), history)
         else:
@@ -330,7 +350,7 @@ def read(
 
         def write(stepped: frozenset[int]) -> tuple[Output, Any]:
             out = Output([], 0)
-            if canon is None:
+            if not marked:
                 dialect.write_items(items, 0, stepped, out)
                 return out, None
             return out, _memo.write_marked(dialect, items, 0, stepped, out)
@@ -338,14 +358,17 @@ def read(
         # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
         settled = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)
         done, out, writes, spans = settled  # type: ignore[misc]
-        keep = canon is not None and not memo.light  # type: ignore[union-attr]
+        keep = marked and not memo.light  # type: ignore[union-attr]
         result = _finish(dialect, body, history, done, out.items, emit, keep=keep)
         _fresh(result, history, decisions, config)
-        if canon is None:
+        if not marked:
             return result
 
         def remember() -> None:
-            entry = _memo.remember(canon, body, dialect, config, history, reads, done, out.items, writes, spans)
+            # Where the items lie in the body's own bytes, whatever their style (layout.py): once
+            # the request has gone, when the caller leaves this until then.
+            where = _layout(raw, body, dialect.ITEMS) if items else None
+            entry = _memo.remember(raw, body, dialect, config, history, reads, done, out.items, writes, spans, where)
             if entry is not None:
                 entry.written = result.written
                 memo.put(entry)  # type: ignore[union-attr]
@@ -424,14 +447,10 @@ def _missed(memo: _memo.Memo, e: Exception) -> None:
         memo.errors += 1  # tests assert there are none
 
 
-def _canonical(body: dict[str, Any], raw: bytes) -> bytes | None:
-    """orjson's encoding of ``body``: ``raw`` itself when the client wrote exactly that
-    (then nothing more is kept), None when orjson cannot write it (nested too deep)."""
-    try:
-        canon = orjson.dumps(body)
-    except orjson.JSONEncodeError:
-        return None
-    return raw if canon == raw else canon
+def _layout(raw: bytes, body: dict[str, Any], key: str) -> _layouts.Layout | None:
+    """Where the items lie in ``raw``, with the spans of as many as a light entry reads again and
+    of those the memo may cut after."""
+    return _layouts.layout(raw, body, key, max(_memo.LIGHT_ITEMS, _memo.MAX_MARKS + 1))
 
 
 def _fresh(result: Rewrite, fresh: History | None, decisions: list[Any] | None, config: Config) -> None:

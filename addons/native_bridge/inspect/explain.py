@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from ..core.pipeline import DELTA_KEY, DIALECTS, STEPS_KEY, Config, Rewrite, rewrite
+from ..core.pipeline import DELTA_KEY, DIALECTS, STEPS_KEY, Config, Rewrite, failures, rewrite
 from ..records import bodydiff
 
 EXCERPT_LINES = 3
@@ -280,8 +280,7 @@ def headline(summary: dict[str, Any]) -> str:
     n = summary.get("steps", 0)
     text = f"bridge: {n} step{'' if n == 1 else 's'}"
     if summary.get("failed"):
-        codes = ", ".join(f"exit {c}" for c in summary.get("failed_exit_codes", []))
-        text += f" ({summary['failed']} failed: {codes})"
+        text += f" ({failures(summary.get('failed_exit_codes', []))})"
     if "kept" in summary:
         text += f", {summary['kept']} kept as messages"
     if summary.get("unobserved"):
