@@ -18,10 +18,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-# replay_check reads the sources (and puts the checkout's package on sys.path when it is not installed).
-from replay_check import Entry, explain, planner_replay, read_sources, redact
+try:
+    from native_bridge.inspect import explain
+except ImportError:  # run from a checkout whose package is not installed
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "addons"))
+    from native_bridge.inspect import explain
+from native_bridge.inspect.replay import Entry, read_sources
+from native_bridge.inspect.replay import planner as planner_replay
+from native_bridge.records import redact
 
 HEADERS = ("time", "flow", "request", "status", "items", "steps", "failed (exit)", "kept", "unobserved")
 
