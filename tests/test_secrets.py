@@ -408,6 +408,16 @@ SCRIPTS = {
     "support/histories/bundled/chat_session.py": "the bundled synthetic session; writes nothing",
     "support/histories/bundled/anthropic_session.py": "the bundled synthetic session; writes nothing",
     "support/histories/bundled/responses_session.py": "the bundled synthetic session; writes nothing",
+    "support/demo/__init__.py": "the demo's parts, described; runs nothing",
+    "support/demo/inputs.py": "the demo's inputs: the bundled session, the gateway's captures (a planted fake key) "
+    "and the probe's synthetic text; prints nothing",
+    "support/demo/table.py": "formats the demo's tables; prints nothing",
+    "support/demo/chat.py": "the demo's chat-hop tables, returned to demo.py (tested with planted secrets): counts, "
+    "exit codes, commands through redact.text, the record's accounting (records are redacted)",
+    "support/demo/h2_client.py": "one gRPC call on loopback, its reply returned; prints nothing",
+    "support/demo/planner.py": "sends the gateway's captures (a planted fake key) through the planner hop; its table "
+    "shows counts, exit codes and commands through redact.text, never Metadata",
+    "support/demo/probe.py": "sends a synthetic probe (no credentials) through both hops; returns exit codes",
 }
 
 
