@@ -17,14 +17,14 @@ from .entry import Entry
 
 def compare(entry: Entry, config: Config) -> list[str]:
     """What would change for this entry under the current core; empty when nothing would."""
-    if entry.native is not None:
-        return planner_replay.recheck(entry.native.case, entry.native.evidence(entry.time, config))
+    if entry.planner is not None:
+        return planner_replay.recheck(entry.planner.case, entry.planner.evidence(entry.time, config))
     return chat.recheck(entry, config)
 
 
 def describe(entry: Entry) -> str:
-    if entry.native is not None:
-        return planner_replay.describe(entry.native.case)
+    if entry.planner is not None:
+        return planner_replay.describe(entry.planner.case)
     return chat.describe(entry)
 
 

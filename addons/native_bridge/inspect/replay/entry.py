@@ -38,7 +38,7 @@ class Entry:
     client_hint: str | None = None  # the User-Agent the addon passed to the core (it names the client)
     context: list[dict[str, Any]] | None = None  # a WebSocket frame's server-held calls (chat_hop/websocket.py)
 
-    native: NativeItem | None = None  # a planner-hop (native) send: re-checked by planner.py
+    planner: PlannerSend | None = None  # a planner-hop send: re-checked by planner.py
 
     @property
     def path(self) -> str:
@@ -46,7 +46,7 @@ class Entry:
 
 
 @dataclass(slots=True)
-class NativeItem:
+class PlannerSend:
     """A SendUserCascadeMessage the planner hop saw, and the chat requests of the same sources."""
 
     case: planner_replay.PlannerCase
@@ -83,5 +83,5 @@ def planner_entry(case: planner_replay.PlannerCase, rec: dict[str, Any], source:
         conversation=f"cascade {case.cascade_id}" if case.cascade_id else None,
         summary={"steps_in": case.steps_in, "steps_out": case.steps_out, "delta_start": case.delta_start},
         redacted=case.redacted,
-        native=NativeItem(case),
+        planner=PlannerSend(case),
     )

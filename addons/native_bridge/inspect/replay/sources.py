@@ -179,12 +179,12 @@ def read_sources(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
         else:
             got = list(read_records(path))
         for entry in got:
-            key = (entry.flow_id, entry.method, entry.native is not None)  # a WebSocket frame: "WS #i"
+            key = (entry.flow_id, entry.method, entry.planner is not None)  # a WebSocket frame: "WS #i"
             if key not in seen:
                 seen.add(key)
                 entries.append(entry)
-    chats = [e for e in entries if e.native is None]
+    chats = [e for e in entries if e.planner is None]
     for e in entries:
-        if e.native is not None:
-            e.native.chats = chats  # the chat hop's evidence: requests captured before the send
+        if e.planner is not None:
+            e.planner.chats = chats  # the chat hop's evidence: requests captured before the send
     return entries, unseen
