@@ -18,18 +18,22 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-# replay_check reads the sources (and puts the checkout's package on sys.path when it is not installed).
-from replay_check import Entry, explain, planner_replay, read_sources, redact
+try:
+    from native_bridge.inspect import explain
+except ImportError:  # run from a checkout whose package is not installed
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "addons"))
+    from native_bridge.inspect import explain
+from native_bridge.inspect.replay import Entry, read_sources
+from native_bridge.inspect.replay import planner as planner_replay
+from native_bridge.records import redact
 
 HEADERS = ("time", "flow", "request", "status", "items", "steps", "failed (exit)", "kept", "unobserved")
 
 
 def planner_row(e: Entry) -> tuple[str, ...]:
     """A planner-hop send: steps the gateway sent -> steps the language server got, and what changed."""
-    assert e.native is not None
-    case = e.native.case
+    assert e.planner is not None
+    case = e.planner.case
     clock = e.time[11:19] if len(e.time) >= 19 else e.time
     method = e.path.rsplit("/", 1)[-1]
     if case.status != "corrected":
@@ -45,7 +49,7 @@ def planner_row(e: Entry) -> tuple[str, ...]:
 
 
 def row(e: Entry) -> tuple[str, ...]:
-    if e.native is not None:
+    if e.planner is not None:
         return planner_row(e)
     before = explain.load_json(e.before)
     _, items_before = explain.history_items(before, e.dialect)
@@ -77,7 +81,7 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str] = HEADERS, inden
 
 def planner_totals(entries: Sequence[Entry]) -> str:
     """The planner hop's sends, counted by cascade."""
-    cases = [e.native.case for e in entries if e.native is not None]
+    cases = [e.planner.case for e in entries if e.planner is not None]
     cascades = {c.cascade_id for c in cases}
     corrected = [c for c in cases if c.status == "corrected"]
     actions: dict[str, int] = defaultdict(int)
@@ -94,7 +98,7 @@ def planner_totals(entries: Sequence[Entry]) -> str:
 
 
 def totals(entries: Sequence[Entry]) -> str:
-    entries = [e for e in entries if e.native is None]  # native sends: planner_totals
+    entries = [e for e in entries if e.planner is None]  # planner-hop sends: planner_totals
     rewritten = [e for e in entries if e.status == "rewritten"]
     steps = sum(len(e.steps) for e in rewritten)
     failed = sum(len(e.summary.get("failed_exit_codes") or []) for e in rewritten)
@@ -121,9 +125,9 @@ def render(entries: Sequence[Entry], unseen: Sequence[str] = ()) -> str:
         out.append("")
     if unseen:
         out.append(f"{len(unseen)} flows not seen by the bridge (not listed)")
-    if any(e.native is None for e in entries):
+    if any(e.planner is None for e in entries):
         out.append(totals(entries))
-    if any(e.native is not None for e in entries):
+    if any(e.planner is not None for e in entries):
         out.append(planner_totals(entries))
     return "\n".join(out)
 

@@ -112,7 +112,7 @@ def test_the_planner_types_setting_reaches_the_correction(planner, types):
 def test_recheck_runs_a_planner_flow_again_under_its_own_types_setting(planner):
     """replay_check re-runs a flow corrected with bridge_planner_types=keep under keep: no new
     'type' change appears, from the flow or from its record."""
-    from native_bridge.inspect import replay as planner_replay
+    from native_bridge.inspect.replay import planner as planner_replay
 
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_types="keep")
@@ -233,9 +233,9 @@ def test_a_request_corrected_upstream_is_left_alone(planner):
 
 
 def test_recheck_runs_a_planner_flow_again_under_its_own_setting(planner):
-    """replay_check's core (inspect/replay.py): the flow's backup corrected again, with the
+    """replay_check's core (inspect/replay/planner.py): the flow's backup corrected again, with the
     recorded ledger prefix and bridge_planner_client, equals what was sent; a record too."""
-    from native_bridge.inspect import replay as planner_replay
+    from native_bridge.inspect.replay import planner as planner_replay
 
     pb, tctx = planner
     tctx.configure(pb, bridge_planner_client="claude-code")
@@ -404,14 +404,14 @@ def test_an_itemless_resend_of_delivered_steps_goes_as_it_came(planner):
     assert len(pb.state.store.delivered("cascade-1")) == 2, "the ledger is not shortened"
     rec = records.to_record(record_job(again))
     assert "neither items nor steps" in rec["reason"]
-    from native_bridge.inspect import replay as planner_replay
+    from native_bridge.inspect.replay import planner as planner_replay
 
     assert planner_replay.recheck(planner_replay.from_flow(again)) == []
     assert planner_replay.recheck(planner_replay.from_record(rec)) == []
 
 
 def test_recheck_of_replay_and_interaction_flows(planner):
-    from native_bridge.inspect import replay as planner_replay
+    from native_bridge.inspect.replay import planner as planner_replay
 
     kit = _kit()
     pb, _ = planner

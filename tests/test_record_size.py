@@ -19,6 +19,7 @@ from mitmproxy import exceptions, hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect import explain
+from native_bridge.inspect.replay import sources as replay_sources
 from native_bridge.records import writer as records
 from native_bridge.records.writer import Limits, Recorder, RecordJob, parse_age, parse_size
 from steps import gone
@@ -179,9 +180,9 @@ def as_version_2(rec: dict) -> dict:
 
 
 def read_back(rec: dict) -> tuple:
-    """What the readers get from a record: explain (mitmweb, bridge.explain) and replay_check's entry."""
+    """What the readers get from a record: explain (mitmweb, bridge.explain) and offline replay's entry."""
     ex = explain.explain_record(rec)
-    entry = replay_check.entry_from_record(rec, "r")
+    entry = replay_sources.entry_from_record(rec, "r")
     return (
         explain.steps_text(ex),
         explain.diff_text(ex),

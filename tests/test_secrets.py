@@ -408,6 +408,25 @@ SCRIPTS = {
     "support/histories/bundled/chat_session.py": "the bundled synthetic session; writes nothing",
     "support/histories/bundled/anthropic_session.py": "the bundled synthetic session; writes nothing",
     "support/histories/bundled/responses_session.py": "the bundled synthetic session; writes nothing",
+    "support/demo/__init__.py": "the demo's parts, described; runs nothing",
+    "support/demo/inputs.py": "the demo's inputs: the bundled session, the gateway's captures (a planted fake key) "
+    "and the probe's synthetic text; prints nothing",
+    "support/demo/table.py": "formats the demo's tables; prints nothing",
+    "support/demo/chat.py": "the demo's chat-hop tables, returned to demo.py (tested with planted secrets): counts, "
+    "exit codes, commands through redact.text, the record's accounting (records are redacted)",
+    "support/demo/h2_client.py": "one gRPC call on loopback, its reply returned; prints nothing",
+    "support/demo/planner.py": "sends the gateway's captures (a planted fake key) through the planner hop; its table "
+    "shows counts, exit codes and commands through redact.text, never Metadata",
+    "support/demo/probe.py": "sends a synthetic probe (no credentials) through both hops; returns exit codes",
+    "support/real_gateway/__init__.py": "real_gateway.py's parts, described and named for the tests; runs nothing",
+    "support/real_gateway/config.py": "the run's settings: the gateway's client key and its language-server key "
+    "(the fixtures' planted fakes); probes unshare; prints nothing",
+    "support/real_gateway/state.py": "writes the shim's and the stand-in language server's settings (paths, no key); "
+    "names the files that hold the gateway's planted key, never the key",
+    "support/real_gateway/namespace.py": "starts the gateway (its fake keys in its environment only) and the chat "
+    "hop's mitmdump (output to the --state folder's logs); posts the fixture turns; prints nothing",
+    "support/real_gateway/report.py": "prints each step's kind, status, command line and exit code, never Metadata; "
+    "out/summary.json holds the decoded steps (the planner side, as real_gateway.py above)",
 }
 
 

@@ -7,6 +7,8 @@ find it next to themselves, the tests through pytest's ``pythonpath`` (pyproject
   spawns its language server and sends that translation over gRPC), ``mitmdump`` (a real
   mitmdump with the bridge);
 - the rules every script follows: ``cli`` (its entry point), ``lifetime`` (its children end with it).
+- the scripts' own parts: ``demo`` (the loopback demo's inputs, reports and probes),
+  ``real_gateway`` (the real-gateway run's settings, state directory, namespace side and report).
 - the shared store's infrastructure, for the tests: ``redis_server`` (a real redis-server: a free
   port, a random password, TLS with a throwaway CA from ``certs``; pause, restart), ``hosts`` (real
   hosts as network namespaces on a private switch), ``launcher`` (children forked from one

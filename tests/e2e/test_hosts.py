@@ -46,13 +46,12 @@ from typing import Any, NoReturn
 
 import procs
 import pytest
-import real_gateway
 from native_bridge.cascade import parse_request
 from native_bridge.cascade.ledger import DIGEST_SIZE
 from realgateway import FAKE_LS, FIXTURES, ROOT, SHIM, captured_messages, commands, read_captures
 from support import hosts as hosts_support
+from support import real_gateway, standin_gateway
 from support import redis_server as redis_support
-from support import standin_gateway
 from support.histories.anthropic import text, tool_result, tool_use
 from support.hosts import Host, Hosts
 from support.mitmdump import Mitmdump

@@ -29,10 +29,10 @@ from typing import Any
 
 import procs
 import pytest
-import real_gateway
 from native_bridge.cascade import fields, parse_request, to_json
 from native_bridge.cascade.wire import value
 from realgateway import FIXTURES, PLANTED_KEY, ROOT, captured_messages, commands, message_of, read_captures
+from support import real_gateway
 
 pytestmark = pytest.mark.e2e
 

@@ -22,17 +22,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cascade.calls import CALLS, SEND, Call
-from ..cascade.correct import PlannerResult, correct_request, read_body
-from ..cascade.ledger import step_digest
-from ..cascade.steps import to_json
-from ..chat_hop.jobs import observed
-from ..core.pipeline import Config, rewrite
-from ..records import redact
-from ..records.planner import DIALECT, call_of_flow, original_raw
-from ..runtime import META
-from ..runtime.store import MemoryStore, Observation, StoreEvidence
-from . import explain
+from ...cascade.calls import CALLS, SEND, Call
+from ...cascade.correct import PlannerResult, correct_request, read_body
+from ...cascade.ledger import step_digest
+from ...cascade.steps import to_json
+from ...chat_hop.jobs import observed
+from ...core.pipeline import Config, rewrite
+from ...records import redact
+from ...records.planner import DIALECT, call_of_flow, original_raw
+from ...runtime import META
+from ...runtime.store import MemoryStore, Observation, StoreEvidence
+from .. import explain
 
 __all__ = ["DIALECT", "PlannerCase", "evidence", "from_flow", "from_record", "observations_of", "recheck"]
 
