@@ -16,7 +16,7 @@ import orjson
 import pytest
 import replay_check
 from mitmproxy import exceptions, hooks
-from mitmproxy.test import taddons, tflow
+from mitmproxy.test import taddons, tflow, tutils
 from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.inspect import explain
 from native_bridge.inspect.replay import sources as replay_sources
@@ -171,7 +171,11 @@ async def bridged(nb: ChatHop, f) -> None:
         await pending
     await gone()  # gone upstream: the reading has begun
     await asyncio.gather(*nb.readings())
-    await gone()  # the verdict and record are made once the request went upstream (later.py)
+    await gone()  # the verdict is made once the request went upstream (later.py)
+    f.response = tutils.tresp()  # the reply: the turn is over, and its record is written
+    nb.responseheaders(f)
+    nb.response(f)
+    await gone()
 
 
 def as_version_2(rec: dict) -> dict:

@@ -164,6 +164,44 @@ def test_one_file_per_submitted_job(recorder, tmp_path):
     assert recorder.written == 5
 
 
+def test_a_held_job_is_written_only_once_released(recorder, tmp_path):
+    """A record held until its flow's reply has reached the client (the chat hop releases it
+    then): its rendering and writing never share the CPU with the turn it describes."""
+    recorder.submit(job("held-1"), held=True)
+    recorder.submit(job("at-once"))
+    assert recorder.flush(timeout=10)
+    [name] = files(tmp_path / "records")
+    assert json.loads((tmp_path / "records" / name).read_text())["flow_id"] == "at-once"
+    recorder.release("held-1")
+    recorder.release("held-1")  # twice, or a flow never held: nothing more
+    recorder.release("never-held")
+    assert recorder.flush(timeout=10)
+    seen = sorted(json.loads((tmp_path / "records" / n).read_text())["flow_id"] for n in files(tmp_path / "records"))
+    assert seen == ["at-once", "held-1"]
+    assert recorder.written == 2
+
+
+def test_held_jobs_are_written_at_close(tmp_path):
+    rec = Recorder(str(tmp_path / "records"))
+    rec.submit(job("held-1"), held=True)
+    rec.submit(job("held-2"), held=True)
+    rec.close(timeout=10)
+    assert len(files(tmp_path / "records")) == 2
+    assert rec.written == 2 and rec.lost == 0
+
+
+def test_a_second_hold_for_the_same_flow_writes_the_first(recorder, tmp_path):
+    """A flow id held again (a replayed flow object) never loses the record held before."""
+    recorder.submit(job("same", status="unchanged"), held=True)
+    recorder.submit(job("same", status="rewritten", timestamp=TS + 1), held=True)
+    assert recorder.flush(timeout=10)
+    assert len(files(tmp_path / "records")) == 1
+    recorder.release("same")
+    assert recorder.flush(timeout=10)
+    statuses = sorted(json.loads((tmp_path / "records" / n).read_text())["status"] for n in files(tmp_path / "records"))
+    assert statuses == ["rewritten", "unchanged"]
+
+
 def test_file_mode_0600_and_directory_created_0700(tmp_path):
     directory = tmp_path / "deep" / "records"
     rec = Recorder(str(directory))

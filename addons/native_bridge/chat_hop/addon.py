@@ -17,7 +17,7 @@ from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_di
 from ..runtime import META
 from ..runtime.dispatch import Dispatch
 from ..runtime.h2c import H2CListener, is_planner
-from ..runtime.later import Original, back_up, deferrable, keeps_backups, original
+from ..runtime.later import Original, after_forward, back_up, deferrable, keeps_backups, original, turn_running
 from ..runtime.state import BridgeState
 from ..runtime.store import Store
 from . import websocket
@@ -354,11 +354,21 @@ class ChatHop:
         copy = self._tees.pop(flow.id, None)
         if copy is not None and flow.response is not None:
             flow.response.raw_content = bytes(copy)  # the reply as streamed, for mitmweb and -w files
+        self._turn_over(flow)
 
     def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         self._tees.pop(flow.id, None)
         reading = self.state.readings.get(flow.id)
-        return self._after(reading, lambda: None) if reading is not None else None
+        if reading is not None:  # its verdict, and so its record, comes with the reading
+            return self._after(reading, lambda: self._turn_over(flow))
+        self._turn_over(flow)
+        return None
+
+    def _turn_over(self, flow: http.HTTPFlow) -> None:
+        """The record held since the verdict (account) goes to the writer once the reply is out."""
+        if self.recorder is not None and META in flow.metadata:  # a flow the hop bridged
+            recorder, flow_id = self.recorder, flow.id
+            after_forward(lambda: recorder.release(flow_id))
 
     def run(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Bridge one selected flow; the dispatch decides where and when (runtime/dispatch.py):
@@ -377,7 +387,8 @@ class ChatHop:
             before = raw if raw is not None else flow.request.raw_content
             # Not rewritten, not recorded: its size and conversation, not 40 MB of it.
             omit = out.status == "skipped" and not self.record_limits.skipped_bodies
-            self.recorder.submit(record_job(flow, out, before, flow.comment, omit_before=omit))
+            # Rendered once the turn is over (its reply written out): not on the turn's CPU.
+            self.recorder.submit(record_job(flow, out, before, flow.comment, omit_before=omit), held=turn_running(flow))
 
 
 class _Request:

@@ -286,13 +286,26 @@ class Recorder:
         self._lock = threading.Lock()
         self._pending = 0
         self._idle = threading.Condition(self._lock)
+        # Jobs whose flow's reply has not reached the client yet, by flow id (submit(held=True)).
+        self._held: dict[str, RecordJob] = {}
 
     @property
     def lost(self) -> int:
         """Records that never reached the disk: failed writes and records dropped under back-pressure."""
         return self.failed + self.dropped
 
-    def submit(self, job: RecordJob) -> None:
+    def submit(self, job: RecordJob, *, held: bool = False) -> None:
+        """Queue ``job`` for writing. ``held``: not before :meth:`release` names its flow (its reply
+        has reached the client) or :meth:`close`: rendering it is CPU the worker process would
+        otherwise take from the very turn the record describes (on two cores, that turn's own
+        client, upstream and proxy share them)."""
+        if held:
+            with self._lock:
+                before = self._held.get(job.flow_id)
+                self._held[job.flow_id] = job
+            if before is None:
+                return
+            job = before  # a flow id held again (a replayed flow object): the one before is written now
         if self.limits.max_record:
             job.max_record = self.limits.max_record
         size = _size(job)
@@ -316,8 +329,15 @@ class Recorder:
                 f"(over {self.max_pending_bytes} bytes pending); dropping records until the writer catches up"
             )
 
+    def release(self, flow_id: str) -> None:
+        """Queue the job held for ``flow_id``, if any: its turn is over."""
+        with self._lock:
+            job = self._held.pop(flow_id, None)
+        if job is not None:
+            self.submit(job)
+
     def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until every submitted record is written (or failed)."""
+        """Wait until every submitted record is written (or failed); held ones wait for their release."""
         deadline = time.monotonic() + timeout
         with self._idle:
             while self._pending:
@@ -328,6 +348,10 @@ class Recorder:
         return True
 
     def close(self, timeout: float = 10.0) -> None:
+        with self._lock:
+            held, self._held = list(self._held.values()), {}
+        for job in held:  # turns still running at shutdown: recorded as they stand
+            self.submit(job)
         with self._lock:
             pending = self._pending
         if pending:

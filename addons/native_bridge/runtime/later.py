@@ -23,6 +23,14 @@ def deferrable(flow: http.HTTPFlow) -> bool:
     return flow.live and flow.response is None
 
 
+def turn_running(flow: http.HTTPFlow) -> bool:
+    """Whether ``flow``'s turn is still running: a live flow with neither a reply nor a failure,
+    on the proxy's loop. Its record is held until then (Recorder.submit(held=True); the chat hop
+    releases it with :func:`after_forward` from its ``response`` or ``error`` hook, so once the
+    reply is out). Without a running loop (a test calling a hook directly), as after_forward: at once."""
+    return deferrable(flow) and flow.error is None and running_loop() is not None
+
+
 def running_loop() -> asyncio.AbstractEventLoop | None:
     """The proxy's event loop; None when a test calls a hook directly."""
     try:
@@ -32,7 +40,8 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def after_forward(work: Callable[[], None], loop: asyncio.AbstractEventLoop | None = None) -> None:
-    """Run ``work`` once the current hook has returned and mitmproxy has written the request out.
+    """Run ``work`` once the current hook has returned and mitmproxy has written the request out
+    (from a ``response`` hook: the reply, to the client).
 
     mitmdump runs a hook in an eager task, inside the event that completed the request, with
     that connection's lock held; the task writes the request once it has the lock again, in
