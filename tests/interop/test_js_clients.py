@@ -51,8 +51,9 @@ def test_every_call_answered_and_recorded(runs: Callable[[str], JsRunCache], key
     [pytest.param(k, *case.values, marks=_installed(k), id=f"{k}-{case.id}") for k in DRIVERS for case in cases(k)],
 )
 def test_truth(runs: Callable[[str], JsRunCache], key: str, sid: str, index: int) -> None:
-    problems = runs(key).check(sid, index)
-    assert not problems, "\n".join(problems)
+    cache = runs(key)
+    problems = cache.check(sid, index)
+    assert not problems, f"{cache.driver.name} {cache.driver.version}: " + "\n".join(problems)
 
 
 @_installed("continue-cli")

@@ -43,5 +43,6 @@ def test_truth(runs: RunCache, variant: str, sid: str, index: int) -> None:
     run, cap, expect = runs.case(variant, sid, index)
     problems = check(run, cap, expect)
     assert not problems, (
-        f"expected [{expect}] for {json.dumps(cap.call.arguments or cap.call.raw_input)}:\n" + "\n".join(problems)
+        f"{run.client} {run.version}: expected [{expect}] for {json.dumps(cap.call.arguments or cap.call.raw_input)}:\n"
+        + "\n".join(problems)
     )
