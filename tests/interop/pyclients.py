@@ -408,6 +408,72 @@ class OpenHandsResponses(OpenHands):
     dialect = "responses"
 
 
+# ---- gptme ---------------------------------------------------------------------------------------
+class Gptme(PyDriver):
+    """``gptme -n --tool-format tool`` (non-interactive, native tool calls) with the ``local``
+    provider: the OpenAI SDK at ``OPENAI_BASE_URL`` (Chat Completions), its default tool set. Its
+    shell result is ``Ran command: `cmd``` then the output blocks, then ``Return code: N`` when N
+    is not 0 (gptme/tools/shell.py ``_format_shell_output``): a success states no number, only
+    the header (the core reads it as gptme's frame)."""
+
+    name = "gptme"
+    dialect = "chat"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {
+            **_venv_env(self.entry, super().env(home, base_url)),
+            "OPENAI_API_KEY": "sk-interop-dummy",
+            "OPENAI_BASE_URL": f"{base_url}/v1",
+            "GPTME_CHECK_UPDATES": "false",
+            "GPTME_TIKTOKEN_TIMEOUT": "0",  # no tokenizer download (it would wait on every count)
+            "GPTME_SHELL_TIMEOUT": str(getattr(self, "_shell_timeout", 60)),
+        }
+
+    def prepare(self, scenario: Scenario) -> None:
+        self._shell_timeout = 2 if scenario.id == "timeout" else 60
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        return [
+            self.bin,
+            "-n",
+            "--tool-format",
+            "tool",
+            "--no-stream",
+            "-m",
+            "local/fake-model",
+            "-w",
+            str(ws),
+            "--name",
+            "interop",
+            prompt,
+        ]
+
+    def scenarios(self, ws: Path | None = None) -> list[Scenario]:
+        def shell(cmd: str) -> ToolCall:
+            return ToolCall("shell", {"command": cmd})
+
+        def patch(path: str, old: str, new: str) -> ToolCall:
+            text = f"<<<<<<< ORIGINAL\n{old}\n=======\n{new}\n>>>>>>> UPDATED\n"
+            return ToolCall("patch", {"path": path, "patch": text})
+
+        return [
+            shell_scenario(shell),
+            # GPTME_SHELL_TIMEOUT=2 here: "Command timed out (after 2.0s)", no return code
+            Scenario("timeout", (shell("sleep 30"),), (shell_truth(None),), 120.0),
+            # Its default tool set has no read tool (read is opt-in): it reads with the shell.
+            Scenario(
+                "files",
+                (
+                    shell(f"cat {MISSING}"),
+                    shell(f"cat {HELLO}"),
+                    patch(HELLO, "NOT_THERE_AT_ALL", "replacement"),
+                    patch(HELLO, "second line", "second line, edited"),
+                ),
+                (shell_truth(1), shell_truth(0), Outcome("edit", None, False), Outcome("edit", None, True)),
+            ),
+        ]
+
+
 PY_DRIVERS: dict[str, type[Driver]] = {
     "mini-swe-agent": MiniSweAgent,
     "mini-swe-agent-responses": MiniSweAgentResponses,
@@ -418,6 +484,7 @@ PY_DRIVERS: dict[str, type[Driver]] = {
     "openai-agents-local-shell": OpenAIAgentsLocalShell,
     "openhands": OpenHands,
     "openhands-responses": OpenHandsResponses,
+    "gptme": Gptme,
 }
 
 
