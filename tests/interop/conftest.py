@@ -30,7 +30,8 @@ def client_of(item: pytest.Item) -> str | None:
     if params.get("variant") in PY_DRIVERS:
         return PY_DRIVERS[params["variant"]].name
     names = {d.name for d in (*DRIVERS.values(), *PY_DRIVERS.values())}
-    return next((n for n in sorted(names, key=len, reverse=True) if n.replace("-", "_") in item.name), None)
+    words = f"_{item.originalname}_"
+    return next((n for n in sorted(names, key=len, reverse=True) if f"_{n.replace('-', '_')}_" in words), None)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -625,3 +625,60 @@ class ClineCli(Driver):
 
 
 DRIVERS["cline"] = ClineCli
+
+
+# ---- pi (@mariozechner/pi-coding-agent) ------------------------------------------------------------------
+class Pi(Driver):
+    """``pi -p --no-session`` with a provider of its own in ``$PI_CODING_AGENT_DIR/models.json``
+    (``openai-completions``: Chat Completions at the proxy). Its tools: read, bash, edit, write. A
+    successful command is its bare output; a failed one throws ``<output>\\n\\nCommand exited with
+    code N`` (or ``Command timed out after N seconds``, ``Command aborted``), which reaches the model
+    as the tool result's text (dist/core/tools/bash.js)."""
+
+    name = "pi"
+    dialect = "chat"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {
+            **super().env(home, base_url),
+            "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+        }
+
+    def configure(self, home: Path, ws: Path, base_url: str) -> None:
+        d = home / ".pi" / "agent"
+        d.mkdir(parents=True, exist_ok=True)
+        provider = {
+            "baseUrl": f"{base_url}/v1",
+            "api": "openai-completions",
+            "apiKey": "sk-interop-dummy",
+            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+            "models": [{"id": "fake-model"}],
+        }
+        (d / "models.json").write_text(json.dumps({"providers": {"fake": provider}}))
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        return [self.bin, "-p", "--no-session", "--offline", "--model", "fake/fake-model", prompt]
+
+    def states_status(self, result: Any, truth: Outcome) -> bool:
+        # A failure states its code or its kill; a success (and its read) is the bare output.
+        text = json.dumps(result)
+        return "Command exited with code " in text or "Command timed out after " in text
+
+    def scenarios(self) -> list[Scenario]:
+        def bash(cmd: str, **kw: Any) -> ToolCall:
+            return ToolCall("bash", {"command": cmd, **kw})
+
+        return [
+            shell_scenario(bash),
+            Scenario("timeout", (bash("sleep 20", timeout=1), bash(SELF_KILL)), (KILLED, KILLED)),
+            files_scenario(
+                lambda p: ToolCall("read", {"path": p}),
+                lambda p, old, new: ToolCall("edit", {"path": p, "oldText": old, "newText": new}),
+            ),
+        ]
+
+
+DRIVERS["pi"] = Pi

@@ -1,5 +1,5 @@
 """The Python agents of the interop suite (PyPI, each in its own venv): the OpenAI Agents SDK,
-the OpenHands SDK and mini-swe-agent. How each is driven, and the ground truth of every call.
+the OpenHands SDK, mini-swe-agent, gptme and Kimi CLI. How each is driven, and the ground truth of every call.
 
 A Python client is a library, not a CLI (mini-swe-agent's ``mini`` is both): the SDKs run a
 small driver script (``pyclient_<client>.py`` beside this file) under the client's own
@@ -474,6 +474,66 @@ class Gptme(PyDriver):
         ]
 
 
+# ---- Kimi CLI ------------------------------------------------------------------------------------
+class KimiCli(PyDriver):
+    """``kimi --print --yolo`` with a provider of type ``openai_legacy`` (Chat Completions at the
+    proxy) in the run's own ``config.toml``. Its shell tool is ``Shell`` (``Bash`` before 0.57); the
+    result's first part is a ``<system>`` message: ``Command executed successfully.``, ``ERROR:
+    Command failed with exit code: N.``, ``ERROR: Command killed by timeout (Ns)``
+    (kimi_cli/tools/shell/__init__.py). 1.51.0 is its last working release: 1.52.0 (the final one)
+    only prints that the package is no longer maintained."""
+
+    name = "kimi-cli"
+    dialect = "chat"
+
+    def configure(self, home: Path, ws: Path, base_url: str) -> None:
+        d = home / ".kimi"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "config.toml").write_text(
+            'default_model = "fake"\n'
+            "[providers.fake]\n"
+            'type = "openai_legacy"\n'
+            f'base_url = "{base_url}/v1"\n'
+            'api_key = "sk-interop-dummy"\n'
+            "[models.fake]\n"
+            'provider = "fake"\n'
+            'model = "fake-model"\n'
+            "max_context_size = 128000\n"
+        )
+        self._config = d / "config.toml"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {**_venv_env(self.entry, super().env(home, base_url)), "KIMI_CLI_NO_AUTO_UPDATE": "1"}
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        config = getattr(self, "_config", ws.parent / "home" / ".kimi" / "config.toml")
+        return [self.bin, "--print", "--yolo", "-w", str(ws), "--config-file", str(config), "-p", prompt]
+
+    def scenarios(self, ws: Path | None = None) -> list[Scenario]:
+        def shell(cmd: str, **kw: Any) -> ToolCall:
+            return ToolCall("Shell", {"command": cmd, **kw})
+
+        return [
+            shell_scenario(shell),
+            Scenario("timeout", (shell("sleep 30", timeout=2),), (shell_truth(None),), 120.0),
+            Scenario(
+                "files",
+                (
+                    ToolCall("ReadFile", {"path": MISSING}),
+                    ToolCall("ReadFile", {"path": HELLO}),
+                    ToolCall("StrReplaceFile", {"path": HELLO, "edit": {"old": "NOT_THERE_AT_ALL", "new": "x"}}),
+                    ToolCall("StrReplaceFile", {"path": HELLO, "edit": {"old": "second line", "new": "edited"}}),
+                ),
+                (
+                    Outcome("read", None, False),
+                    Outcome("read", None, True),
+                    Outcome("edit", None, False),
+                    Outcome("edit", None, True),
+                ),
+            ),
+        ]
+
+
 PY_DRIVERS: dict[str, type[Driver]] = {
     "mini-swe-agent": MiniSweAgent,
     "mini-swe-agent-responses": MiniSweAgentResponses,
@@ -485,6 +545,7 @@ PY_DRIVERS: dict[str, type[Driver]] = {
     "openhands": OpenHands,
     "openhands-responses": OpenHandsResponses,
     "gptme": Gptme,
+    "kimi-cli": KimiCli,
 }
 
 

@@ -1,5 +1,5 @@
 """The JavaScript agent CLIs (jsclients.DRIVERS: Claude Code, Codex over HTTP+SSE and over
-WebSocket, Gemini CLI, Qwen Code, opencode, Kilo, Continue's CLI) through a real mitmdump with
+WebSocket, Gemini CLI, Qwen Code, opencode, Kilo, Continue's CLI, Cline's CLI, pi) through a real mitmdump with
 the bridge (rewrite mode): every scripted call's result must reach the planner as the exact
 truth (jsclients.py says how each client is driven and what each call's truth is). A client
 that is not installed is skipped (.venv/bin/python scripts/interop.py install)."""

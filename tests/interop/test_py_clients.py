@@ -1,5 +1,5 @@
 """The Python agent clients (pyclients.PY_DRIVERS: the OpenAI Agents SDK, OpenHands,
-mini-swe-agent) through a real mitmdump with the bridge: every scripted call's result must reach
+mini-swe-agent, gptme, Kimi CLI) through a real mitmdump with the bridge: every scripted call's result must reach
 the planner as the exact truth (pyclients.py says how each client is driven and what each
 expectation means). A client that is not installed is skipped (scripts/interop.py install)."""
 
