@@ -314,10 +314,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     rc = cmd_install(argparse.Namespace(client=None, latest=args.latest, held=args.held, strict=False))
     if rc:
         return rc
+    latest: dict[str, dict[str, object]] = json.loads(manifest_path(True).read_text()) if args.latest else {}
     if args.latest:
-        print("\n".join(pins_vs_latest(json.loads(manifest_path(True).read_text()))), flush=True)
+        print("\n".join(pins_vs_latest(latest)), flush=True)
     cmd = [sys.executable, "-m", "pytest", "-m", "interop", str(ROOT / "tests" / "interop"), *args.pytest_args]
-    return subprocess.run(cmd, cwd=ROOT, env=_suite_env(args.latest)).returncode
+    rc = subprocess.run(cmd, cwd=ROOT, env=_suite_env(args.latest)).returncode
+    # A newest release that does not install is news too: its tests skip, the job fails.
+    failed = {name: e["version"] for name, e in latest.items() if "error" in e}
+    if failed:
+        print(f"interop --latest: did not install: {', '.join(f'{n} {v}' for n, v in failed.items())}", flush=True)
+    return rc or (1 if failed else 0)
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
