@@ -63,13 +63,16 @@ def manifest() -> dict[str, Any]:
 def installed(client: str) -> dict[str, Any] | None:
     """The manifest entry of an installed client, or None."""
     entry = manifest().get(client)
-    if not entry or "error" in entry or not Path(entry.get("bin", "/nonexistent")).exists():
+    if not entry or "error" in entry or "bin" not in entry or not Path(entry["bin"]).exists():
         return None
     return entry
 
 
 def skip_reason(client: str) -> str:
     entry = manifest().get(client)
+    if entry and "held" in entry:
+        held = f"{client} {entry.get('version')} is held out of the default run (scripts/interop.py run --held)"
+        return f"{held}: {entry['held']}"
     if entry and "error" in entry:
         return f"{client} failed to install: {entry['error'][:300]}"
     return f"{client} is not installed (run: .venv/bin/python scripts/interop.py install; manifest {MANIFEST})"

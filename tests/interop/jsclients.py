@@ -562,3 +562,123 @@ class JsRunCache:
             return [f"the client never got to call #{index} (it made {len(run.captured)} calls)\n{run.describe()}"]
         cap = run.captured[index]
         return truth_failures(run, cap, self.driver.states_status(cap.result, cap.truth))
+
+
+# ---- Cline's CLI (cline, the SDK-based CLI since 3.0) -----------------------------------------------------
+class ClineCli(Driver):
+    """``cline --json <prompt>`` (act mode, auto-approve) with the ``openai-compatible`` provider that
+    ``cline auth`` writes into the run's own config directory (Chat Completions)."""
+
+    name = "cline"
+    dialect = "chat"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {**super().env(home, base_url), "CLINE_TELEMETRY_DISABLED": "1", "CLINE_DISABLE_AUTO_UPDATE": "1"}
+
+    def configure(self, home: Path, ws: Path, base_url: str) -> None:
+        import subprocess
+
+        out = subprocess.run(
+            [
+                self.bin,
+                "auth",
+                "-p",
+                "openai-compatible",
+                "-k",
+                "sk-interop-dummy",
+                "-m",
+                "fake-model",
+                "-b",
+                f"{base_url}/v1",
+            ],
+            cwd=ws,
+            env=self.env(home, base_url),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, f"cline auth failed: {out.stdout[-1000:]} {out.stderr[-1000:]}"
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        return [self.bin, "--json", "-c", str(ws), prompt]
+
+    def states_status(self, result: Any, truth: Outcome) -> bool:
+        # Every run_commands result states its status (``"success"``, ``[Command exited with code N]``).
+        # read_files and editor map to no step kind in the core's tool table (3.0.65): their pairs stay
+        # messages, a successful read too (that gap is reported, not hidden: a failed read or edit that
+        # became a step would still fail here).
+        return not (truth.kind == "read" and truth.ok)
+
+    def scenarios(self) -> list[Scenario]:
+        def run(cmd: str, **kw: Any) -> ToolCall:
+            return ToolCall("run_commands", {"commands": [cmd], **kw})
+
+        return [
+            shell_scenario(run),
+            Scenario("timeout", (run(SELF_KILL),), (KILLED,)),
+            files_scenario(
+                lambda p: ToolCall("read_files", {"files": [{"path": p}]}),
+                lambda p, old, new: ToolCall("editor", {"path": p, "old_text": old, "new_text": new}),
+            ),
+        ]
+
+
+DRIVERS["cline"] = ClineCli
+
+
+# ---- pi (@mariozechner/pi-coding-agent) ------------------------------------------------------------------
+class Pi(Driver):
+    """``pi -p --no-session`` with a provider of its own in ``$PI_CODING_AGENT_DIR/models.json``
+    (``openai-completions``: Chat Completions at the proxy). Its tools: read, bash, edit, write. A
+    successful command is its bare output; a failed one throws ``<output>\\n\\nCommand exited with
+    code N`` (or ``Command timed out after N seconds``, ``Command aborted``), which reaches the model
+    as the tool result's text (dist/core/tools/bash.js)."""
+
+    name = "pi"
+    dialect = "chat"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {
+            **super().env(home, base_url),
+            "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+        }
+
+    def configure(self, home: Path, ws: Path, base_url: str) -> None:
+        d = home / ".pi" / "agent"
+        d.mkdir(parents=True, exist_ok=True)
+        provider = {
+            "baseUrl": f"{base_url}/v1",
+            "api": "openai-completions",
+            "apiKey": "sk-interop-dummy",
+            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+            "models": [{"id": "fake-model"}],
+        }
+        (d / "models.json").write_text(json.dumps({"providers": {"fake": provider}}))
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        return [self.bin, "-p", "--no-session", "--offline", "--model", "fake/fake-model", prompt]
+
+    def states_status(self, result: Any, truth: Outcome) -> bool:
+        # A failure states its code or its kill; a success (and its read) is the bare output.
+        text = json.dumps(result)
+        return "Command exited with code " in text or "Command timed out after " in text
+
+    def scenarios(self) -> list[Scenario]:
+        def bash(cmd: str, **kw: Any) -> ToolCall:
+            return ToolCall("bash", {"command": cmd, **kw})
+
+        return [
+            shell_scenario(bash),
+            Scenario("timeout", (bash("sleep 20", timeout=1), bash(SELF_KILL)), (KILLED, KILLED)),
+            files_scenario(
+                lambda p: ToolCall("read", {"path": p}),
+                lambda p, old, new: ToolCall("edit", {"path": p, "oldText": old, "newText": new}),
+            ),
+        ]
+
+
+DRIVERS["pi"] = Pi

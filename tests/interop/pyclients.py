@@ -1,5 +1,5 @@
 """The Python agents of the interop suite (PyPI, each in its own venv): the OpenAI Agents SDK,
-the OpenHands SDK and mini-swe-agent. How each is driven, and the ground truth of every call.
+the OpenHands SDK, mini-swe-agent, gptme and Kimi CLI. How each is driven, and the ground truth of every call.
 
 A Python client is a library, not a CLI (mini-swe-agent's ``mini`` is both): the SDKs run a
 small driver script (``pyclient_<client>.py`` beside this file) under the client's own
@@ -408,6 +408,132 @@ class OpenHandsResponses(OpenHands):
     dialect = "responses"
 
 
+# ---- gptme ---------------------------------------------------------------------------------------
+class Gptme(PyDriver):
+    """``gptme -n --tool-format tool`` (non-interactive, native tool calls) with the ``local``
+    provider: the OpenAI SDK at ``OPENAI_BASE_URL`` (Chat Completions), its default tool set. Its
+    shell result is ``Ran command: `cmd``` then the output blocks, then ``Return code: N`` when N
+    is not 0 (gptme/tools/shell.py ``_format_shell_output``): a success states no number, only
+    the header (the core reads it as gptme's frame)."""
+
+    name = "gptme"
+    dialect = "chat"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {
+            **_venv_env(self.entry, super().env(home, base_url)),
+            "OPENAI_API_KEY": "sk-interop-dummy",
+            "OPENAI_BASE_URL": f"{base_url}/v1",
+            "GPTME_CHECK_UPDATES": "false",
+            "GPTME_TIKTOKEN_TIMEOUT": "0",  # no tokenizer download (it would wait on every count)
+            "GPTME_SHELL_TIMEOUT": str(getattr(self, "_shell_timeout", 60)),
+        }
+
+    def prepare(self, scenario: Scenario) -> None:
+        self._shell_timeout = 2 if scenario.id == "timeout" else 60
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        return [
+            self.bin,
+            "-n",
+            "--tool-format",
+            "tool",
+            "--no-stream",
+            "-m",
+            "local/fake-model",
+            "-w",
+            str(ws),
+            "--name",
+            "interop",
+            prompt,
+        ]
+
+    def scenarios(self, ws: Path | None = None) -> list[Scenario]:
+        def shell(cmd: str) -> ToolCall:
+            return ToolCall("shell", {"command": cmd})
+
+        def patch(path: str, old: str, new: str) -> ToolCall:
+            text = f"<<<<<<< ORIGINAL\n{old}\n=======\n{new}\n>>>>>>> UPDATED\n"
+            return ToolCall("patch", {"path": path, "patch": text})
+
+        return [
+            shell_scenario(shell),
+            # GPTME_SHELL_TIMEOUT=2 here: "Command timed out (after 2.0s)", no return code
+            Scenario("timeout", (shell("sleep 30"),), (shell_truth(None),), 120.0),
+            # Its default tool set has no read tool (read is opt-in): it reads with the shell.
+            Scenario(
+                "files",
+                (
+                    shell(f"cat {MISSING}"),
+                    shell(f"cat {HELLO}"),
+                    patch(HELLO, "NOT_THERE_AT_ALL", "replacement"),
+                    patch(HELLO, "second line", "second line, edited"),
+                ),
+                (shell_truth(1), shell_truth(0), Outcome("edit", None, False), Outcome("edit", None, True)),
+            ),
+        ]
+
+
+# ---- Kimi CLI ------------------------------------------------------------------------------------
+class KimiCli(PyDriver):
+    """``kimi --print --yolo`` with a provider of type ``openai_legacy`` (Chat Completions at the
+    proxy) in the run's own ``config.toml``. Its shell tool is ``Shell`` (``Bash`` before 0.57); the
+    result's first part is a ``<system>`` message: ``Command executed successfully.``, ``ERROR:
+    Command failed with exit code: N.``, ``ERROR: Command killed by timeout (Ns)``
+    (kimi_cli/tools/shell/__init__.py). 1.51.0 is its last working release: 1.52.0 (the final one)
+    only prints that the package is no longer maintained."""
+
+    name = "kimi-cli"
+    dialect = "chat"
+
+    def configure(self, home: Path, ws: Path, base_url: str) -> None:
+        d = home / ".kimi"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "config.toml").write_text(
+            'default_model = "fake"\n'
+            "[providers.fake]\n"
+            'type = "openai_legacy"\n'
+            f'base_url = "{base_url}/v1"\n'
+            'api_key = "sk-interop-dummy"\n'
+            "[models.fake]\n"
+            'provider = "fake"\n'
+            'model = "fake-model"\n'
+            "max_context_size = 128000\n"
+        )
+        self._config = d / "config.toml"
+
+    def env(self, home: Path, base_url: str) -> dict[str, str]:
+        return {**_venv_env(self.entry, super().env(home, base_url)), "KIMI_CLI_NO_AUTO_UPDATE": "1"}
+
+    def argv(self, prompt: str, ws: Path) -> list[str]:
+        config = getattr(self, "_config", ws.parent / "home" / ".kimi" / "config.toml")
+        return [self.bin, "--print", "--yolo", "-w", str(ws), "--config-file", str(config), "-p", prompt]
+
+    def scenarios(self, ws: Path | None = None) -> list[Scenario]:
+        def shell(cmd: str, **kw: Any) -> ToolCall:
+            return ToolCall("Shell", {"command": cmd, **kw})
+
+        return [
+            shell_scenario(shell),
+            Scenario("timeout", (shell("sleep 30", timeout=2),), (shell_truth(None),), 120.0),
+            Scenario(
+                "files",
+                (
+                    ToolCall("ReadFile", {"path": MISSING}),
+                    ToolCall("ReadFile", {"path": HELLO}),
+                    ToolCall("StrReplaceFile", {"path": HELLO, "edit": {"old": "NOT_THERE_AT_ALL", "new": "x"}}),
+                    ToolCall("StrReplaceFile", {"path": HELLO, "edit": {"old": "second line", "new": "edited"}}),
+                ),
+                (
+                    Outcome("read", None, False),
+                    Outcome("read", None, True),
+                    Outcome("edit", None, False),
+                    Outcome("edit", None, True),
+                ),
+            ),
+        ]
+
+
 PY_DRIVERS: dict[str, type[Driver]] = {
     "mini-swe-agent": MiniSweAgent,
     "mini-swe-agent-responses": MiniSweAgentResponses,
@@ -418,6 +544,8 @@ PY_DRIVERS: dict[str, type[Driver]] = {
     "openai-agents-local-shell": OpenAIAgentsLocalShell,
     "openhands": OpenHands,
     "openhands-responses": OpenHandsResponses,
+    "gptme": Gptme,
+    "kimi-cli": KimiCli,
 }
 
 

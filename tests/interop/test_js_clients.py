@@ -1,5 +1,5 @@
 """The JavaScript agent CLIs (jsclients.DRIVERS: Claude Code, Codex over HTTP+SSE and over
-WebSocket, Gemini CLI, Qwen Code, opencode, Kilo, Continue's CLI) through a real mitmdump with
+WebSocket, Gemini CLI, Qwen Code, opencode, Kilo, Continue's CLI, Cline's CLI, pi) through a real mitmdump with
 the bridge (rewrite mode): every scripted call's result must reach the planner as the exact
 truth (jsclients.py says how each client is driven and what each call's truth is). A client
 that is not installed is skipped (.venv/bin/python scripts/interop.py install)."""
@@ -51,8 +51,9 @@ def test_every_call_answered_and_recorded(runs: Callable[[str], JsRunCache], key
     [pytest.param(k, *case.values, marks=_installed(k), id=f"{k}-{case.id}") for k in DRIVERS for case in cases(k)],
 )
 def test_truth(runs: Callable[[str], JsRunCache], key: str, sid: str, index: int) -> None:
-    problems = runs(key).check(sid, index)
-    assert not problems, "\n".join(problems)
+    cache = runs(key)
+    problems = cache.check(sid, index)
+    assert not problems, f"{cache.driver.name} {cache.driver.version}: " + "\n".join(problems)
 
 
 @_installed("continue-cli")

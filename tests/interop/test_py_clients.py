@@ -1,5 +1,5 @@
 """The Python agent clients (pyclients.PY_DRIVERS: the OpenAI Agents SDK, OpenHands,
-mini-swe-agent) through a real mitmdump with the bridge: every scripted call's result must reach
+mini-swe-agent, gptme, Kimi CLI) through a real mitmdump with the bridge: every scripted call's result must reach
 the planner as the exact truth (pyclients.py says how each client is driven and what each
 expectation means). A client that is not installed is skipped (scripts/interop.py install)."""
 
@@ -43,5 +43,6 @@ def test_truth(runs: RunCache, variant: str, sid: str, index: int) -> None:
     run, cap, expect = runs.case(variant, sid, index)
     problems = check(run, cap, expect)
     assert not problems, (
-        f"expected [{expect}] for {json.dumps(cap.call.arguments or cap.call.raw_input)}:\n" + "\n".join(problems)
+        f"{run.client} {run.version}: expected [{expect}] for {json.dumps(cap.call.arguments or cap.call.raw_input)}:\n"
+        + "\n".join(problems)
     )
