@@ -63,6 +63,7 @@ from .rules.structures import (
 )
 from .rules.types import ANY, Rule, Verdict
 
+# mutation: failure-without-number-is-zero
 FAILED_WITHOUT_CODE = 1
 GENERIC = "(generic)"  # as a reader: the generic families alone, one of the readings for a client we cannot name
 
@@ -124,6 +125,7 @@ def _code(n: int, source: str) -> ExitStatus:
     """A stated exit code; one beyond int32 (the step's field) cannot be stated: absent, never 1."""
     code = _int32(n)
     if code is None:
+        # mutation: declined-number-becomes-1
         return ExitStatus(None, source, "declined")
     return ExitStatus(code, source, "code")
 
@@ -237,6 +239,7 @@ def _mini(returncode: int, exception_info: str, source: str) -> ExitStatus:
     return _code(returncode, source)
 
 
+# mutation: mini-swe-agent-frame-deleted
 def _mini_json(doc: dict[str, object]) -> ExitStatus | None:
     keys = set(doc)
     if "returncode" not in keys or not (keys <= MINI_KEYS or keys <= MINI_LONG_KEYS):
@@ -322,6 +325,7 @@ def _structured(t: _Text, client: str) -> ExitStatus | None:
     if isinstance(doc, dict):
         readers = (("codex-json", _codex_json), ("mini-swe-agent-json", _mini_json), ("json-exit-code", _generic_json))
         for name, read in readers:
+            # mutation: codex-json-for-any-client
             if _for(client, _STRUCTURED_CLIENTS[name]):
                 found = read(doc)
                 if found:
@@ -359,6 +363,7 @@ def _gemini_text(t: _Text) -> str:
     return text
 
 
+# mutation: gemini-frame-deleted
 def _gemini_frame(text: str) -> ExitStatus | None:
     """Gemini CLI / Qwen Code ``run_shell_command``: ``[Command: …][Directory: …]Output: …`` at the
     start, then ``Error:``, ``Exit Code:``, ``Signal:``, ``Background PIDs:``, ``Process Group PGID:``
@@ -382,6 +387,7 @@ def _gemini_frame(text: str) -> ExitStatus | None:
     code_text = frame.get("Exit Code", "(none)")
     signal = frame.get("Signal", "(none)")
     error = frame.get("Error", "(none)")
+    # mutation: gemini-signal-0-is-failure
     signalled = signal not in GEMINI_NONE and signal != "0"
     failed = signalled or error not in GEMINI_NONE
     if code_text not in GEMINI_NONE:
@@ -550,6 +556,7 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
             why = f"{flag}; {declined.source} is not {client}'s frame"
             return ExitStatus(None, why, "declined")
         return ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
+    # mutation: error-flag-precedence
     if found.code == 0 or found.verdict in ("success", "conflict"):
         return ExitStatus(None, f"{flag} against {found.source}", "conflict")
     return found

@@ -159,6 +159,7 @@ def _succeeded(result: ToolResult, kind: str, client: str | None) -> tuple[str, 
     if signals_failure(result, client):
         raise Refusal(f"{kind}: the tool failed and the step has no field to say so")
     found = evidence(result, kind, client)
+    # mutation: non-shell-without-evidence
     if found is None:
         who = f"client {client}" if client else "an unidentified client"
         raise Refusal(f"{kind}: no words of {who} say this succeeded (core/rules/CLIENTS.md: Success evidence)")
@@ -180,6 +181,7 @@ def _view_file_in(a: _Args) -> dict[str, Any]:
 
 
 def _view_file_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    # mutation: failed-read-stepped
     return {"content": _succeeded_text(r, "view_file", client)}
 
 
@@ -232,7 +234,9 @@ def _run_command_out(r: ToolResult, inputs: dict[str, Any], client: str | None =
     if status.verdict == "running":
         raise Refusal(f"run_command: the command was still running, no outcome yet ({status.source})")
     code = r.exit_code if r.exit_code is not None else status.code
+    # mutation: output-in-stdout
     out: dict[str, Any] = {"combined_output": {"full": _command_output(text)}}
+    # mutation: exit-code-zero
     if code is not None:
         out["exit_code"] = code
     return out
@@ -328,6 +332,7 @@ def _write_in(a: _Args) -> dict[str, Any]:
 def _write_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
     _, found = _succeeded(r, "write_to_file", client)
     # Whether the file was created only when the client's words say so (absent otherwise).
+    # mutation: file-created-guessed
     return {} if found.file_created is None else {"file_created": found.file_created}
 
 
