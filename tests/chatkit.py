@@ -8,9 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from native_bridge.core.builder import Plan, build
+from native_bridge._proto import cortex_pb2
+from native_bridge.core.builder import Plan, _pending_turn, build, decide
 from native_bridge.core.dialects import chat
+from native_bridge.core.encoder import encode_step
 from native_bridge.core.history import History
+from native_bridge.core.kinds import KINDS
+from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 from support.histories.chat import assistant, bash, body, call, raw, system, tool, user
 
 __all__ = [
@@ -18,6 +22,7 @@ __all__ = [
     "assistant",
     "bash",
     "body",
+    "build_pending",
     "call",
     "history",
     "plan",
@@ -100,3 +105,16 @@ def assert_valid_rewrite(out: list[Any], original: list[Any]) -> None:
     kept_calls = {_key(tc) for m in out if m.get("role") == "assistant" for tc in m.get("tool_calls") or []}
     lost_result = _answered_calls(original) & kept_calls - _answered_calls(out)
     assert not lost_result, f"kept call lost its tool message: {lost_result}"
+
+
+def build_pending(history: History) -> list[cortex_pb2.CortexTrajectoryStep]:
+    """The reuse build (truth rule 7's proof, kept here: no product code needs it): only the pending
+    round's steps, built on their own, which must equal ``build(h).steps[delta_start:]``."""
+    pending = _pending_turn(history)
+    if pending is None:
+        return []
+    return [
+        encode_step(KINDS[d.kind], d.inputs or {}, d.observed)
+        for d in decide(history, frozenset(KINDS), DEFAULT_TOOL_KINDS)
+        if d.kind is not None and d.call.turn >= pending
+    ]

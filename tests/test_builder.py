@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chatkit import assistant, bash, call, history, plan, tool, user
-from native_bridge.core.builder import Plan, build, build_pending
+from chatkit import assistant, bash, build_pending, call, history, plan, tool, user
+from native_bridge.core.builder import Plan, build
 from native_bridge.core.encoder import UnobservedCallError, encode_step, step_json
 from native_bridge.core.history import History, ToolCall, ToolResult
 from native_bridge.core.kinds import KINDS

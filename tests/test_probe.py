@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from chatkit import assistant, bash, body, history, raw, tool, user
+from chatkit import assistant, bash, body, build_pending, history, raw, tool, user
 from native_bridge import rewrite
-from native_bridge.core.builder import build, build_pending
+from native_bridge.core.builder import build
 from native_bridge.core.encoder import UnobservedCallError, encode_step
 from native_bridge.core.kinds import KINDS
 

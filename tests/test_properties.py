@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from chatkit import assert_valid_rewrite, assistant, body, call, tool, user
+from chatkit import assert_valid_rewrite, assistant, body, build_pending, call, tool, user
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from native_bridge import Config, rewrite
-from native_bridge.core.builder import build, build_pending
+from native_bridge.core.builder import build
 from native_bridge.core.dialects import chat
 from native_bridge.core.encoder import step_json
 

@@ -36,12 +36,12 @@ from typing import Any
 import orjson
 import pytest
 from bench.golden import outcome_digest
-from chatkit import assert_valid_rewrite
+from chatkit import assert_valid_rewrite, build_pending
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from native_bridge import rewrite
 from native_bridge.chat_hop.jobs import observed
-from native_bridge.core.builder import build, build_pending
+from native_bridge.core.builder import build
 from native_bridge.core.dialects import anthropic, chat, gemini, responses
 from native_bridge.core.encoder import step_json
 from native_bridge.core.memo import Memo

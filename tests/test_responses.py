@@ -8,8 +8,9 @@ from typing import Any
 
 import orjson
 import pytest
+from chatkit import build_pending
 from native_bridge import rewrite
-from native_bridge.core.builder import build, build_pending
+from native_bridge.core.builder import build
 from native_bridge.core.dialects import DialectError, responses
 from native_bridge.core.encoder import step_json
 

@@ -31,6 +31,7 @@ import pytest
 from mitmproxy import hooks, io
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop.addon import ChatHop
+from native_bridge.inspect import commands
 from native_bridge.records import redact
 from native_bridge.records import writer as records
 from native_bridge.records.writer import Recorder, RecordJob, record_name
@@ -310,7 +311,6 @@ def test_doctored_flow_file_ids_stay_inside_the_records_directory(tmp_path: Path
 
 
 def test_export_command_is_redacted(bridge, tmp_path: Path) -> None:
-    commands = pytest.importorskip("native_bridge.inspect.commands")
     nb, _ = bridge
     flows = [send(nb, body) for body in BODIES.values()]
     out = tmp_path / "export"
@@ -323,7 +323,6 @@ def test_export_command_is_redacted(bridge, tmp_path: Path) -> None:
 
 
 def test_diff_command_output_is_redacted(bridge) -> None:
-    commands = pytest.importorskip("native_bridge.inspect.commands")
     nb, _ = bridge
     f = send(nb, BODIES["rewritten"])
     assert planted(commands.BridgeCommands().diff([f])) == []
@@ -491,16 +490,12 @@ def run_script(name: str, *args: str) -> str:
 
 
 def test_summary_of_a_flow_file_holds_no_planted_secret(planted_flows: Path) -> None:
-    if not (ROOT / "scripts" / "summary.py").exists():
-        pytest.skip("no scripts/summary.py")
     out = run_script("summary.py", str(planted_flows))
     assert "rewritten" in out
     assert planted(out) == []
 
 
 def test_replay_check_of_a_flow_file_holds_no_planted_secret(planted_flows: Path) -> None:
-    if not (ROOT / "scripts" / "replay_check.py").exists():
-        pytest.skip("no scripts/replay_check.py")
     out = run_script("replay_check.py", str(planted_flows))
     assert "checked" in out
     assert planted(out) == []

@@ -10,16 +10,15 @@ from native_bridge.cascade.steps import (
     DONE,
     EXIT_CODE,
     STDOUT,
-    drop_fields,
+    edit,
     result_text,
     rewrap,
     run_command,
-    set_varint,
     subject,
     to_json,
     view,
 )
-from native_bridge.cascade.wire import WireError, len_field, varint_field
+from native_bridge.cascade.wire import WireError, fields, len_field, varint_field
 
 UNKNOWN_TOP = len_field(999, b"future step field")
 UNKNOWN_BODY = varint_field(77, 5) + len_field(78, b"future body field")
@@ -98,24 +97,25 @@ def test_editors_keep_unknown_fields_and_order() -> None:
     body = len_field(23, b"ls") + UNKNOWN_BODY + len_field(4, b"out") + varint_field(6, 0) + len_field(21, b"")
     s = raw_step("run_command", body, extra=UNKNOWN_TOP)
     v = view(s)
-    no_stdout = drop_fields(v.body, {STDOUT})
+    no_stdout = edit(v.body, fields(v.body), drop={STDOUT})
     assert no_stdout == len_field(23, b"ls") + UNKNOWN_BODY + varint_field(6, 0) + len_field(21, b"")
-    coded = set_varint(no_stdout, EXIT_CODE, -3)
+    coded = edit(no_stdout, fields(no_stdout), varint=(EXIT_CODE, -3))
     assert coded == len_field(23, b"ls") + UNKNOWN_BODY + varint_field(6, -3) + len_field(21, b"")
     out = rewrap(s, v, coded)
     assert out == raw_step("run_command", coded, extra=UNKNOWN_TOP)
     assert rewrap(s, v, v.body) is s
 
 
-def test_set_varint_appends_when_absent_and_collapses_repeats() -> None:
-    assert set_varint(len_field(23, b"ls"), 6, 2) == len_field(23, b"ls") + varint_field(6, 2)
-    repeated = varint_field(6, 0) + len_field(23, b"ls") + varint_field(6, 0)
-    assert set_varint(repeated, 6, 1) == varint_field(6, 1) + len_field(23, b"ls")
+def test_a_set_varint_is_appended_when_absent_and_collapses_repeats() -> None:
+    ls = len_field(23, b"ls")
+    assert edit(ls, fields(ls), varint=(6, 2)) == ls + varint_field(6, 2)
+    repeated = varint_field(6, 0) + ls + varint_field(6, 0)
+    assert edit(repeated, fields(repeated), varint=(6, 1)) == varint_field(6, 1) + ls
 
 
-def test_drop_fields_returns_the_same_object_when_nothing_goes() -> None:
+def test_an_edit_that_drops_nothing_returns_the_same_object() -> None:
     body = len_field(23, b"ls")
-    assert drop_fields(body, {4}) is body
+    assert edit(body, fields(body), drop={4}) is body
 
 
 def test_to_json_is_the_planner_json_mapping() -> None:

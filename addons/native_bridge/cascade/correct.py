@@ -149,6 +149,7 @@ def correct_request(
     except (FramingError, WireError) as e:
         return PlannerResult("skipped", f"{type(e).__name__}: {e}", method=call.method)
     except Exception as e:  # fail open: a bug here must not stop traffic
+        # mutation: planner-fail-closed
         return PlannerResult("skipped", f"internal error: {type(e).__name__}: {e}", method=call.method)
 
 
@@ -172,18 +173,22 @@ def _correct(
         return PlannerResult(
             "unchanged", NEVER_REWRITTEN, cascade_id=req.cascade_id, protocol=framed.protocol, method=call.method
         )
+    # mutation: planner-replay-cut
     if not call.cut_delivered:  # a replay states the whole trajectory again: nothing is cut
         delivered = ()
     if callable(delivered):
         delivered = delivered(req.cascade_id) if req.cascade_id else ()
     if not isinstance(delivered, Delivered):
         delivered = Delivered(digests=delivered)
+    # mutation: planner-delivered-resent
     start = delivered_prefix(delivered, req.steps)
     known = delivered.digests[:start] if delivered.digests is not None else ()
     # Delivered steps are removed unread: the planner holds exactly those bytes already.
     fixed = correct(req.steps[start:], evidence, client=client, first_index=start, types=types)
+    # mutation: planner-empty-send
     if req.steps and not fixed.steps and not req.items:
         return _withheld(framed, req, start, fixed.changes)
+    # mutation: planner-ledger-of-corrected-steps
     common = dict(
         cascade_id=req.cascade_id,
         protocol=framed.protocol,

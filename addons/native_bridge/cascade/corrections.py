@@ -142,6 +142,7 @@ def correct(
             new, found = fix(i, step, v, lookup, client, command_lines)
         else:
             new, found = _other(i, step, v, lookup, client)
+        # mutation: planner-type-kept
         if new is not None and types == "official":
             new, typed = _typed(i, new, v if new is step else view(new))
             found += typed
@@ -192,7 +193,9 @@ def _exit_claim(text: str, obs: Observation | None, client: str | None) -> _Clai
     failed = obs.failed if obs is not None else None
     client = getattr(obs, "client", None) or client
     by = f" (client: {client})" if client else ""
+    # mutation: planner-observed-exit-code-ignored
     if obs is not None and obs.exit_code is not None:
+        # mutation: planner-conflict-claims
         if failed is not None and failed != (obs.exit_code != 0):
             why = f"conflicting signals: the client says failed={failed} and exit code {obs.exit_code}{by}, so no claim"
             return _Claim("absent", None, why)
@@ -223,7 +226,9 @@ def _run_command(
     rc = run_command(body, v.body_fields)
     # The exit code alone is no observation: the gateway writes 0 without one, and
     # after correction it may be gone, which must not turn the step unobserved.
+    # mutation: planner-unobserved-kept
     if rc.stdout is None and rc.stderr is None and not rc.combined_output:
+        # mutation: planner-running-step-dropped
         if not v.done:  # a step not over yet (RUNNING, PENDING, ...) claims no outcome
             return step, []
         return _dropped(
@@ -235,6 +240,7 @@ def _run_command(
         )
     text = rc.full if rc.combined_output else rc.stdout if rc.stdout is not None else rc.stderr
     assert text is not None
+    # mutation: planner-stdout-duplicate-kept
     twice = STDOUT if rc.combined_output and rc.stdout is not None and rc.stdout == rc.full else None
     shell = _Shell(EXIT_CODE, rc.exit_code, twice, "stdout repeats combined_output.full")
     return _outcome(i, step, v, shell, text, rc.command_line or "", lookup, client)
@@ -284,7 +290,9 @@ def _outcome(
     step of any status: the exit code is the command's outcome, whatever the step's state."""
     body = v.body
     assert body is not None
+    # mutation: planner-evidence-ignored
     obs = lookup("run_command", subject, text) if lookup and subject is not None else None
+    # mutation: planner-running-step-unjudged
     claim = _exit_claim(text, obs, client)
     if claim.action == "drop":
         if not (claim.running and not v.done):
@@ -295,6 +303,7 @@ def _outcome(
     drop = frozenset() if varint else frozenset({shell.exit_field})
     if shell.twice is not None:
         drop |= {shell.twice}
+    # mutation: planner-exit-code-kept
     fixed = rewrap(step, v, edit(body, v.body_fields, drop=drop, varint=varint))
     changes: list[Change] = []
     # The exit code's change ends where the deduplication starts: that step is made only
@@ -340,6 +349,7 @@ def _other(
     by = f" (client: {who})" if who else ""
     if obs is not None and obs.failed:
         return _dropped(i, step, f"the chat hop observed that this {kind} failed{by}; the step has no field to say so")
+    # mutation: planner-non-shell-failure-kept
     if text is not None and signals_failure(ToolResult(pos=0, turn=0, call_id=None, text=text)):
         if obs is not None and obs.failed is False:
             return _dropped(
@@ -380,4 +390,5 @@ def _typed(i: int, step: bytes, v: StepView) -> tuple[bytes, list[Change]]:
     return new, [Change(i, "type", reason, step, new)]
 
 
+# mutation: planner-command-status-unjudged
 _SHELL_FIXES = {"run_command": _run_command, "command_status": _command_status}

@@ -90,11 +90,13 @@ def unframe(
     allowed = _COMPRESSED | (_END_STREAM if protocol == "connect" else 0)
     if flags & ~allowed:
         raise FramingError(f"envelope flag 0x{flags:02x} is not a {protocol} request flag")
+    # mutation: wire-end-stream
     if flags & _END_STREAM:
         raise FramingError("Connect end-stream envelope in a request")
     end = _PREFIX + size
     if end > len(body):
         raise FramingError(f"envelope says {size} bytes, {len(body) - _PREFIX} follow (truncated or lying length)")
+    # mutation: wire-trailing-bytes
     if end < len(body):
         rest = len(body) - end
         if rest >= _PREFIX and end + _PREFIX + int.from_bytes(body[end + 1 : end + _PREFIX], "big") <= len(body):
@@ -146,6 +148,7 @@ def _decompress(data: bytes, encoding: str, max_size: int) -> bytes:
     try:
         while not d.eof:
             before = len(out)
+            # mutation: wire-bomb-inflated
             out += d.decompress(chunk, max_size + 1 - len(out))
             if len(out) > max_size:
                 raise FramingError(f"{encoding} message inflates past the limit of {max_size} bytes")
@@ -163,6 +166,7 @@ def _decompress(data: bytes, encoding: str, max_size: int) -> bytes:
 
 def _compress(payload: bytes, encoding: str | None) -> bytes:
     if encoding == "gzip":
+        # mutation: wire-gzip-timestamp
         return gzip.compress(payload, mtime=0)  # mtime 0: the same input gives the same bytes
     if encoding == "deflate":
         return zlib.compress(payload)

@@ -46,6 +46,7 @@ def delivered_prefix(delivered: Delivered | Sequence[bytes], current: Sequence[b
         known, new_steps = delivered.digests or (), map(step_digest, current)
     n = 0
     for old, new in zip(known, new_steps, strict=False):
+        # mutation: planner-ledger-as-set
         if old != new:
             break
         n += 1

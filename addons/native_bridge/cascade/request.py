@@ -52,6 +52,7 @@ def splice(payload: bytes, req: CascadeRequest, new_steps: Sequence[bytes]) -> b
 
     The new entries go where the first old one was (at the end if there was none);
     the other fields keep their bytes and relative order."""
+    # mutation: planner-splice-not-identity
     if list(new_steps) == req.steps:
         return payload
     if req.call.steps is None:
@@ -63,6 +64,7 @@ def splice(payload: bytes, req: CascadeRequest, new_steps: Sequence[bytes]) -> b
     pos = 0
     for i, f in enumerate(req.step_fields):
         out += payload[pos : f.start]
+        # mutation: planner-splice-appends
         if i == 0:
             out += encoded
         pos = f.end
@@ -100,6 +102,7 @@ def redacted(payload: bytes, call: Call = SEND) -> bytes:
         except WireError:
             out += len_field(f.number, REDACTED)
             continue
+        # mutation: planner-metadata-not-redacted
         clean = b"".join(
             len_field(g.number, REDACTED) if g.number in SECRET_METADATA_FIELDS else meta[g.start : g.end]
             for g in inner

@@ -149,6 +149,7 @@ def view(step: Buffer) -> StepView:
         elif number in KIND_BY_FIELD:
             if f.wire_type != LEN:
                 raise WireError(f"step body {number} with wire type {f.wire_type}")
+            # mutation: wire-two-bodies
             if body is not None:
                 raise WireError(f"step holds two bodies ({body.number} and {number})")
             body = f
@@ -216,6 +217,7 @@ def run_command(body: bytes, body_fields: Collection[Field] | None = None) -> Ru
         number = f.number
         if number in _STRINGS:
             text[number] = string(body, f)
+        # mutation: planner-exit-code-unsigned
         elif number == EXIT_CODE:
             exit_code = int32(varint_value(body, f))
         elif number == BLOCKING:
@@ -320,22 +322,13 @@ def edit(
             if not placed:
                 parts.append(encoded)
                 placed = True
+        # mutation: planner-unknown-body-fields-lost
         elif f.number not in drop:
             parts.append(buf[f.start : f.end])
     if varint and not placed:
         parts.append(encoded)
     out = b"".join(parts)
     return buf if out == buf else out
-
-
-def drop_fields(buf: bytes, numbers: Collection[int]) -> bytes:
-    """``buf`` without every field whose number is in ``numbers``; every other byte kept."""
-    return edit(buf, fields(buf), drop=numbers)
-
-
-def set_varint(buf: bytes, number: int, value: int) -> bytes:
-    """``buf`` with one varint field ``number`` = ``value`` (see :func:`edit`)."""
-    return edit(buf, fields(buf), varint=(number, value))
 
 
 def rewrap(step: bytes, v: StepView, new_body: bytes) -> bytes:
@@ -346,6 +339,7 @@ def rewrap(step: bytes, v: StepView, new_body: bytes) -> bytes:
         return step
     for f in v.fields:
         if f.number == v.body_field:
+            # mutation: planner-unknown-step-fields-lost
             return step[: f.start] + len_field(v.body_field, new_body) + step[f.end :]
     raise AssertionError("a step view's body field is among its fields")
 

@@ -52,6 +52,7 @@ def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
 def encode_varint(n: int) -> bytes:
     """A varint; a negative number as its 64-bit two's complement (10 bytes), as protobuf does for int32/int64."""
     if n < 0:
+        # mutation: wire-negative-varint
         n += 1 << 64
     if not 0 <= n < 1 << 64:
         raise ValueError(f"{n} does not fit a varint")
@@ -118,6 +119,7 @@ def fields(buf: Buffer) -> list[Field]:
         elif wire_type in _FIXED_SIZE:
             value_start = pos
             pos += _FIXED_SIZE[wire_type]
+        # mutation: wire-group
         elif wire_type in (SGROUP, EGROUP):
             raise WireError(f"field {number}: groups (wire type {wire_type}) are not supported")
         else:

@@ -183,6 +183,7 @@ def _pending_turn(history: History) -> int | None:
     return last
 
 
+# mutation: whole-history-resent
 def delta_start(history: History, step_calls: list[ToolCall]) -> int:
     """Where the newest pending round's steps begin (truth rule 7); len(steps) when none is pending."""
     pending = _pending_turn(history)
@@ -203,6 +204,7 @@ def decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, st
     result_ids: dict[str | None, int] = {}
     for r in history.results:
         result_ids[r.call_id] = result_ids.get(r.call_id, 0) + 1
+    # mutation: correlate-by-position
     results = {r.call_id: r for r in history.results}
     decisions = []
     for call in history.calls:
@@ -215,9 +217,11 @@ def decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, st
         if n_calls > 1:
             d.code, d.reason = "ambiguous", f"id {call.id!r} is carried by {n_calls} calls"
             continue
+        # mutation: done-without-result
         if n_results == 0:
             d.code, d.reason = "unobserved", "no result: the call was never observed"
             continue
+        # mutation: duplicate-result-last-wins
         if n_results > 1:
             d.code, d.reason = "ambiguous", f"id {call.id!r} is carried by {n_results} results"
             continue
@@ -225,6 +229,7 @@ def decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, st
         if result.placeholder:
             d.code, d.reason = "unobserved", f"the client's stand-in {result.text!r} for an output it never got"
             continue
+        # mutation: result-before-call
         if result.pos < call.pos:
             d.code, d.reason = "ambiguous", "the result comes before its call"
             continue
@@ -343,6 +348,7 @@ def assemble(
     ]
     placements += [_result_placement(r, by_id, step_of) for r in history.results]
     placements.sort(key=_POS)
+    # mutation: orphan-dropped, unmapped-dropped
     stepped = [p.pos for p in placements if p.step is not None]
     return Part(docs, sources, step_calls, placements, stepped, decisions)
 
@@ -355,19 +361,3 @@ def build(
     part = assemble(history, kinds, tool_kinds)
     delta = delta_start(history, part.step_calls)
     return Plan(part.docs, part.step_calls, part.placements, delta, part.stepped, part.sources)
-
-
-def build_pending(
-    history: History,
-    kinds: Collection[str] = frozenset(KINDS),
-    tool_kinds: Mapping[str, str] = DEFAULT_TOOL_KINDS,
-) -> list[cortex_pb2.CortexTrajectoryStep]:
-    """The reuse build: only the pending round's steps, for a planner that holds the rest."""
-    pending = _pending_turn(history)
-    if pending is None:
-        return []
-    return [
-        encode_step(KINDS[d.kind], d.inputs or {}, d.observed)
-        for d in decide(history, kinds, tool_kinds)
-        if d.kind is not None and d.call.turn >= pending
-    ]

@@ -37,6 +37,7 @@ NAMES: frozenset[str] = frozenset(BY_ID) | FAMILIES
 
 def counts_for(client: str | None, names: Iterable[str]) -> bool:
     """Whether a rule that names ``names`` (client ids or families) counts for ``client``."""
+    # mutation: frames-count-for-every-client
     if client is None:
         return False
     c = BY_ID.get(client)

@@ -68,6 +68,7 @@ from .rules.structures import (
 )
 from .rules.types import ANY, Envelope, Rule, Verdict
 
+# mutation: failure-without-number-is-zero
 FAILED_WITHOUT_CODE = 1
 GENERIC = "(generic)"  # as a reader: the generic families alone, one of the readings for a client we cannot name
 
@@ -132,6 +133,7 @@ def _code(n: int, source: str) -> ExitStatus:
     """A stated exit code; one beyond int32 (the step's field) cannot be stated: absent, never 1."""
     code = _int32(n)
     if code is None:
+        # mutation: declined-number-becomes-1
         return ExitStatus(None, source, "declined")
     return ExitStatus(code, source, "code")
 
@@ -245,6 +247,7 @@ def _mini(returncode: int, exception_info: str, source: str) -> ExitStatus:
     return _code(returncode, source)
 
 
+# mutation: mini-swe-agent-frame-deleted
 def _mini_json(doc: dict[str, object]) -> ExitStatus | None:
     keys = set(doc)
     if "returncode" not in keys or not (keys <= MINI_KEYS or keys <= MINI_LONG_KEYS):
@@ -352,6 +355,7 @@ def _structured(t: _Text, client: str) -> ExitStatus | None:
             ("json-exit-code", _generic_json),
         )
         for name, read in readers:
+            # mutation: codex-json-for-any-client
             if _for(client, _STRUCTURED_CLIENTS[name]):
                 found = read(doc)
                 if found:
@@ -389,6 +393,7 @@ def _gemini_text(t: _Text) -> str:
     return text
 
 
+# mutation: gemini-frame-deleted
 def _gemini_frame(text: str) -> ExitStatus | None:
     """Gemini CLI / Qwen Code ``run_shell_command``: ``[Command: …][Directory: …]Output: …`` at the
     start, then ``Error:``, ``Exit Code:``, ``Signal:``, ``Background PIDs:``, ``Process Group PGID:``
@@ -412,6 +417,7 @@ def _gemini_frame(text: str) -> ExitStatus | None:
     code_text = frame.get("Exit Code", "(none)")
     signal = frame.get("Signal", "(none)")
     error = frame.get("Error", "(none)")
+    # mutation: gemini-signal-0-is-failure
     signalled = signal not in GEMINI_NONE and signal != "0"
     failed = signalled or error not in GEMINI_NONE
     if code_text not in GEMINI_NONE:
@@ -644,6 +650,7 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
     if found is None:
         borrowed = _borrowed(t, client, flag) if client is not None else None
         found = borrowed or ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")
+    # mutation: error-flag-precedence
     elif found.code == 0 or found.verdict in ("success", "conflict"):
         found = ExitStatus(None, f"{flag} against {found.source}", "conflict")
     return replace(found, flagged=True)

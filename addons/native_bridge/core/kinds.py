@@ -160,6 +160,7 @@ def _succeeded(result: ToolResult, kind: str, client: str | None) -> tuple[str, 
     if signals_failure(result, client):
         raise Refusal(f"{kind}: the tool failed and the step has no field to say so")
     found = evidence(result, kind, client)
+    # mutation: non-shell-without-evidence
     if found is None:
         who = f"client {client}" if client else "an unidentified client"
         raise Refusal(f"{kind}: no words of {who} say this succeeded (core/rules/CLIENTS.md: Success evidence)")
@@ -181,6 +182,7 @@ def _view_file_in(a: _Args) -> dict[str, Any]:
 
 
 def _view_file_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    # mutation: failed-read-stepped
     return {"content": _succeeded_text(r, "view_file", client)}
 
 
@@ -237,7 +239,9 @@ def _run_command_out(r: ToolResult, inputs: dict[str, Any], client: str | None =
         # The flag is authoritative in its direction: a DONE step with no code (or 0) would drop
         # the failure the client flagged, and a declined number never becomes 1 (truth rule 3).
         raise Refusal(f"run_command: flagged as failed, and no failing exit code can be stated ({status.source})")
+    # mutation: output-in-stdout
     out: dict[str, Any] = {"combined_output": {"full": _command_output(text)}}
+    # mutation: exit-code-zero
     if code is not None:
         out["exit_code"] = code
     return out
@@ -333,6 +337,7 @@ def _write_in(a: _Args) -> dict[str, Any]:
 def _write_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
     _, found = _succeeded(r, "write_to_file", client)
     # Whether the file was created only when the client's words say so (absent otherwise).
+    # mutation: file-created-guessed
     return {} if found.file_created is None else {"file_created": found.file_created}
 
 

@@ -319,6 +319,7 @@ def read(
         dialect = dialect or dialect_for_body(body)
         if dialect is None:
             raise DialectError("body is not a chat request of a known dialect")
+        # mutation: rewrite-of-rewritten
         if STEPS_KEY in body:
             return Rewrite("skipped", f"already carries {STEPS_KEY}", dialect.NAME)
         if early is None:  # its declared tools may name it

@@ -2,7 +2,7 @@
 
 Pure (no mitmproxy import): the mitmweb content views (view.py), the commands
 (commands.py) and the scripts read bodies or records through these functions, and
-re-derive the accounting with the same core (:func:`rewrite.rewrite`), never with a
+re-derive the accounting with the same core (:func:`..core.pipeline.rewrite`), never with a
 second copy of the rules.
 """
 

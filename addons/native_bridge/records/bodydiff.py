@@ -290,7 +290,7 @@ def resolve(steps: Any, base: Any) -> Any:
     return walk(steps)
 
 
-# ---- a record's bodies, read back (records.py writes them) ------------------------------
+# ---- a record's bodies, read back (writer.py writes them) -------------------------------
 
 
 def steps_of(rec: dict[str, Any]) -> list[dict[str, Any]] | None:

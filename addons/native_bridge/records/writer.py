@@ -70,7 +70,7 @@ class RecordJob:
     summary: dict[str, Any] = field(default_factory=dict)
     comment: str = ""
     notes: list[str] = field(default_factory=list)
-    native: PlannerJob | None = None  # the planner hop's material (planner_record.py)
+    native: PlannerJob | None = None  # the planner hop's material (records/planner.py)
     websocket_message: int | None = None  # a WebSocket client frame: its index in the flow's messages
     websocket_context: list[dict[str, Any]] | None = None  # server-held calls the frame answers (websocket.py)
     omit_before: bool = False  # record ``before``'s size and conversation, not its content (a skipped body)
@@ -263,7 +263,7 @@ class Recorder:
         isolate: bool = False,
         limits: Limits | None = None,
     ) -> None:
-        """``isolate``: render records in a worker process (renderer.py), as the addon does,
+        """``isolate``: render records in a worker process (runtime/worker.py), as the addon does,
         so their CPU work never competes with the proxy's event loop for the GIL."""
         self.directory = os.path.abspath(directory)
         self.limits = limits or Limits()

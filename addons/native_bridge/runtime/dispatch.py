@@ -217,4 +217,5 @@ class Dispatch:
     def _failed(work: Work[R], e: Exception) -> R:
         """Fail open: the traceback logged (call it from an ``except`` block) and the work's ``failed`` result."""
         logger.exception(f"bridge: {work.where}: rewrite failed, sending the original {work.original}")
+        # mutation: chat-fail-closed
         return work.failed(e)

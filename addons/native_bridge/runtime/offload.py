@@ -34,7 +34,7 @@ _WRITTEN: dict[int, Any] = {}  # and the rewritten body (splice.Written) it gave
 
 
 def work(job: Any) -> Any:
-    """The worker's function (renderer.serve calls it): one job in, what its ``run`` gives out
+    """The worker's function (worker.serve calls it): one job in, what its ``run`` gives out
     (a chat request's Outcome, chat_hop/jobs.py; a Responses-over-WebSocket frame's,
     websocket.FrameJob's, what websocket.frame_work gives)."""
     global _WORKER_MEMO

@@ -80,6 +80,7 @@ def read_items(messages: Any, at: Cursor, h: History, stop: int | None = None) -
             elif _is_result(m, b):
                 # Claude Code appends reminder text blocks to result turns: still a results turn.
                 role = "results"
+                # mutation: is-error-ignored
                 is_error = b.get("is_error")
                 text = result_text(b.get("content"))
                 h.results.append(ToolResult(pos, i, opt_str(b.get("tool_use_id")), text, is_error is True))

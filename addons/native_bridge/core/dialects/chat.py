@@ -61,6 +61,7 @@ def read_items(messages: Any, at: Cursor, h: History, stop: int | None = None) -
             text = text_parts(m.get("content"), ("text",))
             # Codex writes "aborted" for a call whose output it never got, over Chat Completions as
             # over Responses (codex-rs context manager): a stand-in, not what the tool returned.
+            # mutation: aborted-over-chat-observed
             results_out.append(ToolResult(pos, i, opt_str(m.get("tool_call_id")), text, placeholder=text == "aborted"))
             pos += 1
         else:

@@ -22,6 +22,7 @@ def _r(name: str, client: str, source: str, where: Places, pattern: str, verdict
     return Rule(name, client, source, places, re.compile(pattern), verdict, examples)
 
 
+# mutation: frame-deleted
 RULES: tuple[Rule, ...] = (
     # ---- header: lines above an "Output:" line ------------------------------------
     _r(

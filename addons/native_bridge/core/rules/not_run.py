@@ -31,7 +31,8 @@ NOT_RUN: re.Pattern[str] = re.compile(
     r"|Blocked: standalone sleep"  # Qwen Code (captured with 0.24.4)
     r"|(?:OBSERVATION:\s*)?Action has been rejected by the user|\[Your command \".*\" is NOT executed"  # OpenHands
     r"|ERROR: (?:Cannot execute multiple commands|No previous running command)"  # OpenHands
-    # OpenHands SDK 1.0+: terminal_session.py under tool/schema.py ERROR_MESSAGE_HEADER; parallel_executor.py
+    # OpenHands SDK 1.0+: openhands-tools/openhands/tools/terminal/terminal/terminal_session.py under
+    # tool/schema.py ERROR_MESSAGE_HEADER; openhands-sdk/openhands/sdk/agent/parallel_executor.py
     # _cancelled_error (v1.23+); event/llm_convertible/observation.py UserRejectObservation
     r"|\[An error occurred during execution\.\]\s*(?:\[Below is the output of the previous command\.\].*?\[Your "
     r"command \".*?\" is NOT executed|No previous running command|Cannot execute multiple commands)"
@@ -57,7 +58,8 @@ NOT_RUN: re.Pattern[str] = re.compile(
     r"|Command cannot be empty\.|Error: Failed to parse arguments: "
     # Continue CLI: streamChatResponse.helpers.ts handlePermissionDenied; runTerminalCommand.ts (its policy)
     r"|Permission denied by user|Command blocked by security policy"
-    r"|Operation '.*?' is not supported by this environment\."  # SWE-agent tools.py blocklist_error_template
+    # SWE-agent: sweagent/tools/tools.py blocklist_error_template
+    r"|Operation '.*?' is not supported by this environment\."
     r"|Tool call was rejected by the user\."  # Void chatThreadService.ts toolErrMsgs.rejected
     r"|`cd` directory \".*?\" was not in any of the project's worktrees\."  # Zed terminal_tool.rs working_dir
     r"|Your bash command contained syntax errors and was NOT executed"  # SWE-agent

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+# mutation: failure-words-deleted
 TOOL_FAILED: re.Pattern[str] = re.compile(
     r"(?is)\A(?:The tool execution failed with the following error"  # Cline
     r"|\S+ failed with the message:"  # Continue

@@ -2,7 +2,7 @@
 
 A native flow or record holds the gateway's body (the flow's backup, or the record's
 ``native.body_hex`` with Metadata's credentials replaced), what went upstream, and the
-changes made. :func:`recheck` runs :func:`..cascade.correct.correct_request` on the
+changes made. :func:`recheck` runs :func:`...cascade.correct.correct_request` on the
 original body again under the same conditions and lists every difference:
 
 - the call as it was (``method``: a send's steps are field 9, a replay's field 2, an
