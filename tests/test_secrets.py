@@ -400,6 +400,7 @@ SCRIPTS = {
     "support/histories/chat.py": "builders of history items; writes nothing",
     "support/histories/anthropic.py": "builders of history items; writes nothing",
     "support/histories/responses.py": "builders of history items; writes nothing",
+    "support/histories/encodings.py": "re-encodes synthetic histories in the JSON styles clients send; writes nothing",
     "support/histories/seeds.py": "generated histories (synthetic, no secrets); writes nothing",
     "support/histories/cascade.py": "generated planner-hop bodies (the gateway capture's planted fake key at most, "
     "from ../shared when present); writes nothing",
