@@ -154,8 +154,6 @@ PY_CLIENTS: dict[str, dict[str, object]] = {
         "packages": ["kimi-cli"],
         "version": "1.51.0",
         "bin": "kimi",
-        "held": "its shell tool `Shell` maps to no step kind, so every shell pair stays a message: 25 stated exit "
-        "codes and a timeout never reach a step (issue 39 item 7)",
     },
     "gptme": {"packages": ["gptme"], "version": "0.35.1", "bin": "gptme"},
 }
