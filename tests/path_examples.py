@@ -2,8 +2,9 @@
 receives it and the dialect's error flag (None: the dialect carries none, as Chat Completions).
 
 Texts are the clients' as their sources write them (the research in tests/fixtures/paths/ gives the
-templates; a number or a path filled in); where a test of a reader already holds the research
-row's text, it is taken from there (``_case``), so each text is written once.
+templates: a number, a path, an output filled in; where a template elides words that no frame reads,
+plausible ones stand in); where a test of a reader already holds the research row's text, it is
+taken from there (``_case``), so each text is written once.
 tests/test_result_paths.py reads each one for its client and for a client we cannot name.
 """
 
@@ -119,15 +120,12 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
         None,
     ),
     "GM-11": (
-        "Command was cancelled by user before it could complete. Below is the output before it was cancelled:\n"
-        "building",
-        None,
+        "<untrusted_context>\nCommand was cancelled by user before it could complete. Below is the output before it "
+        "was cancelled:\nbuilding\n</untrusted_context>",
+        True,
     ),
-    "GM-16": ("Tool execution denied by policy.", None),
-    "GM-13": (
-        GEMINI_OLD.format(cmd="make", out="(empty)", err="spawn /bin/bash ENOENT", code="(none)", sig="(none)"),
-        None,
-    ),
+    "GM-16": ("Tool execution denied by policy.", True),
+    "GM-13": ("spawn /bin/bash ENOENT", True),
     "GM-20": _case("GM-20 truncated, wrapper inside (>= v0.49)"),
     "GM-18": ("Command moved to background (PID: 4821). Output hidden. Press Ctrl+B to view.", None),
     "GM-25": ('{"error": "spawn /bin/bash ENOENT"}', None),
@@ -155,10 +153,15 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
     # ---- opencode ----
     "OC-01": ("hi\n", None),
     "OC-01.1": ("ls: cannot access '/nope': No such file or directory\n", None),
-    "OC-03": (
+    "OC-02": (
         "(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 120000 ms. If this "
         "command is expected to take longer and is not waiting for interactive input, retry with a larger timeout "
         "value in milliseconds.\n</shell_metadata>",
+        None,
+    ),
+    "OC-03": (
+        "compiling\n\n<bash_metadata>\nbash tool terminated command after exceeding timeout 120000 ms\n"
+        "</bash_metadata>",
         None,
     ),
     "OC-04": ("compiling\n\n(Command timed out after 120000 ms)", None),
@@ -166,7 +169,7 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
     "OC-10": ("The user rejected permission to use this specific tool call.", None),
     "OC-13": ("Error: spawn /bin/bash ENOENT", None),
     "OC-12": (
-        "1\n2\n3\n\n...output truncated...\n\nFull output saved to: /home/u/.local/share/opencode/tool-output/t1\n",
+        "...output truncated...\nFull output saved to: /home/u/.local/share/opencode/tool-output/t1\n9998\n9999\n",
         None,
     ),
     # ---- Kilo ----
@@ -176,8 +179,9 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
     "KL-05": _case("KL-05 kilo code signal"),
     "KL-06": _case("KL-06 kilo code timeout"),
     "KL-01": (
-        "(no output)\n\n<bash_metadata>\nbash tool terminated command after exceeding timeout 120000 ms\n"
-        "</bash_metadata>",
+        "(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 120000 ms. If this "
+        "command is expected to take longer and is not waiting for interactive input, retry with a larger timeout "
+        "value in milliseconds.\n</shell_metadata>",
         None,
     ),
     "KL-08": ("Command failed to execute in terminal due to a shell integration error.", None),
@@ -197,7 +201,11 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
         None,
     ),
     "OH-11": ("Action rejected: the security policy does not allow rm -rf /", None),
-    "OH-12": ("1\n2\n<response clipped>\n[The command completed with exit code 3.]", None),
+    "OH-12": (
+        "1\n2\n<response clipped><NOTE>Observations should not exceed 30000 characters; the full output is saved to "
+        "/tmp/openhands/out-1.log.</NOTE>9999\n[The command completed with exit code 3.]",
+        None,
+    ),
     "OH-09": _case("OH-09 openhands AgentErrorEvent"),
     # ---- mini-swe-agent ----
     "MS-01": ('{"returncode": 2, "output": "ls: cannot access \'/nope\': No such file or directory\\n"}', None),
@@ -218,17 +226,21 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
     ),
     "B2": ("[execute_command for 'ls /nope'] Result:\nCommand failed with exit code 2.\nOutput:\nls: nope\n", None),
     "B4": ("Command terminated by signal SIGKILL.\nOutput:\nKilled\n", None),
-    "B5": ("[execute_command for 'echo hi'] Result:\nCommand executed.\nOutput:\nhi\n", None),
+    "B5": ("Command executed.\nOutput:\nhi\n", None),
     "B9": ("Command execution timed out after 30 seconds. \nOutput so far:\nwaiting", None),
     "B11": ("Command was cancelled by the user.", None),
     "B13": ("The user denied this operation.", None),
     "B16": _case("B16 cline envelope, spawn error"),
     "B6": (
-        "Command failed with exit code 1.\nOutput:\nOutput too long: saved to /tmp/cline/out-1.log (first and last "
-        "100 lines shown)\nFAIL\n",
+        "Command failed with exit code 1.\nOutput:\nFAIL a\n\n... (4000 lines written to /tmp/cline/cmd-1.log) ...\n\n"
+        "FAIL z\nFull output saved to: /tmp/cline/cmd-1.log",
         None,
     ),
-    "B8": ("Command is running in the background. Output so far:\nready", None),
+    "B8": (
+        "Command is running in the background. You can proceed with other tasks.\nLog file: /tmp/cline/bg-1.log\n"
+        "Output so far:\nready",
+        None,
+    ),
     "B18": ('[{"query":"ls /nope","result":"","error":"Command exited with code 2","success":false}]', None),
     "B19": ('[{"query":"echo hi","result":"hi\\n","success":true}]', None),
     "B23": ('[{"query":"make","result":"","error":"spawn /bin/zsh ENOENT","success":false}]', None),
@@ -249,7 +261,7 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
         "Command is still running in terminal  from '/home/u/proj'.\nHere's the output so far:\nListening on :3000",
         None,
     ),
-    "B41": ("The user denied this operation.", None),
+    "B41": ('{"status":"denied","message":"The user denied this operation."}', None),
     "B39": ("Working directory '/home/u/gone' does not exist.", None),
     "B34": (
         "Command executed in '/w'. Exit code: 1\n\nOutput (61.0KB) persisted. Artifact ID: cmd-17.txt\n\nPreview:\n"
@@ -265,15 +277,16 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
     "B58": _case("B58 goose empty command"),
     "B56": _case("B56 goose spawn error"),
     "B53": (
-        "line 1\n...\n[Output truncated: showing the last 2000 lines; the full output is in /tmp/goose-out-1.txt]\n"
-        "FAIL\n\nCommand exited with code 1",
+        "FAIL z\n\n[Output exceeded 2000 line limit (5000 lines total). Full output saved to /tmp/goose-1.txt. Read "
+        "it with shell commands like `head`, `tail`, or `sed -n '100,200p'` up to 2000 lines at a time.]\n\nCommand "
+        "exited with code 1",
         None,
     ),
     "B60": _case("B60 goose tool error over Chat Completions"),
     # ---- Crush ----
-    "B65": ("no output\n\n<cwd>/home/u/proj</cwd>", None),
+    "B65": ("no output", None),
     "B62": ("--- FAIL: TestX (0.00s)\nFAIL\nexit status 1\nExit code 1\n\n<cwd>/home/u/proj</cwd>", None),
-    "B63": ("building\nExit code 137\n\n<cwd>/home/u/proj</cwd>", None),
+    "B63": ("building\nsignal: killed\nExit code 137\n\n<cwd>/home/u/proj</cwd>", None),
     "B64": ("building...\nCommand was aborted before completion\n\n<cwd>/home/u/proj</cwd>", None),
     "B68": ("User denied permission", None),
     "B70": _case("B70 crush job error over OpenAI"),
@@ -365,12 +378,16 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
     "B119": ("Command executed successfully.", None),
     "B120": ("```\nhi\n```", None),
     "B121": ('Command "cargo test" failed with exit code 101.\n\n```\nerror[E0425]: cannot find value `x`\n```', None),
-    "B124": ("Command terminated unexpectedly. Output captured before termination:\n\n```\nbuilding\n```", None),
+    "B124": ("Command terminated unexpectedly. Output captured:\n\n```\nbuilding\n```", None),
     "B122": ('Command "sleep 100" timed out. No output was captured.', None),
-    "B123": ("The user stopped this command. Output captured before stopping:\n\n```\nbuilding\n```", None),
-    "B128": ("Command cancelled: user denied permission to run outside the sandbox", None),
+    "B123": (
+        "The user stopped this command. Output captured before stopping:\n\n```\nbuilding\n```\n\nSince the user "
+        "intentionally interrupted this command, ask them what they would like to do next.",
+        None,
+    ),
+    "B128": ("Command cancelled: user denied permission to run outside the sandbox (network access).", None),
     "B126": (
-        'Command "make" failed with exit code 2.\n\nOutput was truncated (showing the last 16 KB):\n```\nFAIL\n```',
+        'Command "make" failed with exit code 2.\n\nCommand output too long. The first 16384 bytes:\n\n```\nFAIL\n```',
         None,
     ),
     "B127": _case("B127 zed 2025 interrupted"),

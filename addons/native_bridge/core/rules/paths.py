@@ -246,8 +246,8 @@ PATHS: tuple[ResultPath, ...] = (
         "gemini-cli",
         "run_shell_command",
         "spawn error",
-        "<= v0.26.x",
-        _GM + " (the frame's Error line)",
+        "all",
+        _GM + " (the error as the functionResponse's error: the dialect's flag)",
         "failed",
     ),
     _p(
@@ -292,7 +292,8 @@ PATHS: tuple[ResultPath, ...] = (
     # ---- opencode: the exit code stays client-side -----------------------------------------------------
     _p("OC-01", "opencode", "bash", "success", "0.x to 1.18.33", _OC, "absent"),
     _p("OC-01.1", "opencode", "bash", "non-zero exit", "0.x to 1.18.33", _OC + " (no status written)", "absent"),
-    _p("OC-03", "opencode", "bash", "timeout", "~1.0.x to 1.18.33", _OC + " (<shell_metadata>)", "failed"),
+    _p("OC-02", "opencode", "bash", "timeout", "1.1x to 1.18.33", _OC + " (<shell_metadata>)", "failed"),
+    _p("OC-03", "opencode", "bash", "timeout", "~1.0.x to 1.1x", _OC + " (<bash_metadata>)", "failed"),
     _p("OC-04", "opencode", "bash", "timeout", "0.x to 1.0.x", _OC, "failed"),
     _p(
         "OC-07",
