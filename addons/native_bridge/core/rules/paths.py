@@ -176,10 +176,8 @@ PATHS: tuple[ResultPath, ...] = (
         "exec_command",
         "timeout",
         "v0.14.0 to v0.24.0",
-        _AS + "sandbox/capabilities/tools/shell_tool.py ExecCommandTool.run",
+        _AS + "sandbox/capabilities/tools/shell_tool.py ExecCommandTool.run (its header without an exit line)",
         "failed",
-        "its timeout sentence is the output under its Codex-style header, and below a header only the header speaks",
-        reads="absent",
     ),
     _p(
         "AS-06",
