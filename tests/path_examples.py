@@ -356,6 +356,21 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
     "B139": _case("B139 kimi cli spawn error"),
     "B136": _case("B136 kimi cli failed, truncated"),
     "B140": _case("B140 kimi cli background"),
+    "KM-01": (
+        "<system>ERROR: The tool call is rejected by the user. Stop what you are doing and wait for the user to tell "
+        "you how to proceed.</system>",
+        None,
+    ),
+    "KM-02": (
+        "<system>ERROR: Error validating JSON arguments: 1 validation error for Params\ncommand\n  Field required "
+        "[type=missing, input_value={}, input_type=dict]</system>",
+        None,
+    ),
+    "KM-03": (
+        "<system>ERROR: Error running tool: [Errno 24] Too many open files\nThis is an unexpected error and the tool "
+        "is probably not working.</system>",
+        None,
+    ),
     # ---- gptme ----
     "GP-01": ("Ran command: `echo hi`\n\n```stdout\nhi\n```\n", None),
     "GP-02": ("Ran command: `ls /nope`\n\n```stderr\nls: cannot access '/nope'\n```\n\nReturn code: 2", None),

@@ -65,6 +65,8 @@ NOT_RUN: re.Pattern[str] = re.compile(
     r"|Your bash command contained syntax errors and was NOT executed"  # SWE-agent
     r"|Command cancelled: user denied (?:permission to run|the requested sandbox)"  # Zed
     r"|Tool execution was not approved|The user cancelled this tool call"  # OpenAI Agents SDK, Continue
+    # Kimi CLI (1.51.0): soul/approval.py rejection_error; kosong tooling/error.py ToolParseError, ToolValidateError
+    r"|<system>ERROR: (?:The tool call is rejected by the user\.|Error (?:parsing|validating) JSON arguments: )"
     # pi: core/tools/bash.ts (v0.37.2+), utils/shell.ts getShellConfig: no directory, no shell to spawn in
     r"|Working directory does not exist: .*?\nCannot execute bash commands\.|Custom shell path not found: "
     r"|No bash shell found\. Options:"

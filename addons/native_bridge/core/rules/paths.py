@@ -615,6 +615,33 @@ PATHS: tuple[ResultPath, ...] = (
     _p(
         "B140", "kimi-cli", "Shell", "background", "run_in_background to 1.51.0", _KM + " _run_in_background", "running"
     ),
+    _p(
+        "KM-01",
+        "kimi-cli",
+        "Shell",
+        "not run",
+        "1.51.0 (as installed)",
+        "MoonshotAI/kimi-cli src/kimi_cli/soul/approval.py rejection_error, tools/utils.py ToolRejectedError",
+        "not_run",
+    ),
+    _p(
+        "KM-02",
+        "kimi-cli",
+        "Shell",
+        "not run",
+        "1.51.0 (as installed)",
+        "kosong tooling/error.py ToolValidateError (its arguments refused)",
+        "not_run",
+    ),
+    _p(
+        "KM-03",
+        "kimi-cli",
+        "Shell",
+        "error envelope",
+        "1.51.0 (as installed)",
+        "MoonshotAI/kimi-cli src/kimi_cli/soul/message.py tool_result_to_message (ToolRuntimeError)",
+        "failed",
+    ),
     # ---- gptme: its header, the output fenced, Return code last ----------------------------------------------
     _p("GP-01", "gptme", "shell", "success", "2023-09 to 0.35.1", _GP + " _format_shell_output (no line for 0)", 0),
     _p("GP-02", "gptme", "shell", "non-zero exit", "9b54cec03 (2023-09) to 0.35.1", _GP + " _format_shell_output", 2),
@@ -761,9 +788,7 @@ NONE: dict[str, dict[PathKind, str]] = {
     "kimi-cli": {
         "signal": "the shell's exit code (non-zero exit)",
         "inactivity": "a timeout only",
-        "cancelled": "not in the research",
-        "not run": "a refusal is Kimi CLI's own message, not the tool's",
-        "error envelope": "its exec error is its spawn error row",
+        "cancelled": "an interrupt ends the turn: no result is written",
     },
     "gptme": {
         "signal": "the shell's return code (non-zero exit)",
