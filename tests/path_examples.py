@@ -389,6 +389,12 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
         "with code 2",
         None,
     ),
+    "PI-09": ("Tool execution was blocked", None),
+    "PI-10": (
+        "Validation failed for tool \"bash\":\n  - command: must have required property 'command'\n\nReceived "
+        "arguments:\n{}",
+        None,
+    ),
     # ---- Zed ----
     "B119": ("Command executed successfully.", None),
     "B120": ("```\nhi\n```", None),

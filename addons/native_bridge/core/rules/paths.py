@@ -681,6 +681,24 @@ PATHS: tuple[ResultPath, ...] = (
         "not_run",
     ),
     _p("PI-08", "pi", "bash", "truncated", "v0.13.2 to 0.73.1", _PI + " formatOutput (the notice above the status)", 2),
+    _p(
+        "PI-09",
+        "pi",
+        "bash",
+        "not run",
+        "v0.58.0 (63ac2df2) to 0.73.1",
+        "badlogic/pi-mono packages/agent/src/agent-loop.ts prepareToolCall (a beforeToolCall block without a reason)",
+        "not_run",
+    ),
+    _p(
+        "PI-10",
+        "pi",
+        "bash",
+        "not run",
+        "v0.7.18 to 0.73.1",
+        "badlogic/pi-mono packages/ai/src/utils/validation.ts validateToolArguments",
+        "not_run",
+    ),
     # ---- Zed ------------------------------------------------------------------------------------------------
     _p("B119", "zed", "terminal", "success", "2025-10 to 2026", _ZD + " process_content (no output)", 0),
     _p("B120", "zed", "terminal", "success", "2025-10 to 2026", _ZD + " (output, no status)", "absent"),
@@ -801,7 +819,6 @@ NONE: dict[str, dict[PathKind, str]] = {
     },
     "pi": {
         "inactivity": "a timeout only",
-        "not run": "a blocked call is an extension's reason (its words, not pi's)",
         "background": "no background runs",
         "error envelope": "a thrown error is its message bare (spawn error; over Anthropic flagged)",
     },
