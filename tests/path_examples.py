@@ -98,6 +98,11 @@ EXAMPLES: dict[str, tuple[str, bool | None]] = {
     "AS-01": ("Chunk ID: 1a2b3c\nWall time: 0.2000 seconds\nProcess exited with code 2\nOutput:\nls: nope\n", None),
     "AS-01.0": ("Chunk ID: 1a2b3c\nWall time: 0.2000 seconds\nProcess exited with code 0\nOutput:\nhi\n", None),
     "AS-02": ("Chunk ID: 1a2b3c\nWall time: 30.0000 seconds\nOutput:\nCommand timed out after 30.000 seconds.", None),
+    "AS-13": (
+        "Chunk ID: 1a2b3c\nWall time: 0.5000 seconds\nProcess exited with code 1\nOriginal token count: 12500\n"
+        "Output:\nTotal output lines: 5000\n\nline 1\nline 2…12000 tokens truncated…line 4999\nline 5000",
+        None,
+    ),
     "AS-06": _case("AS-06 agents sdk tool timeout"),
     "AS-07": ("Tool execution was not approved.", None),
     "AS-03": ("Chunk ID: 1a2b3c\nWall time: 1.0000 seconds\nProcess running with session ID 7\nOutput:\nready\n", None),

@@ -180,6 +180,15 @@ PATHS: tuple[ResultPath, ...] = (
         "failed",
     ),
     _p(
+        "AS-13",
+        "agents-sdk",
+        "exec_command",
+        "truncated",
+        "v0.14.0 to v0.24.0",
+        _AS + "sandbox/util/token_truncation.py formatted_truncate_text_with_token_count (max_output_tokens)",
+        1,
+    ),
+    _p(
         "AS-06",
         "agents-sdk",
         "exec_command",
@@ -731,7 +740,6 @@ NONE: dict[str, dict[PathKind, str]] = {
         "inactivity": "no inactivity kill",
         "cancelled": "a cancelled run is an approval rejected (not run)",
         "spawn error": "raised, inside its error envelope",
-        "truncated": "not in the research: max_output_tokens cuts the output under the same header",
     },
     "gemini-cli": {"timeout": "its timeout is an inactivity timeout (no output for N minutes)"},
     "qwen-code": {
@@ -812,10 +820,11 @@ NONE: dict[str, dict[PathKind, str]] = {
         "signal": "the shell's return code (non-zero exit)",
         "inactivity": "a timeout only",
         "not run": "a refusal is gptme's own message, not the tool's",
-        "spawn error": "not in the source read",
-        "truncated": "not in the source read",
+        "spawn error": "not traced: gptme/tools/shell.py after 0.35.1 adds promoted jobs, a byte cap and a shell "
+        "restart note, not read for this table",
+        "truncated": "not traced (as spawn error)",
         "background": "a tmux tool of its own, not shell",
-        "error envelope": "not in the source read",
+        "error envelope": "not traced (as spawn error)",
     },
     "pi": {
         "inactivity": "a timeout only",
