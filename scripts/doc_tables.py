@@ -13,7 +13,7 @@ import re
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "addons"))
@@ -23,6 +23,7 @@ from native_bridge.core.rules.clients import CLIENTS  # noqa: E402
 from native_bridge.core.rules.envelopes import ENVELOPES  # noqa: E402
 from native_bridge.core.rules.exit_frames import RULES  # noqa: E402
 from native_bridge.core.rules.not_run import NOT_RUN  # noqa: E402
+from native_bridge.core.rules.paths import NONE, PATHS  # noqa: E402
 from native_bridge.core.rules.shell_shapes import (  # noqa: E402
     CODE_PARAMS,
     COMMAND_PARAMS,
@@ -33,7 +34,7 @@ from native_bridge.core.rules.shell_shapes import (  # noqa: E402
 from native_bridge.core.rules.structures import STRUCTURED  # noqa: E402
 from native_bridge.core.rules.success_evidence import EVIDENCE  # noqa: E402
 from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS  # noqa: E402
-from native_bridge.core.rules.types import ANY  # noqa: E402
+from native_bridge.core.rules.types import ANY, PathKind, States  # noqa: E402
 
 _WHERE = {
     "header": "header above `Output:`",
@@ -89,6 +90,42 @@ def formats_table() -> str:
             f"{_VERDICT[r.verdict]} | {_cell(r.source)} |"
         )
     return "\n".join(rows)
+
+
+def _states(states: States) -> str:
+    return {
+        "absent": "absent (nothing stated)",
+        "failed": "1 (a failure, no number; flagged: the pair stays a message)",
+        "running": "no step (still running)",
+        "not_run": "no step (never ran)",
+    }.get(states, f"exit {states}")  # type: ignore[call-overload]
+
+
+def paths_table() -> str:
+    """One table a client: each way its shell tool ends, in the order of PathKind, its rows' versions
+    and sources, what the text states and, where the bridge reads it otherwise, what and why."""
+    out = []
+    for c in CLIENTS:
+        rows = [
+            "| path | tool | versions | states (rule 3) | the bridge | source | example |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for kind in get_args(PathKind):
+            for r in (r for r in PATHS if r.client == c.id and r.path == kind):
+                bridge = "the same" if r.reads is None else f"{_states(r.reads)}: {r.note}"
+                if r.unnamed is not None:
+                    bridge += f"; a client we cannot name: {_states(r.unnamed)} ({r.note})"
+                elif r.reads is None and r.note:
+                    bridge += f" ({r.note})"
+                rows.append(
+                    f"| {kind} | `{r.tool}` | {_cell(r.versions)} | {_states(r.states)} | {_cell(bridge)} | "
+                    f"{_cell(r.source)} | `{r.id}` |"
+                )
+            why = NONE.get(c.id, {}).get(kind)
+            if why:
+                rows.append(f"| {kind} | - | - | none: {_cell(why)} | - | - | - |")
+        out += [f"### {c.name} (`{c.id}`)", "", *rows, ""]
+    return "\n".join(out).rstrip()
 
 
 def envelopes_table() -> str:
@@ -254,6 +291,7 @@ def shapes_table() -> str:
 TABLES = {
     "measured": measured_table,
     "formats": formats_table,
+    "paths": paths_table,
     "not-run": not_run_list,
     "envelopes": envelopes_table,
     "tools": tools_table,
@@ -266,7 +304,7 @@ TABLES = {
 # Which page holds which tables: each beside the rules it is generated from.
 PAGES = {
     "addons/native_bridge/core/rules/CLIENTS.md": ("measured", "clients", "tools", "shapes", "evidence"),
-    "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "envelopes", "not-run"),
+    "addons/native_bridge/core/rules/EXIT_STATUS.md": ("formats", "paths", "envelopes", "not-run"),
 }
 
 

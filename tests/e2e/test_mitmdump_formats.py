@@ -60,7 +60,8 @@ SHELL_TOOL = {
     "swe-agent": "bash",
     "continue-cli": "Bash",
     "void": "run_command",
-    "kimi-cli": "Bash",  # Kimi CLI 0.3x to 0.56 (its Shell since 0.57 maps by its declared schema: core/mapping.py)
+    "kimi-cli": "Bash",  # Kimi CLI 0.3x to 0.56 (Shell since 0.57, in rules/tool_names.py too)
+    "pi": "bash",
 }
 
 

@@ -53,6 +53,7 @@ from .rules.gemini_frame import (
 )
 from .rules.not_run import NOT_RUN
 from .rules.structures import (
+    AGENTS_SDK_TIMEOUT,
     AMAZONQ_KEYS,
     AMAZONQ_STATUS,
     CLINE_V4_EXITED,
@@ -335,6 +336,10 @@ def _structured(t: _Text, client: str) -> ExitStatus | None:
     """A whole result that is a client's own structure (JSON, mini-swe-agent's tags, gptme's
     header and closing line)."""
     text = t.body
+    # The whole result only: a program's output always has an exit line above it.
+    timeout_frame = text[:9] == "Chunk ID:" and AGENTS_SDK_TIMEOUT.fullmatch(text)
+    if timeout_frame and _for(client, _STRUCTURED_CLIENTS["agents-sdk-timeout-frame"]):
+        return ExitStatus(FAILED_WITHOUT_CODE, "agents-sdk-timeout-frame", "failed")
     if text.startswith(("Ran ", "Command ")) and _for(client, _STRUCTURED_CLIENTS["gptme-frame"]):
         found = _gptme(t)
         if found:

@@ -181,6 +181,16 @@ CLIENTS: tuple[Client, ...] = (
         "or Anthropic SDK's user agent)",
     ),
     _c(
+        "pi",
+        "pi",
+        "pi",
+        None,
+        [{"bash(command,timeout)", "read(path,offset,limit)", "write(path,content)"}],
+        "badlogic/pi-mono packages/coding-agent/src/core/tools/ (src/tools/ before v0.14; these parameters since "
+        "v0.7.8, 2025-11-13; captured from @mariozechner/pi-coding-agent 0.73.1, whose requests carry the OpenAI "
+        "SDK's user agent over Chat Completions)",
+    ),
+    _c(
         "zed",
         "Zed",
         "zed",

@@ -110,6 +110,17 @@ ENVELOPES: tuple[Envelope, ...] = (
         'file or directory (os error 2)\\")" }',
     ),
     _e(
+        "kimi-tool-error",
+        "Kimi CLI: a tool's exception (its <system> message, the error and a sentence after it)",
+        "MoonshotAI/kimi-cli src/kimi_cli/soul/message.py tool_result_to_message (ToolRuntimeError); kosong "
+        "tooling/error.py ToolRuntimeError (1.51.0)",
+        r"<system>ERROR: Error running tool: (?P<inner>.*?)\nThis is an unexpected error and the tool is probably not "
+        r"working\.</system>.*",
+        ("kimi-cli",),
+        "<system>ERROR: Error running tool: [Errno 24] Too many open files\nThis is an unexpected error and the tool "
+        "is probably not working.</system>",
+    ),
+    _e(
         "copilot-tool-error",
         "GitHub Copilot Chat: a thrown error (a client we do not name)",
         "microsoft/vscode-copilot-chat src/extension/prompts/node/panel/toolCalling.tsx toolCallErrorToResult",

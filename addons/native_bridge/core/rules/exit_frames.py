@@ -608,6 +608,31 @@ RULES: tuple[Rule, ...] = (
         "failed",
         "$ sleep 100\nstatus: timeout",
     ).scoped(("agents-sdk",)),
+    # pi's success is the program's output bare (a command killed by a signal too: Node's code null),
+    # so only its failure lines speak: after the output and a blank line (v0.6.0 to v0.7.17 with a
+    # `Command failed` line first).
+    _r(
+        "pi-exited",
+        "pi bash",
+        "badlogic/pi-mono packages/coding-agent/src/core/tools/bash.ts (src/tools/bash.ts before v0.14; v0.6.0, "
+        "2025-11-12 → 0.73.1)",
+        "last",
+        rf"Command exited with code {CODE}",
+        "code",
+        "ls: cannot access '/nope': No such file or directory\n\n\nCommand exited with code 2",
+        "Command failed\n\n(no output)\n\nCommand exited with code 3",
+    ).scoped(("pi",)),
+    _r(
+        "pi-killed",
+        "pi bash (its timeout parameter; aborted by the user)",
+        "badlogic/pi-mono packages/coding-agent/src/core/tools/bash.ts (v0.6.0 → 0.73.1; the timeout a parameter "
+        "since v0.7.8)",
+        "last",
+        r"Command (?:timed out after [\d.]+ seconds|aborted)",
+        "failed",
+        "waiting\n\nCommand timed out after 1 seconds",
+        "building\n\nCommand aborted",
+    ).scoped(("pi",)),
     # ---- Kimi CLI: the message in a <system> tag, the first part of the result ----------------
     _r(
         "kimi-exit",

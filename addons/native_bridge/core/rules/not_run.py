@@ -65,6 +65,13 @@ NOT_RUN: re.Pattern[str] = re.compile(
     r"|Your bash command contained syntax errors and was NOT executed"  # SWE-agent
     r"|Command cancelled: user denied (?:permission to run|the requested sandbox)"  # Zed
     r"|Tool execution was not approved|The user cancelled this tool call"  # OpenAI Agents SDK, Continue
+    # Kimi CLI (1.51.0): soul/approval.py rejection_error; kosong tooling/error.py ToolParseError, ToolValidateError
+    r"|<system>ERROR: (?:The tool call is rejected by the user\.|Error (?:parsing|validating) JSON arguments: )"
+    # pi: core/tools/bash.ts (v0.37.2+), utils/shell.ts getShellConfig: no directory, no shell to spawn in
+    r"|Working directory does not exist: .*?\nCannot execute bash commands\.|Custom shell path not found: "
+    r"|No bash shell found\. Options:"
+    # pi: agent-loop.ts prepareToolCall (a hook's block without a reason; v0.58.0+), ai/utils/validation.ts
+    r"|Tool execution was blocked\Z|Validation failed for tool \"[\w.-]+\":\n"
     # Anthropic's computer-use bash tool (Open Interpreter's copy too): the session's shell had
     # exited before this call (the number is that shell's, not this command's), so it never ran.
     r"|(?:<system>tool must be restarted</system>\s*|Error: tool must be restarted\.\s*)?bash has exited with "

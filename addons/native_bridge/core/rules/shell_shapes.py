@@ -44,11 +44,6 @@ SOURCES: tuple[tuple[str, str, str], ...] = (
         "microsoft/vscode src/vs/workbench/contrib/terminalContrib/chatAgentTools/browser/tools/runInTerminalTool.ts",
     ),
     (
-        "Kimi CLI",
-        "Shell(command, timeout) (Bash until 0.56)",
-        "MoonshotAI/kimi-cli src/kimi_cli/tools/shell/__init__.py Params, bash.md",
-    ),
-    (
         "Open Interpreter",
         "execute(language, code)",
         "OpenInterpreter/open-interpreter interpreter/core/llm/run_tool_calling_llm.py tool_schema",

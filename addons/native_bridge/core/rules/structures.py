@@ -52,6 +52,14 @@ STRUCTURED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
         "through v0.33)",
     ),
     (
+        "agents-sdk-timeout-frame",
+        ("agents-sdk",),
+        "`Chunk ID: …`, `Wall time: …` and `Output:` with no exit line, then only `Command timed out after N "
+        "seconds.` (1)",
+        "openai/openai-agents-python src/agents/sandbox/capabilities/tools/shell_tool.py ExecCommandTool.run (except "
+        "ExecTimeoutError: no exit code, its sentence as the output; v0.14.0 to v0.24.0)",
+    ),
+    (
         "amazonq-json",
         (ANY,),
         '`{"exit_status": "N", "stdout": …, "stderr": …}` (`"0"` is no claim: a signal is written 0 too); its '
@@ -106,4 +114,9 @@ MINI_XML: re.Pattern[str] = re.compile(
 AMAZONQ_KEYS: frozenset[str] = frozenset({"exit_status", "stdout", "stderr"})
 AMAZONQ_STATUS: re.Pattern[str] = re.compile(
     r"(?P<bare>-?\d{1,19})|exit status: (?P<code>-?\d{1,19})|(?P<signal>signal: \d+(?: \(\w+\))?)"
+)
+# The Agents SDK sandbox's exec_command on a timeout: its header with no exit line (every run of a
+# program states one), its own sentence as the whole output.
+AGENTS_SDK_TIMEOUT: re.Pattern[str] = re.compile(
+    r"Chunk ID: [0-9a-f]+\nWall time: [\d.]+ seconds\nOutput:\nCommand timed out after [\d.]+ seconds\."
 )

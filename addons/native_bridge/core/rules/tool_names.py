@@ -32,6 +32,7 @@ DEFAULT_TOOL_KINDS: Mapping[str, str] = {
     "run_terminal_command": "run_command",  # Continue
     "run_terminal_cmd": "run_command",  # Cursor
     "run_commands": "run_command",  # Cline v4 (one command per call only)
+    "Shell": "run_command",  # Kimi CLI (its command described as a shell's until 1.28 only)
     # find
     "Glob": "find",  # Claude Code
     "glob": "find",  # Gemini CLI, opencode, Crush

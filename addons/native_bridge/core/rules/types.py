@@ -82,3 +82,39 @@ class Envelope:
     examples: tuple[str, ...]  # realistic results, each tested in tests/test_exitstatus_words.py
     clients: tuple[str, ...] = ()  # ids or families it counts for by name; every one counts for a client we cannot name
     inner_key: str | None = None
+
+
+# The ways a client's shell tool can end (issue 39 item 1), each a column of EXIT_STATUS.md's path
+# tables: every client has a row for each, or says why it has none (paths.py, NONE).
+PathKind = Literal[
+    "success",
+    "non-zero exit",
+    "signal",
+    "timeout",
+    "inactivity",
+    "cancelled",
+    "not run",
+    "spawn error",
+    "truncated",
+    "background",
+    "error envelope",
+]
+# What a result states under truth rule 3: a number; "absent" (no number, no failure); "failed" (a
+# failure with no number: 1, or the pair stays a message with its flag); "running", "not_run" (no step).
+States = int | Literal["absent", "failed", "running", "not_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPath:
+    """One way a client's shell tool writes its result (paths.py), with where and since when."""
+
+    id: str  # the research row (tests/fixtures/paths/clients-*.md) or the client's own; its example has this id
+    client: str  # an id of clients.py
+    tool: str
+    path: PathKind
+    versions: str
+    source: str  # repository and path (function) where the text is written
+    states: States  # the truth (rule 3)
+    reads: States | None = None  # what the bridge states instead, a gap left (note says why); None: the truth
+    unnamed: States | None = None  # read as a client we cannot name, where that differs (note says why)
+    note: str = ""
