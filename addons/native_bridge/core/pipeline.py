@@ -13,13 +13,19 @@ from typing import Any, Literal
 import orjson
 
 from . import layout as _layouts
-from . import memo as _memo
 from .builder import Part, Plan, assemble, decide, delta_start, exit_code
 from .clients import identify
 from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
 from .kinds import KINDS
 from .mapping import for_request
+from .memo import fill as _fill
+from .memo import light as _light
+from .memo import resume as _resume
+from .memo.entry import MAX_MARKS
+from .memo.light import Gone
+from .memo.resume import Begun, Resumed
+from .memo.store import Memo
 from .rules.tool_names import DEFAULT_TOOL_KINDS
 from .settle import settle
 from .splice import Reuse, Written, encode
@@ -189,7 +195,7 @@ def rewrite(
     raw: bytes,
     config: Config = Config(),
     path: str | None = None,
-    memo: _memo.Memo | None = None,
+    memo: Memo | None = None,
     client_hint: str | None = None,
     *,
     emit: bool = True,
@@ -198,7 +204,7 @@ def rewrite(
     """Rewrite one request body; never raises for bad input, only reports.
 
     With a ``memo`` (the caller's: the addon holds one), a body that continues a
-    conversation rewritten with it before reuses that work (same result, byte for byte: memo.py says why).
+    conversation rewritten with it before reuses that work (same result, byte for byte: memo/__init__.py says why).
     ``client_hint``: the request's User-Agent header, to identify the client (clients.py); without
     it the client is identified from the body alone, or not at all (then every known exit-status
     frame counts at its place, and no client's success wording: truth rules 3 and 5).
@@ -215,7 +221,7 @@ def resume(
     raw: bytes,
     config: Config,
     path: str | None,
-    memo: _memo.Memo,
+    memo: Memo,
     client_hint: str | None,
     *,
     emit: bool = True,
@@ -278,7 +284,7 @@ def read(
     raw: bytes,
     config: Config,
     path: str | None,
-    memo: _memo.Memo | None,
+    memo: Memo | None,
     hint: str | None,
     *,
     emit: bool = True,
@@ -336,7 +342,7 @@ def read(
                 return _reading(memo, begun, emit, full)  # type: ignore[arg-type]
         if marked:  # read the same way, noting where the memo may cut
             history = History(client=config.client)
-            reads = _memo.read_marked(dialect, items, Cursor(), history)
+            reads = _fill.read_marked(dialect, items, Cursor(), history)
         else:
             history = dialect.read(body)
             history.client = config.client
@@ -354,7 +360,7 @@ def read(
             if not marked:
                 dialect.write_items(items, 0, stepped, out)
                 return out, None
-            return out, _memo.write_marked(dialect, items, 0, stepped, out)
+            return out, _fill.write_marked(dialect, items, 0, stepped, out)
 
         # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
         settled = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)
@@ -369,7 +375,7 @@ def read(
             # Where the items lie in the body's own bytes, whatever their style (layout.py): once
             # the request has gone, when the caller leaves this until then.
             where = _layout(raw, body, dialect.ITEMS) if items else None
-            entry = _memo.remember(raw, body, dialect, config, history, reads, done, out.items, writes, spans, where)
+            entry = _fill.remember(raw, body, dialect, config, history, reads, done, out.items, writes, spans, where)
             if entry is not None:
                 entry.written = result.written
                 memo.put(entry)  # type: ignore[union-attr]
@@ -387,7 +393,7 @@ def _for_tools(config: Config, body: dict[str, Any]) -> Config:
     return config if table is config.tool_kinds else replace(config, tool_kinds=table)
 
 
-def _reading(memo: _memo.Memo, begun: _memo.Begun, emit: bool, full: Callable[[], Any]) -> Reading:
+def _reading(memo: Memo, begun: Begun, emit: bool, full: Callable[[], Any]) -> Reading:
     """A resume's Reading: its ``finish`` completes the resume, or reads in full (``full``) when
     the resume cannot be completed (a pin before the cut, an item a light entry dropped)."""
     dialect = begun.entry.dialect
@@ -402,7 +408,7 @@ def _reading(memo: _memo.Memo, begun: _memo.Begun, emit: bool, full: Callable[[]
     return Reading(begun.fresh, _kinds_all(begun.decisions, begun.config), rest, begun.raw)
 
 
-def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit: bool) -> Rewrite:
+def _resumed(memo: Memo, dialect: ModuleType, resumed: Resumed, emit: bool) -> Rewrite:
     """The rewrite a resume made, finished under its entry's config (the client an unnamed one was
     told to be); the entry remembered, with the body's arrays the next turn copies (splice.py)."""
     r = resumed
@@ -420,29 +426,29 @@ def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit
 
 
 def _begin(
-    memo: _memo.Memo,
+    memo: Memo,
     raw: bytes,
     dialect: ModuleType,
     config: Config,
     client_of: Callable[[dict[str, Any]], str | None] | None = None,
-) -> _memo.Begun | None:
+) -> Begun | None:
     """The memo's head start, or None; a fault in it costs only speed (the full rewrite runs)."""
     try:
-        return _memo.begin(memo, raw, dialect, config, STEPS_KEY, client_of)
+        return _resume.begin(memo, raw, dialect, config, STEPS_KEY, client_of)
     except Exception as e:
         return _missed(memo, e)
 
 
-def _complete(memo: _memo.Memo, begun: _memo.Begun) -> _memo.Resumed | None:
+def _complete(memo: Memo, begun: Begun) -> Resumed | None:
     try:
-        return _memo.complete(memo, begun)
+        return _resume.complete(memo, begun)
     except Exception as e:
         return _missed(memo, e)
 
 
-def _missed(memo: _memo.Memo, e: Exception) -> None:
+def _missed(memo: Memo, e: Exception) -> None:
     """A resume that raised: counted, and the full rewrite runs."""
-    if isinstance(e, _memo.Gone):  # a light entry no longer holds an item the resume would read
+    if isinstance(e, Gone):  # a light entry no longer holds an item the resume would read
         memo.misses += 1
     else:
         memo.errors += 1  # tests assert there are none
@@ -451,7 +457,7 @@ def _missed(memo: _memo.Memo, e: Exception) -> None:
 def _layout(raw: bytes, body: dict[str, Any], key: str) -> _layouts.Layout | None:
     """Where the items lie in ``raw``, with the spans of as many as a light entry reads again and
     of those the memo may cut after."""
-    return _layouts.layout(raw, body, key, max(_memo.LIGHT_ITEMS, _memo.MAX_MARKS + 1))
+    return _layouts.layout(raw, body, key, max(_light.LIGHT_ITEMS, MAX_MARKS + 1))
 
 
 def _fresh(result: Rewrite, fresh: History | None, decisions: list[Any] | None, config: Config) -> None:
@@ -490,7 +496,7 @@ def _finish(
         # The server holds the earlier items; this input is only what is new.
         plan.delta_start = 0
         notes.append("previous_response_id: input holds only new items, all steps are the delta")
-    steps = plan.docs[:]  # a light memo's resume: a memo.Tail (the earlier steps are its tally's)
+    steps = plan.docs[:]  # a light memo's resume: a light.Tail (the earlier steps are its tally's)
     if not steps:
         return Rewrite("unchanged", "no pair became a step", dialect.NAME, plan=plan, notes=notes, history=history)
     if not emit:  # observe mode: the body would not be sent, so it is not written
