@@ -364,7 +364,7 @@ def read(
 
         # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
         settled = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)
-        done, out, writes, spans = settled  # type: ignore[misc]
+        done, out, _, _ = settled  # type: ignore[misc]
         keep = marked and not memo.light  # type: ignore[union-attr]
         result = _finish(dialect, body, history, done, out.items, emit, keep=keep)
         _fresh(result, history, decisions, config)
@@ -375,7 +375,7 @@ def read(
             # Where the items lie in the body's own bytes, whatever their style (layout.py): once
             # the request has gone, when the caller leaves this until then.
             where = _layout(raw, body, dialect.ITEMS) if items else None
-            entry = _fill.remember(raw, body, dialect, config, history, reads, done, out.items, writes, spans, where)
+            entry = _fill.remember(raw, body, dialect, config, history, reads, settled, where)  # type: ignore[arg-type]
             if entry is not None:
                 entry.written = result.written
                 memo.put(entry)  # type: ignore[union-attr]

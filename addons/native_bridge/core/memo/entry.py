@@ -3,7 +3,7 @@ derived from it) and the :class:`Mark` s where a later body may go on from it.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import ModuleType
 from typing import Any
 
@@ -69,13 +69,13 @@ class Entry:
 
     def __reduce__(self) -> Any:
         # From the worker: without its body (adopt() gives it back) and with its dialect by name.
-        fields = {f: getattr(self, f) for f in self.__slots__}  # type: ignore[attr-defined]
-        fields["raw"], fields["dialect"] = b"", self.dialect.NAME
-        return (_rebuilt, (fields,))
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["raw"], state["dialect"] = b"", self.dialect.NAME
+        return (_rebuilt, (state,))
 
 
-def _rebuilt(fields: dict[str, Any]) -> Entry:
+def _rebuilt(state: dict[str, Any]) -> Entry:
     from ..dialects import anthropic, chat, gemini, responses
 
     by_name = {d.NAME: d for d in (chat, anthropic, responses, gemini)}
-    return Entry(**{**fields, "dialect": by_name[fields["dialect"]]})
+    return Entry(**{**state, "dialect": by_name[state["dialect"]]})

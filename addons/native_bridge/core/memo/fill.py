@@ -5,83 +5,121 @@ near the end of the items, the safe ones among them made :class:`~.entry.Mark` s
 from __future__ import annotations
 
 from bisect import bisect_left
+from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..builder import Part, Placement, Tally
 from ..dialects import Cursor, Output
 from ..history import History, ToolCall, ToolResult
 from ..layout import Layout
-from ..settle import Span, cut_ok
+from ..settle import Settled, Span, cut_ok
 from ..splice import around
 from .entry import MAX_MARKS, Entry, Mark
 
-_NONE = object()
+_NONE = object()  # no turn read, no item written yet
+
+
+class ReadAt(NamedTuple):
+    """The reader's state at the cut before item ``index``."""
+
+    index: int
+    cursor: Cursor
+    calls: int  # the calls before the cut (those before the reading began too)
+    results: int
+    last_turn: Any  # the last turn's role (_NONE: none yet)
+
+
+class WroteAt(NamedTuple):
+    """The writer's state at a cut (:class:`~..dialects.Output`'s, its items counted)."""
+
+    out_len: int
+    pending: Any  # the last item written (_NONE: none yet)
+    dropped: bool
+    gap: tuple[int, ...]
+
+
+class Carried(NamedTuple):
+    """A call or a result that carries an id, at its position."""
+
+    pos: int
+    id: str
+
+
+@dataclass(slots=True)
+class Cuts:
+    """What :func:`marks_at` makes one reading's marks from: the cuts it noted, where they end
+    in the body, and the rewrite's state there."""
+
+    dialect: ModuleType
+    items: list[Any]
+    ends: dict[int, int]  # the raw offset just past item i-1, by i
+    reads: list[ReadAt]
+    writes: dict[int, WroteAt]  # by the index of the cut
+    spans: list[Span]  # the pins' (settle.py)
+    first_pos: dict[str, int]  # each id: the position of the first call or result carrying it
+    ids: list[Carried]  # those at or after the first cut read (ids_of)
+    step_calls: list[ToolCall]
+    docs: list[Any]  # the steps, in step_calls' order
+    accounting: list[Placement]
+    tally: Tally = field(default_factory=Tally)  # the steps and placements before the first cut read
+    step_base: int = 0  # the steps before it: step_calls[:step_base] lie before every cut
 
 
 def read_marked(
     dialect: ModuleType, items: Any, at: Cursor, h: History, calls: int = 0, results: int = 0, tail: int = MAX_MARKS
-) -> list[tuple[Any, ...]]:
+) -> list[ReadAt]:
     """Read ``items[at.index:]`` into ``h`` (as ``dialect.read_items`` does), noting the
-    reader's state at the end and at the cuts before each of the last ``tail`` items:
-    (index, cursor, calls, results, last turn); ``calls`` and ``results`` count those
-    before ``at`` that ``h`` does not hold."""
+    reader's state at the end and at the cuts before each of the last ``tail`` items;
+    ``calls`` and ``results`` count those before ``at`` that ``h`` does not hold."""
     n = len(items)
     split = max(at.index, n - tail)
     at = dialect.read_items(items, at, h, stop=split)
-    states = [(split, at, calls + len(h.calls), results + len(h.results), h.turns[-1] if h.turns else _NONE)]
+    states = [ReadAt(split, at, calls + len(h.calls), results + len(h.results), h.turns[-1] if h.turns else _NONE)]
     for i in range(split, n):
         at = dialect.read_items(items, at, h, stop=i + 1)
-        states.append((i + 1, at, calls + len(h.calls), results + len(h.results), h.turns[-1] if h.turns else _NONE))
+        last = h.turns[-1] if h.turns else _NONE
+        states.append(ReadAt(i + 1, at, calls + len(h.calls), results + len(h.results), last))
     return states
 
 
 def write_marked(
     dialect: ModuleType, items: Any, start: int, stepped: Any, out: Output, tail: int = MAX_MARKS
-) -> dict[int, tuple[Any, ...]]:
+) -> dict[int, WroteAt]:
     """Write ``items[start:]`` onto ``out``, noting the writer's state at the same cuts."""
     n = len(items)
     split = max(start, n - tail)
     dialect.write_items(items, start, stepped, out, stop=split)
-    states = {split: (len(out.items), out.items[-1] if out.items else _NONE, out.dropped, out.gap)}
+    states = {split: WroteAt(len(out.items), out.items[-1] if out.items else _NONE, out.dropped, out.gap)}
     for i in range(split, n):
         dialect.write_items(items, i, stepped, out, stop=i + 1)
-        states[i + 1] = (len(out.items), out.items[-1] if out.items else _NONE, out.dropped, out.gap)
+        states[i + 1] = WroteAt(len(out.items), out.items[-1] if out.items else _NONE, out.dropped, out.gap)
     return states
 
 
-def ids_of(calls: list[ToolCall], results: list[ToolResult]) -> list[tuple[int, str]]:
-    """(pos, id) of every call and result that carries an id (calls first: not in pos order)."""
-    return [(c.pos, c.id) for c in calls if c.id] + [(r.pos, r.call_id) for r in results if r.call_id]
+def ids_of(calls: list[ToolCall], results: list[ToolResult]) -> list[Carried]:
+    """Every call and result that carries an id (calls first: not in pos order)."""
+    return [Carried(c.pos, c.id) for c in calls if c.id] + [Carried(r.pos, r.call_id) for r in results if r.call_id]
 
 
-def marks_at(
-    items: list[Any],
-    ends: dict[int, int],
-    reads: list[tuple[Any, ...]],
-    writes: dict[int, tuple[Any, ...]],
-    step_calls: list[ToolCall],
-    first_pos: dict[str, int],
-    tail_ids: list[tuple[int, str]],
-    dialect: ModuleType,
-    spans: list[Span],
-    docs: list[Any],
-    accounting: list[Placement],
-    tally: Tally,
-    step_base: int = 0,
-) -> list[Mark]:
-    """Marks at the safe cuts among ``reads``; ``ends``: the raw offset just past item i-1, by i.
+def marks_at(cuts: Cuts) -> list[Mark]:
+    """Marks at the safe cuts among ``cuts.reads``.
 
     A cut is not safe either where what was written before it depends on items after it
     (settle.cut_ok: a pin's span, a Responses reasoning item and the calls that follow it)."""
     last_pos: dict[str, int] = {}
-    for pos, x in tail_ids:
+    for pos, x in cuts.ids:
         last_pos[x] = max(pos, last_pos.get(x, pos))
     # A cut is unsafe when an id is carried on both sides of it.
+    first_pos = cuts.first_pos
     id_spans = [(first_pos[x], last) for x, last in last_pos.items()]
-    step_pos = [c.pos for c in step_calls[step_base:]]  # those before step_base are before every cut here
+    step_base = cuts.step_base
+    step_pos = [c.pos for c in cuts.step_calls[step_base:]]  # those before step_base are before every cut here
+    dialect, items, spans, docs, accounting = cuts.dialect, cuts.items, cuts.spans, cuts.docs, cuts.accounting
+    tally = cuts.tally
     marks = []
-    for index, cursor, n_calls, n_results, last_turn in reads:
+    for read in cuts.reads:
+        index, cursor = read.index, read.cursor
         if index == 0:
             continue
         straddled = False  # an id on both sides of the cut (a loop: no generator on every turn)
@@ -93,11 +131,24 @@ def marks_at(
             continue
         if not cut_ok(dialect, items, index, cursor.pos, spans):
             continue
-        out_len, pending, dropped, gap = writes[index]
+        wrote = cuts.writes[index]
         n_steps = step_base + bisect_left(step_pos, cursor.pos)
         tally = tally.add(docs[tally.steps : n_steps], accounting[tally.placed : cursor.pos])  # reads ascend
-        state = (n_calls, n_results, n_steps, out_len, pending, dropped, gap, tally)
-        marks.append(Mark(index, ends[index], cursor, last_turn, *state))
+        mark = Mark(
+            index=index,
+            end=cuts.ends[index],
+            cursor=cursor,
+            last_turn=read.last_turn,
+            n_calls=read.calls,
+            n_results=read.results,
+            n_steps=n_steps,
+            out_len=wrote.out_len,
+            pending=wrote.pending,
+            dropped=wrote.dropped,
+            gap=wrote.gap,
+            tally=tally,
+        )
+        marks.append(mark)
     return marks
 
 
@@ -107,15 +158,13 @@ def remember(
     dialect: ModuleType,
     config: Any,
     history: History,
-    reads: list[tuple[Any, ...]],
-    part: Part,
-    out: list[Any],
-    writes: dict[int, tuple[Any, ...]],
-    spans: list[Span] = (),  # type: ignore[assignment]
-    where: Layout | None = None,
+    reads: list[ReadAt],
+    settled: Settled,
+    where: Layout | None,
 ) -> Entry | None:
-    """An entry for a body rewritten in full (``raw``, parsed as ``doc``), its items where
-    ``where`` found them in those bytes (layout.layout: None, no entry)."""
+    """An entry for a body rewritten in full (``raw``, parsed as ``doc``, read as ``history``
+    noting ``reads``, settled and written with the writer's states as ``settled.extra``), its
+    items where ``where`` found them in those bytes (layout.layout: None, no entry)."""
     items = doc.get(dialect.ITEMS)
     if not isinstance(items, list) or not items or where is None:
         return None
@@ -129,22 +178,23 @@ def remember(
     for pos, x in ids_of(history.calls, history.results):
         if pos < first_pos.get(x, pos + 1):
             first_pos[x] = pos
-    split = reads[0][1].pos
+    split = reads[0].cursor.pos
     tail_ids = ids_of([c for c in history.calls if c.pos >= split], [r for r in history.results if r.pos >= split])
-    marks = marks_at(
-        items,
-        {i + 1: end for i, (_, end) in where.spans.items()},
-        reads,
-        writes,
-        part.step_calls,
-        first_pos,
-        tail_ids,
-        dialect,
-        list(spans),
-        part.docs,
-        part.placements,
-        Tally(),
+    part, out = settled.part, settled.out.items
+    cuts = Cuts(
+        dialect=dialect,
+        items=items,
+        ends={i + 1: end for i, (_, end) in where.spans.items()},
+        reads=reads,
+        writes=settled.extra,
+        spans=list(settled.spans),
+        first_pos=first_pos,
+        ids=tail_ids,
+        step_calls=part.step_calls,
+        docs=part.docs,
+        accounting=part.placements,
     )
+    marks = marks_at(cuts)
     if not marks:
         return None
     entry = entry_of(dialect, config, raw, where.head, where.stop, marks, items, history, part, out, first_pos)

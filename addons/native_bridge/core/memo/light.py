@@ -128,7 +128,7 @@ class Tail:
         return f"Tail({self.off}, {self.kept!r})"
 
 
-class LazyItems(list):  # type: ignore[type-arg]
+class LazyItems(list[Any]):
     """A history's items whose old ones are read again from the body's bytes when used.
 
     A list (the dialects check for one) of real items and empty slots: a slot within the

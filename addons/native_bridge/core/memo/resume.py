@@ -9,7 +9,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -17,11 +17,11 @@ from ..builder import Part, assemble, decide, delta_start
 from ..dialects import DialectError, Output
 from ..history import History
 from ..layout import item_spans, layout, skip
-from ..settle import settle
+from ..settle import Settled, settle
 from ..splice import Frame, Reuse
 from . import light
 from .entry import Entry, Mark
-from .fill import entry_of, ids_of, marks_at, read_marked, shell_of, thin, write_marked
+from .fill import Carried, Cuts, ReadAt, WroteAt, entry_of, ids_of, marks_at, read_marked, shell_of, thin, write_marked
 from .light import join, lighten
 from .store import Memo
 
@@ -45,9 +45,16 @@ class Resumed:
     shared: int = 0  # the bytes the new body holds of the entry's (Memo.put)
 
 
-def _parse_rest(
-    raw: bytes, entry: Entry, mark: Mark, steps_key: str
-) -> tuple[dict[str, Any], Frame | None, int, bool] | None:
+class Rest(NamedTuple):
+    """A new body parsed from a mark on (:func:`_parse_rest`)."""
+
+    doc: dict[str, Any]  # the body's object with only the items after the mark
+    frame: Frame | None  # its bytes before and after the items, when they may be copied (splice.Reuse.frame)
+    stop: int  # its items array's "]"
+    framed: bool  # orjson wrote the bytes around its items (Entry.framed)
+
+
+def _parse_rest(raw: bytes, entry: Entry, mark: Mark, steps_key: str) -> Rest | None:
     """The new body's object with only the items after ``mark``, its items' "]" offset and
     whether orjson wrote the bytes around them (None: not one items array after the mark, or it
     holds ``steps_key``). When the bytes after the items are the entry's own, only the new items
@@ -83,7 +90,7 @@ def _parse_rest(
         return None
     if comma and not doc.get(key):  # "[A,B,]": a comma and no item after it is not JSON
         return None
-    return doc, frame, stop, framed
+    return Rest(doc, frame, stop, framed)
 
 
 @dataclass(slots=True)
@@ -101,9 +108,9 @@ class Begun:
     config: Any  # the entry's (an unnamed client's, as the new part told it)
     items: list[Any]
     fresh: History  # the calls and results after the cut
-    reads: list[tuple[Any, ...]]
+    reads: list[ReadAt]  # the reader's states at the new cuts
     decisions: list[Any]  # the new pairs', before settle pinned any
-    ids: list[tuple[int, str]]  # (pos, id) of the new calls and results (fill.ids_of)
+    ids: list[Carried]  # the new calls and results that carry an id (fill.ids_of)
 
 
 def begin(
@@ -129,7 +136,7 @@ def begin(
     parsed = _parse_rest(raw, entry, mark, steps_key)
     if parsed is None:
         return None
-    doc, frame, stop, framed = parsed
+    doc = parsed.doc
     new = doc.get(dialect.ITEMS)
     if type(new) is not list:
         return None
@@ -156,7 +163,21 @@ def begin(
         if first_pos.get(x, at) < at:
             return None
     decisions = decide(h, config.kinds, config.tool_kinds)
-    return Begun(entry, mark, raw, doc, frame, stop, framed, config, items, h, reads, decisions, ids)
+    return Begun(
+        entry=entry,
+        mark=mark,
+        raw=raw,
+        doc=doc,
+        frame=parsed.frame,
+        stop=parsed.stop,
+        framed=parsed.framed,
+        config=config,
+        items=items,
+        fresh=h,
+        reads=reads,
+        decisions=decisions,
+        ids=ids,
+    )
 
 
 def complete(memo: Memo, begun: Begun) -> Resumed | None:
@@ -164,20 +185,13 @@ def complete(memo: Memo, begun: Begun) -> Resumed | None:
     when asked (``Resumed.successor``); None: do a full rewrite."""
     entry, mark, items, h, config = begun.entry, begun.mark, begun.items, begun.fresh, begun.config
     dialect, b, cur = entry.dialect, mark.index, mark.cursor
-
-    def write(new_stepped: frozenset[int]) -> tuple[Output, Any]:
-        prefix = entry.out[: mark.out_len]
-        if prefix:
-            prefix[-1] = mark.pending
-        out = Output(prefix, cur.pos, mark.dropped, mark.gap)
-        return out, write_marked(dialect, items, b, new_stepped, out, tail=0)
-
     part = assemble(h, config.kinds, config.tool_kinds, mark.n_steps, prior=begun.decisions)
     # A pin on a pair before the cut (the new items need it back) means a full rewrite.
+    write = _Write(entry, mark, items)
     settled = settle(dialect, items, h, config.kinds, config.tool_kinds, part, write, mark.n_steps, cur.pos)
     if settled is None:
         return None
-    part, out, writes, spans = settled
+    part = settled.part
     # The stepped positions before the cut: a light entry keeps none, the mark's tally counts them.
     k = mark.tally.placed - mark.tally.kept if entry.light else bisect_left(entry.stepped, cur.pos)
     stepped = join(entry.stepped, k, part.stepped)
@@ -194,36 +208,6 @@ def complete(memo: Memo, begun: Begun) -> Resumed | None:
         stepped,
         tally=mark.tally,
     )
-    doc = begun.doc
-
-    def successor() -> Entry:
-        first_pos = (
-            {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
-        )
-        new_ids = begun.ids
-        for pos, x in new_ids:
-            if pos < first_pos.get(x, pos + 1):
-                first_pos[x] = pos
-        new, raw, stop = doc[dialect.ITEMS], begun.raw, begun.stop
-        end = mark.end + len(raw[mark.end : stop].rstrip(b" \t\n\r"))  # just past the last item
-        marks = [m for m in entry.marks if m.index <= b]
-        tallied = (joined.docs, joined.placements, mark.tally, mark.n_steps)
-        ends = {len(items): end}
-        fresh = marks_at(items, ends, begun.reads, writes, step_calls, first_pos, new_ids, dialect, spans, *tallied)
-        marks = thin(marks + [m for m in fresh if m.index > b])
-        made = entry_of(dialect, config, raw, entry.head, stop, marks, items, whole, joined, out.items, first_pos)
-        made.shell = shell_of(doc, dialect.ITEMS)
-        # Where the new items lie (a light entry reads the last ones again): found in the bytes
-        # after the mark, one compare each when orjson wrote them. Unfound, they are not read again.
-        found = item_spans(raw, mark.end, new, b) or {}
-        kept = len(items) - light.LIGHT_ITEMS
-        made.spans = {i: x for i, x in entry.spans.items() if kept <= i < b}
-        made.spans.update(found)
-        made.framed = begun.framed
-        if entry.light:
-            lighten(made, mark)
-        return made
-
     memo.hits += 1
     # Going on from near the end of the entry's body, this is the same conversation: it takes
     # the entry's place. From early on (another conversation with the same system prompt, an
@@ -234,5 +218,88 @@ def complete(memo: Memo, begun: Begun) -> Resumed | None:
     if entry.written is not None:  # the items before the pending one and the steps before the cut
         reuse = Reuse(entry.written, entry.out, entry.docs, max(0, mark.out_len - 1), mark.n_steps, begun.frame)
     return Resumed(
-        doc, whole, joined, out.items, successor, config, replaces, h, begun.decisions, delta, reuse, mark.end
+        doc=begun.doc,
+        history=whole,
+        part=joined,
+        out=settled.out.items,
+        successor=_Successor(begun, whole, joined, settled),
+        config=config,
+        replaces=replaces,
+        fresh=h,
+        decisions=begun.decisions,
+        delta=delta,
+        reuse=reuse,
+        shared=mark.end,
     )
+
+
+@dataclass(slots=True)
+class _Write:
+    """A resume's writer (settle's ``write``): the entry's written items up to the mark, as the
+    mark holds the last of them, then the new items."""
+
+    entry: Entry
+    mark: Mark
+    items: list[Any]
+
+    def __call__(self, new_stepped: frozenset[int]) -> tuple[Output, dict[int, WroteAt]]:
+        mark = self.mark
+        prefix = self.entry.out[: mark.out_len]
+        if prefix:
+            prefix[-1] = mark.pending
+        out = Output(prefix, mark.cursor.pos, mark.dropped, mark.gap)
+        return out, write_marked(self.entry.dialect, self.items, mark.index, new_stepped, out, tail=0)
+
+
+@dataclass(slots=True)
+class _Successor:
+    """The entry a resume makes for its body (``Resumed.successor``), when called."""
+
+    begun: Begun
+    whole: History  # the history before the cut and after it
+    joined: Part  # likewise the part
+    settled: Settled  # the new part's, with the writer's states at the new cuts
+
+    def __call__(self) -> Entry:
+        begun, joined, settled = self.begun, self.joined, self.settled
+        entry, mark, items, doc = begun.entry, begun.mark, begun.items, begun.doc
+        dialect, b, cur = entry.dialect, mark.index, mark.cursor
+        first_pos = (
+            {x: p for x, p in entry.first_pos.items() if p < cur.pos} if b < len(entry.items) else dict(entry.first_pos)
+        )
+        new_ids = begun.ids
+        for pos, x in new_ids:
+            if pos < first_pos.get(x, pos + 1):
+                first_pos[x] = pos
+        new, raw, stop = doc[dialect.ITEMS], begun.raw, begun.stop
+        end = mark.end + len(raw[mark.end : stop].rstrip(b" \t\n\r"))  # just past the last item
+        marks = [m for m in entry.marks if m.index <= b]
+        cuts = Cuts(
+            dialect=dialect,
+            items=items,
+            ends={len(items): end},
+            reads=begun.reads,
+            writes=settled.extra,
+            spans=settled.spans,
+            first_pos=first_pos,
+            ids=new_ids,
+            step_calls=joined.step_calls,
+            docs=joined.docs,
+            accounting=joined.placements,
+            tally=mark.tally,
+            step_base=mark.n_steps,
+        )
+        marks = thin(marks + [m for m in marks_at(cuts) if m.index > b])
+        out = settled.out.items
+        made = entry_of(dialect, begun.config, raw, entry.head, stop, marks, items, self.whole, joined, out, first_pos)
+        made.shell = shell_of(doc, dialect.ITEMS)
+        # Where the new items lie (a light entry reads the last ones again): found in the bytes
+        # after the mark, one compare each when orjson wrote them. Unfound, they are not read again.
+        found = item_spans(raw, mark.end, new, b) or {}
+        kept = len(items) - light.LIGHT_ITEMS  # read here: a test narrows the window
+        made.spans = {i: x for i, x in entry.spans.items() if kept <= i < b}
+        made.spans.update(found)
+        made.framed = begun.framed
+        if entry.light:
+            lighten(made, mark)
+        return made

@@ -7,9 +7,11 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 from operator import attrgetter
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..layout import skip
 from .entry import Entry, Mark
@@ -23,6 +25,33 @@ MAX_BYTES = 64 * 2**20  # sum of remembered bodies; their parsed items cost abou
 LIGHT_FROM = 512 * 2**10
 _END = attrgetter("end")
 _RAW = attrgetter("raw")
+
+
+class Found(NamedTuple):
+    """The entry a body goes on from furthest, and its latest mark the body keeps."""
+
+    entry: Entry
+    mark: Mark
+
+
+@dataclass(frozen=True, slots=True)
+class _Serves:
+    """Whether an entry may serve a body of ``dialect`` read with ``config`` (:meth:`Memo.find`)."""
+
+    dialect: ModuleType
+    config: Any
+    any_client: bool  # the client is not known yet: an entry made for any client serves
+
+    def __call__(self, entry: Entry) -> bool:
+        if entry.dialect is not self.dialect:
+            return False
+        if self.any_client:
+            return entry.config.for_client(None) == self.config
+        return entry.config is self.config or entry.config == self.config
+
+
+def _every(entry: Entry) -> bool:
+    return True
 
 
 class Memo:
@@ -48,7 +77,9 @@ class Memo:
         self._place: dict[int, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
-        self._found: tuple[bytes, Entry, Mark] | None = None  # continues()'s, for the find() after it
+        # continues()'s answer and the body it was for, for the find() after it
+        self._found: Found | None = None
+        self._found_for: bytes | None = None
         self.hits = 0
         self.misses = 0
         self.errors = 0  # resumes that raised (the full rewrite ran instead)
@@ -73,34 +104,27 @@ class Memo:
             self._place.clear()
             self._bytes = 0
 
-    def find(self, raw: bytes, dialect: ModuleType, config: Any, any_client: bool = False) -> tuple[Entry, Mark] | None:
+    def find(self, raw: bytes, dialect: ModuleType, config: Any, any_client: bool = False) -> Found | None:
         """The entry this body continues furthest, and its latest mark the body keeps.
         ``any_client``: the client is not known yet (``config`` has none): an entry made for
         any client serves, and the caller checks the client once it has read the new part."""
-
-        def serves(entry: Entry) -> bool:
-            if entry.dialect is not dialect:
-                return False
-            if any_client:
-                return entry.config.for_client(None) == config
-            return entry.config is config or entry.config == config
-
+        serves = _Serves(dialect, config, any_client)
         with self._lock:
-            found, self._found = self._found, None
-            if found is not None and found[0] is raw and id(found[1]) in self._entries and serves(found[1]):
-                return found[1], found[2]  # continues() compared these bytes a moment ago: not twice
+            found, found_for, self._found, self._found_for = self._found, self._found_for, None, None
+            if found is not None and found_for is raw and id(found.entry) in self._entries and serves(found.entry):
+                return found  # continues() compared these bytes a moment ago: not twice
         return self._furthest(raw, serves)
 
     def continues(self, raw: bytes) -> int:
         """How many of ``raw``'s bytes a remembered conversation already holds (0: none), by a
         byte compare, no parsing: what a resume would not read again (it may still end in a
         full read). The caller decides by what is left, ``len(raw)`` less this, where to read it."""
-        best = self._furthest(raw, lambda entry: True)
+        best = self._furthest(raw, _every)
         with self._lock:
-            self._found = None if best is None else (raw, *best)
-        return best[1].end if best is not None else 0
+            self._found, self._found_for = best, None if best is None else raw
+        return best.mark.end if best is not None else 0
 
-    def _furthest(self, raw: bytes, serves: Any) -> tuple[Entry, Mark] | None:
+    def _furthest(self, raw: bytes, serves: Callable[[Entry], bool]) -> Found | None:
         """Of the entries that ``serves`` accepts (and this memo may use), the one ``raw`` goes
         on from furthest (on a tie the most recent), and its latest mark the body keeps.
 
@@ -139,12 +163,12 @@ class Memo:
                 if end < n and raw.startswith(old[near:end], near) and _keeps(old, raw, end):
                     best, at, found = mark, i, entry
                     break
-            if at == i:
+            if at == i and best is not None:  # it has the best mark so far
                 with self._lock:
-                    alone = self._alone(entry, best.end)  # type: ignore[union-attr]
+                    alone = self._alone(entry, best.end)
                 if alone:  # an entry that went as far would hold this one's bytes up to its mark
                     self.searched += i + 1
-                    return entry, best  # type: ignore[return-value]
+                    return Found(entry, best)
         self.searched += i + 1
         window, near, end = b"", 0, -1  # the bytes before the best end so far
         for i, entry in held:
@@ -163,7 +187,7 @@ class Memo:
                 mark = _longest_kept(entry, raw, beyond)
             if mark is not None:
                 best, at, found = mark, i, entry
-        return None if best is None else (found, best)  # type: ignore[return-value]
+        return None if best is None or found is None else Found(found, best)
 
     def adopt(self, entry: Entry, raw: bytes) -> None:
         """Keep an entry a worker made for ``raw`` (it crossed without the body: ``raw`` is it)."""
