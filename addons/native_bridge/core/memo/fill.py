@@ -180,7 +180,7 @@ def remember(
             first_pos[x] = pos
     split = reads[0].cursor.pos
     tail_ids = ids_of([c for c in history.calls if c.pos >= split], [r for r in history.results if r.pos >= split])
-    part, out = settled.part, settled.out.items
+    part = settled.part
     cuts = Cuts(
         dialect=dialect,
         items=items,
@@ -197,7 +197,19 @@ def remember(
     marks = marks_at(cuts)
     if not marks:
         return None
-    entry = entry_of(dialect, config, raw, where.head, where.stop, marks, items, history, part, out, first_pos)
+    entry = entry_of(
+        dialect=dialect,
+        config=config,
+        raw=raw,
+        head=where.head,
+        stop=where.stop,
+        marks=marks,
+        items=items,
+        history=history,
+        part=settled.part,
+        out=settled.out.items,
+        first_pos=first_pos,
+    )
     entry.spans, entry.framed = where.spans, framed
     entry.shell = shell_of(doc, dialect.ITEMS)
     return entry
@@ -212,6 +224,7 @@ def shell_of(doc: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def entry_of(
+    *,
     dialect: ModuleType,
     config: Any,
     raw: bytes,
@@ -224,6 +237,8 @@ def entry_of(
     out: list[Any],
     first_pos: dict[str, int],
 ) -> Entry:
+    """The entry for a body and what its rewrite read, decided and wrote (the caller sets where its
+    items lie, its framing and its shell)."""
     return Entry(
         dialect=dialect,
         config=config,

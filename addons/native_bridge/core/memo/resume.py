@@ -23,7 +23,7 @@ from . import light
 from .entry import Entry, Mark
 from .fill import Carried, Cuts, ReadAt, WroteAt, entry_of, ids_of, marks_at, read_marked, shell_of, thin, write_marked
 from .light import join, lighten
-from .store import Memo
+from .store import Found, Memo
 
 
 @dataclass(slots=True)
@@ -113,6 +113,28 @@ class Begun:
     ids: list[Carried]  # the new calls and results that carry an id (fill.ids_of)
 
 
+class _WentOn(NamedTuple):
+    """The entry and mark a body goes on from, and its part after the mark (:func:`_go_on`)."""
+
+    found: Found
+    rest: Rest
+
+
+def _go_on(
+    memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: str, any_client: bool
+) -> _WentOn | None:
+    """Where ``raw`` goes on from in the memo, its part after the mark parsed; None: nowhere."""
+    found = memo.find(raw, dialect, config, any_client=any_client)
+    if found is None:
+        memo.misses += 1
+        return None
+    # Parse only what follows the cut (and the head): the items before it are the entry's.
+    parsed = _parse_rest(raw, found.entry, found.mark, steps_key)
+    if parsed is None or type(parsed.doc.get(dialect.ITEMS)) is not list:
+        return None
+    return _WentOn(found, parsed)
+
+
 def begin(
     memo: Memo,
     raw: bytes,
@@ -127,24 +149,20 @@ def begin(
     ``client_of``: the client is not known before parsing (no user agent names it); it is told
     from the parsed part (its declared tools, which lie outside the items: clients.identify),
     the same answer a full read gives, and the entry must have been made for that client."""
-    found = memo.find(raw, dialect, config, any_client=client_of is not None)
-    if found is None:
-        memo.misses += 1
+    went = _go_on(memo, raw, dialect, config, steps_key, any_client=client_of is not None)
+    if went is not None and client_of is not None:
+        made_for = went.found.entry.config
+        client = client_of(went.rest.doc)
+        if client == made_for.client:
+            config = made_for
+        else:  # another client's decisions: an entry of this one may serve
+            config = made_for.for_client(client)
+            went = _go_on(memo, raw, dialect, config, steps_key, any_client=False)
+    if went is None:
         return None
-    entry, mark = found
-    # Parse only what follows the cut (and the head): the items before it are the entry's.
-    parsed = _parse_rest(raw, entry, mark, steps_key)
-    if parsed is None:
-        return None
+    (entry, mark), parsed = went
     doc = parsed.doc
-    new = doc.get(dialect.ITEMS)
-    if type(new) is not list:
-        return None
-    if client_of is not None:
-        client = client_of(doc)
-        if client != entry.config.client:  # another client's decisions: an entry of this one may serve
-            return begin(memo, raw, dialect, entry.config.for_client(client), steps_key)
-        config = entry.config
+    new = doc[dialect.ITEMS]
     items = join(entry.items, mark.index, new)
     cur = mark.cursor
     turns = entry.turns[: cur.turns]
@@ -290,8 +308,19 @@ class _Successor:
             step_base=mark.n_steps,
         )
         marks = thin(marks + [m for m in marks_at(cuts) if m.index > b])
-        out = settled.out.items
-        made = entry_of(dialect, begun.config, raw, entry.head, stop, marks, items, self.whole, joined, out, first_pos)
+        made = entry_of(
+            dialect=dialect,
+            config=begun.config,
+            raw=raw,
+            head=entry.head,
+            stop=stop,
+            marks=marks,
+            items=items,
+            history=self.whole,
+            part=joined,
+            out=settled.out.items,
+            first_pos=first_pos,
+        )
         made.shell = shell_of(doc, dialect.ITEMS)
         # Where the new items lie (a light entry reads the last ones again): found in the bytes
         # after the mark, one compare each when orjson wrote them. Unfound, they are not read again.
