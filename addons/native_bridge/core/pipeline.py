@@ -397,8 +397,7 @@ class _Full:
         part = assemble(history, config.kinds, config.tool_kinds, prior=self.decisions)
         # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
         settled = settle(dialect, self.items, history, config.kinds, config.tool_kinds, part, self.write)
-        if settled is None:  # only a pin before the floor ends it so, and a full read has none
-            raise AssertionError("settle gave up on a full read")
+        assert settled is not None  # only a pin before the floor gives None, and a full read has no floor
         keep = self.reads is not None and memo is not None and not memo.light
         result = _finish(dialect, self.body, history, settled.part, settled.out.items, self.call.emit, keep=keep)
         _fresh(result, history, self.decisions, config)
