@@ -138,7 +138,7 @@ class LazyItems(list[Any]):
 
     __slots__ = ("raw", "spans")
 
-    def __init__(self, slots: Any = (), raw: bytes = b"", spans: dict[int, tuple[int, int]] | None = None) -> None:
+    def __init__(self, slots: Any = (), raw: bytes = b"", spans: dict[int, Extent] | None = None) -> None:
         super().__init__(slots)
         self.raw = raw
         self.spans = spans or {}

@@ -51,6 +51,7 @@ class _Serves:
 
 
 def _every(entry: Entry) -> bool:
+    """Every entry serves (:meth:`Memo.continues` asks how far any conversation goes)."""
     return True
 
 
