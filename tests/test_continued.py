@@ -21,7 +21,7 @@ import sys
 
 import pytest
 from native_bridge.chat_hop.jobs import Job, bridge
-from native_bridge.core.memo import Memo
+from native_bridge.core.memo.store import Memo
 from native_bridge.core.pipeline import Config, rewrite
 from native_bridge.runtime import continued, offload
 from native_bridge.runtime.continued import (

@@ -11,7 +11,7 @@ from native_bridge import rewrite
 from native_bridge.core.builder import build
 from native_bridge.core.dialects import DialectError, gemini
 from native_bridge.core.encoder import step_json
-from native_bridge.core.memo import Memo
+from native_bridge.core.memo.store import Memo
 from native_bridge.core.pipeline import dialect_for_body, dialect_for_path
 
 PATH = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"

@@ -18,7 +18,7 @@ import pytest
 from bench.golden import outcome_digest
 from native_bridge.chat_hop.jobs import observed
 from native_bridge.core.kinds import tool_map
-from native_bridge.core.memo import Memo
+from native_bridge.core.memo.store import Memo
 from native_bridge.core.pipeline import Config, Rewrite, rewrite
 
 CHAT = "/v1/chat/completions"

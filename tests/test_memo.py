@@ -21,10 +21,12 @@ import orjson
 import pytest
 from bench.golden import outcome_digest  # everything a rewrite reports, as one digest
 from native_bridge.chat_hop.jobs import observed
-from native_bridge.core import memo as memo_module
 from native_bridge.core import pipeline
 from native_bridge.core.layout import layout
-from native_bridge.core.memo import LIGHT_ITEMS, Gone, LazyItems, Memo, Tail
+from native_bridge.core.memo import light as memo_light
+from native_bridge.core.memo import resume as memo_resume
+from native_bridge.core.memo.light import LIGHT_ITEMS, Gone, LazyItems, Tail
+from native_bridge.core.memo.store import Memo
 from native_bridge.core.pipeline import Config, Rewrite, rewrite
 from support.histories import DIALECT_PATHS
 from support.histories.agent import CLIENT_HINTS, AgentConversation, Session, mutations
@@ -257,7 +259,7 @@ def test_the_chat_hops_light_memo_keeps_short_histories_whole() -> None:
     from mitmproxy import hooks
     from mitmproxy.test import taddons
     from native_bridge.chat_hop.addon import ChatHop
-    from native_bridge.core.memo import LIGHT_FROM
+    from native_bridge.core.memo.store import LIGHT_FROM
 
     hop = ChatHop()
     with taddons.context(hop) as tctx:
@@ -270,7 +272,7 @@ def test_the_chat_hops_light_memo_keeps_short_histories_whole() -> None:
 
 def test_a_light_memo_holds_little_beyond_the_body() -> None:
     """A light entry keeps the last body (made before tracing: not counted), a few hundred bytes
-    per tool call and the request's fields outside the items, parsed (memo._shell: the tools, read
+    per tool call and the request's fields outside the items, parsed (memo.fill.shell_of: the tools, read
     once per conversation); a full one holds the parsed history again, about twice the body."""
     conv = AgentConversation(600_000, 21, 6)
     bodies = [conv.body(t) for t in range(6)]
@@ -314,7 +316,7 @@ def test_a_resume_that_needs_an_item_a_light_entry_dropped_reads_in_full(
     dialect: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a window of one item, resumes that look further back end and the full read agrees."""
-    monkeypatch.setattr(memo_module, "LIGHT_ITEMS", 1)
+    monkeypatch.setattr(memo_light, "LIGHT_ITEMS", 1)
     memo = Memo(light=True)
     s = Session(dialect, 4, seed=19)
     for rounds in (*range(2, 16), 9, 16, 17):
@@ -412,7 +414,7 @@ def test_an_unnamed_client_is_told_by_its_tools_on_a_resume_too(light: bool) -> 
 
 
 def _light_items_by_walking(items: Any, raw: bytes, stop: int) -> LazyItems:
-    """What memo._light_items must give, the slow way: from the last item back, a real item's span
+    """What memo.light.light_items must give, the slow way: from the last item back, a real item's span
     from its encoding, a light one's as held, and no further than the first one not held."""
     n, spans, end = len(items), {}, stop
     known = items.spans if isinstance(items, LazyItems) else {}
@@ -420,12 +422,12 @@ def _light_items_by_walking(items: Any, raw: bytes, stop: int) -> LazyItems:
         span = known.get(i)
         if span is None:
             v = list.__getitem__(items, i)
-            if v is memo_module._GONE:
+            if v is memo_light.GONE:
                 break
             span = (end - len(orjson.dumps(v)), end)
         spans[i] = span
         end = span[0] - 1
-    return LazyItems([memo_module._GONE] * n, raw, spans)
+    return LazyItems([memo_light.GONE] * n, raw, spans)
 
 
 def _found(raw: bytes) -> dict[int, tuple[int, int]]:
@@ -441,7 +443,7 @@ def test_light_items_hold_the_spans_a_walk_finds(seed):
     old = [{"role": "user", "content": "x" * rng.randrange(1, 30)} for _ in range(rng.randrange(1, 3 * LIGHT_ITEMS))]
     raw = orjson.dumps({"messages": old})
     head = raw.index(b"[") + 1
-    light = memo_module._light_items(old, raw, _found(raw))
+    light = memo_light.light_items(old, raw, _found(raw))
     assert light.spans == _light_items_by_walking(old, raw, len(raw) - 2).spans
     assert [orjson.loads(raw[a:b]) for a, b in light.spans.values()] == [old[i] for i in light.spans]
     assert min(light.spans.values())[0] >= head
@@ -454,14 +456,14 @@ def test_light_items_hold_the_spans_a_walk_finds(seed):
         spans = dict(items.spans)
         del spans[rng.choice(sorted(spans))]
         items.spans = spans
-    got = memo_module._light_items(items, body, _found(body))
+    got = memo_light.light_items(items, body, _found(body))
     assert got.spans == _light_items_by_walking(items, body, len(body) - 2).spans
     assert len(got) == cut + len(more)
 
 
 @pytest.mark.parametrize("light", [True, False])
 def test_a_resume_reuses_the_fields_after_the_items_only_when_their_bytes_are_the_same(light: bool) -> None:
-    """The fields after the items (the tools) are parsed once per conversation (memo._shell); a
+    """The fields after the items (the tools) are parsed once per conversation (memo.fill.shell_of); a
     turn that changes one of them (another max_tokens, a tool more) is read as it is, and both
     give what a full read gives."""
     conv = AgentConversation(40_000, 5, 8)
@@ -509,7 +511,7 @@ def test_a_light_entrys_items_then_new_ones_are_its_slice_and_them() -> None:
     """LazyItems.then(cut, new), a resume's one-copy join, is items[:cut] + new: the same slots,
     the spans before the cut, the same body."""
     raw = orjson.dumps({"messages": [{"n": i} for i in range(10)]})
-    items = LazyItems([memo_module._GONE] * 10, raw, {i: (0, 1) for i in range(4, 10)})
+    items = LazyItems([memo_light.GONE] * 10, raw, {i: (0, 1) for i in range(4, 10)})
     for cut in (0, 3, 6, 10):
         joined, sliced = items.then(cut, [{"x": 1}]), items[:cut] + [{"x": 1}]  # noqa: RUF005 (LazyItems.__add__)
         assert isinstance(joined, LazyItems)
@@ -574,14 +576,14 @@ def test_a_config_per_client_stays_one_per_client_and_crosses_to_the_worker_with
 
 
 class _Model:
-    """What memo.Tail stands for: a list whose dropped elements are placeholders that raise Gone."""
+    """What memo.light.Tail stands for: a list whose dropped elements are placeholders that raise Gone."""
 
     def __init__(self, n: int, kept: list[Any]) -> None:
-        self.xs: list[Any] = [memo_module._GONE] * (n - len(kept)) + kept
+        self.xs: list[Any] = [memo_light.GONE] * (n - len(kept)) + kept
 
     def get(self, i: int) -> Any:
         v = self.xs[i]
-        if v is memo_module._GONE:
+        if v is memo_light.GONE:
             raise Gone(i)
         return v
 
@@ -589,7 +591,7 @@ class _Model:
 def _as_list(t: Any) -> list[Any]:
     """A Tail (or a list) as the model's list: dropped elements as placeholders."""
     if isinstance(t, Tail):
-        return [memo_module._GONE] * (len(t) - len(t.kept)) + t.kept
+        return [memo_light.GONE] * (len(t) - len(t.kept)) + t.kept
     return list(t)
 
 
@@ -618,7 +620,7 @@ def test_a_tail_answers_as_the_list_of_placeholders_it_stands_for(seed: int) -> 
         for b in range(-n - 1, n + 2):
             got, want = tail[a:b], model.xs[a:b]
             assert _as_list(got) == want
-            assert isinstance(got, list) == (memo_module._GONE not in want)
+            assert isinstance(got, list) == (memo_light.GONE not in want)
     new = [rng.randrange(100, 200) for _ in range(rng.randrange(0, 3))]
     for cut in range(0, n + 1):  # a resume's join: the slice and the new part in one step
         assert _as_list(tail.then(cut, new)) == model.xs[:cut] + new
@@ -627,12 +629,12 @@ def test_a_tail_answers_as_the_list_of_placeholders_it_stands_for(seed: int) -> 
         for v in reversed(tail):
             walked.append(v)
     except Gone:
-        assert memo_module._GONE in model.xs
+        assert memo_light.GONE in model.xs
     assert walked == [v for v in reversed(model.xs)][: len(walked)]
-    assert memo_module._GONE not in walked and (len(walked) == n or model.xs[n - 1 - len(walked)] is memo_module._GONE)
+    assert memo_light.GONE not in walked and (len(walked) == n or model.xs[n - 1 - len(walked)] is memo_light.GONE)
     if n:  # the writer's last item: set it (kept too when it was dropped just before those kept)
         i = rng.randrange(0, n)
-        if model.xs[i] is not memo_module._GONE or i == n - len(kept) - 1:
+        if model.xs[i] is not memo_light.GONE or i == n - len(kept) - 1:
             tail[i] = "set"
             model.xs[i] = "set"
             assert _as_list(tail) == model.xs
@@ -644,16 +646,16 @@ def test_a_tail_answers_as_the_list_of_placeholders_it_stands_for(seed: int) -> 
 
 
 def test_a_resume_lightens_its_own_join_in_place_as_the_copy_would() -> None:
-    """memo._lighten_items (a resume's join, in place) leaves the slots and spans that
-    memo._light_items (a copy) gives."""
+    """memo.light.lighten_items (a resume's join, in place) leaves the slots and spans that
+    memo.light.light_items (a copy) gives."""
     raw = orjson.dumps({"messages": [{"n": i} for i in range(80)]})
     items = orjson.loads(raw)["messages"]
     before = orjson.dumps({"messages": items[:70]})  # the turn before: the same bytes up to item 69's end
-    joined = memo_module._light_items(items[:70], before, _found(before)).then(70, items[70:])
+    joined = memo_light.light_items(items[:70], before, _found(before)).then(70, items[70:])
     joined.raw = raw
-    copy = memo_module._light_items(joined, raw, _found(raw))
-    memo_module._lighten_items(joined, _found(raw))
-    assert list(list.__iter__(joined)) == list(list.__iter__(copy)) == [memo_module._GONE] * 80
+    copy = memo_light.light_items(joined, raw, _found(raw))
+    memo_light.lighten_items(joined, _found(raw))
+    assert list(list.__iter__(joined)) == list(list.__iter__(copy)) == [memo_light.GONE] * 80
     assert joined.spans == copy.spans
     assert all(orjson.loads(raw[a:b]) == items[i] for i, (a, b) in joined.spans.items())
 
@@ -856,7 +858,7 @@ def test_read_in_two_halves_gives_what_one_reading_gives(dialect: str, named: bo
     item, light resumes that look further back end in a full read between the halves (counted:
     that path is taken). The memos resume alike: the later entries serve as the at-once ones."""
     completed: list[bool] = []
-    complete = memo_module.complete
+    complete = memo_resume.complete
 
     def counting(memo: Memo, begun: Any) -> Any:
         done = None
@@ -866,11 +868,11 @@ def test_read_in_two_halves_gives_what_one_reading_gives(dialect: str, named: bo
             completed.append(done is not None)
         return done
 
-    monkeypatch.setattr(memo_module, "complete", counting)
+    monkeypatch.setattr(memo_resume, "complete", counting)
     rng, hint = random.Random(23), CLIENT_HINTS[dialect] if named else None  # unnamed: told by its tools
     s = Session(dialect, 3, seed=29)
-    for window in (memo_module.LIGHT_ITEMS, 1):
-        monkeypatch.setattr(memo_module, "LIGHT_ITEMS", window)
+    for window in (memo_light.LIGHT_ITEMS, 1):
+        monkeypatch.setattr(memo_light, "LIGHT_ITEMS", window)
         memos = (Memo(light=light), Memo(light=light), Memo(light=light))
         for rounds in (*range(2, 14), 7, 14, 15):
             doc = s.doc(rounds)

@@ -20,7 +20,7 @@ from mitmproxy import hooks
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.chat_hop.jobs import Job, bridge, observed
-from native_bridge.core.memo import Memo
+from native_bridge.core.memo.store import Memo
 from native_bridge.core.pipeline import Config, rewrite
 from native_bridge.runtime import META, dispatch, worker
 from native_bridge.runtime.offload import Offloader

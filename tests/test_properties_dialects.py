@@ -44,7 +44,7 @@ from native_bridge.chat_hop.jobs import observed
 from native_bridge.core.builder import build
 from native_bridge.core.dialects import anthropic, chat, gemini, responses
 from native_bridge.core.encoder import step_json
-from native_bridge.core.memo import Memo
+from native_bridge.core.memo.store import Memo
 from native_bridge.core.pipeline import Config
 from support.histories.encodings import ENCODINGS
 

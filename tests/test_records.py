@@ -528,7 +528,7 @@ def _session_jobs(turns: int, secret_at: int) -> list[RecordJob]:
     and rewrite alike: before, after and steps), a credential in one tool result."""
     from native_bridge.chat_hop.addon import ChatHop
     from native_bridge.chat_hop.jobs import Job, bridge
-    from native_bridge.core.memo import Memo
+    from native_bridge.core.memo.store import Memo
     from support.histories.agent import Session
 
     config, memo, out = ChatHop().config, Memo(), []

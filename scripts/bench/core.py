@@ -53,7 +53,7 @@ class CoreRow:
 
 
 def _core_jobs(dialect: str, s: Session, rounds: int) -> tuple[bytes, dict[str, Callable[[], float | None]]]:
-    from native_bridge.core.memo import Memo
+    from native_bridge.core.memo.store import Memo
 
     path = DIALECT_PATHS[dialect]
     cur, prev = s.body(rounds), s.body(rounds - 1) if rounds > 1 else None
@@ -181,12 +181,13 @@ def _live_peak(fn: Callable[[], Any], modules: Sequence[Any]) -> float:
 
 def memory(dialect: str, s: Session, rounds: int) -> tuple[float, float, float]:
     """Peak live memory of floor, cold and warm rewrite, each as a multiple of the body size."""
-    from native_bridge.core import memo as memo_mod
-    from native_bridge.core.memo import Memo
+    from native_bridge.core.memo import light as memo_light
+    from native_bridge.core.memo import resume as memo_resume
+    from native_bridge.core.memo.store import Memo
 
     path = DIALECT_PATHS[dialect]
     cur, prev = s.body(rounds), s.body(rounds - 1)
-    mods = [rewrite_mod, memo_mod]
+    mods = [rewrite_mod, memo_light, memo_resume]  # the modules that call orjson
 
     class _Floor:
         orjson = orjson
@@ -222,7 +223,7 @@ def breadth(sizes: Sequence[int], quick: bool, log: Callable[[str], None]) -> li
     what finding the entry costs per conversation the proxy holds."""
     import random
 
-    from native_bridge.core.memo import MAX_ENTRIES, Memo
+    from native_bridge.core.memo.store import MAX_ENTRIES, Memo
 
     path, hint = DIALECT_PATHS["chat"], _hint("chat")
     rows = []
@@ -267,7 +268,7 @@ def breadth(sizes: Sequence[int], quick: bool, log: Callable[[str], None]) -> li
 
 def no_history(sizes: Sequence[int], quick: bool, log: Callable[[str], None]) -> list[tuple[int, float, float]]:
     """(size, floor, rewrite) of requests with no tool history (a first turn, a title request)."""
-    from native_bridge.core.memo import Memo
+    from native_bridge.core.memo.store import Memo
 
     out = []
     for size in sizes:

@@ -91,7 +91,7 @@ def golden_check(quick: bool = False) -> list[str]:
     after the cases before it (resumed conversations, forks, unrelated bodies), and every
     step's JSON is compared with protobuf's own (MessageToDict of the message)."""
     from native_bridge.core.encoder import step_json
-    from native_bridge.core.memo import Memo
+    from native_bridge.core.memo.store import Memo
     from native_bridge.core.pipeline import Config
 
     memo, problems = Memo(), []

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from mitmproxy import ctx, exceptions, flowfilter, http
 
 from ..core.kinds import KINDS, tool_map
-from ..core.memo import LIGHT_FROM, Memo
+from ..core.memo.store import LIGHT_FROM, Memo
 from ..core.pipeline import DIALECTS, Config, Rewrite, rewrite
 from ..evidence import Observation
 from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_directory
@@ -182,7 +182,7 @@ class ChatHop:
         self.recorder: Recorder | None = None
         # The conversations this addon has read: a resumed one costs only its new part. Light
         # (configure) in observe mode without records: then it holds about one body per conversation
-        # (a long one's: a short history's entry stays whole, memo.LIGHT_FROM).
+        # (a long one's: a short history's entry stays whole, memo.store.LIGHT_FROM).
         self.memo = Memo()
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
         # The options read on every request, as configure last saw them (ctx.options copies a
@@ -286,7 +286,7 @@ class ChatHop:
         self.stream_replies, self.calm = opts.bridge_stream_replies, calm_level(opts)
         self.backups = keeps_backups(ctx.master, opts)
         light = not self.emit and self.recorder is None
-        if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
+        if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo/light.py)
             self.memo = Memo(light=light, light_from=LIGHT_FROM)
         if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:
             logger.warning("bridge: stream_large_bodies is set; streamed request bodies cannot be rewritten")

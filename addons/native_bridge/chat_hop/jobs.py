@@ -5,7 +5,7 @@
 digests. :func:`resume` is the same job when the body goes on from the memo and only its
 new part needs reading (a large body then stays on the loop: runtime/dispatch.py). In
 observe mode without records the worker keeps nothing: it hands back the light memo entry
-it made (memo.py: a few bytes per call, no body, no parsed history) and the proxy's own
+it made (memo/light.py: a few bytes per call, no body, no parsed history) and the proxy's own
 memo takes it with the body it already holds, so the next turn of that conversation is
 read in place, its new part only, however large the history. Rewriting or recording, the
 worker keeps full entries in its own memo and resumes a large conversation there.
@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import pipeline
-from ..core.memo import Entry, Memo
+from ..core.memo.entry import Entry
+from ..core.memo.store import Memo
 from ..core.observe import observations
 from ..core.pipeline import Config, Reading, Rewrite, rewrite
 from ..evidence import Observation
@@ -38,7 +39,7 @@ class Job:
 
     @property
     def light(self) -> bool:
-        """Neither a body written nor steps recorded: a light memo serves it (memo.py)."""
+        """Neither a body written nor steps recorded: a light memo serves it (memo/light.py)."""
         return not self.emit and not self.record
 
     def run(self, memo: Memo | None) -> Outcome:

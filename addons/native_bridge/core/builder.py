@@ -75,7 +75,7 @@ class _Decision:
 class Tally:
     """What a plan's summary counts, over its first ``steps`` steps and ``placed`` placements.
 
-    A resumed conversation (memo.py) carries the tally of everything before its cut, so its
+    A resumed conversation (memo/) carries the tally of everything before its cut, so its
     summary costs only the new part, and the old steps need not be kept (a light memo)."""
 
     steps: int = 0
@@ -131,7 +131,7 @@ class Plan:
     @property
     def stepped(self) -> frozenset[int]:
         """``stepped_at`` as a set, made when asked for (a writer's; observe mode never asks: a
-        light memo's resumed plan holds a memo.Tail there, and this raises memo.Gone)."""
+        light memo's resumed plan holds a light.Tail there, and this raises light.Gone)."""
         if self._stepped is None:
             self._stepped = frozenset(self.stepped_at)
         return self._stepped
@@ -291,7 +291,7 @@ _POS = attrgetter("pos")
 
 @dataclass(slots=True)
 class Part:
-    """The steps and placements of a history, or of a stretch of one (see memo.py)."""
+    """The steps and placements of a history, or of a stretch of one (see memo/resume.py)."""
 
     docs: list[dict[str, Any]]
     sources: list[tuple[Kind, dict[str, Any], dict[str, Any]]]

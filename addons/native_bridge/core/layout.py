@@ -1,6 +1,6 @@
 """Where a body's items lie in its own bytes, whatever style the client wrote them in.
 
-The memo (memo.py) cuts a conversation between two items, at byte offsets in the body the
+The memo (memo/) cuts a conversation between two items, at byte offsets in the body the
 client sent: compact (Node, Rust, httpx), Python's ``json.dumps`` (``", "``, ``": "``,
 ``\\uXXXX``), Go's (``\\u003c``), pretty-printed, or a mix of these. Those offsets are found
 here, in the body's bytes, never in a re-encoding of them.

@@ -7,21 +7,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import ModuleType
 from typing import Any, Literal
 
 import orjson
 
 from . import layout as _layouts
-from . import memo as _memo
 from .builder import Part, Plan, assemble, decide, delta_start, exit_code
 from .clients import identify
 from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
 from .kinds import KINDS
 from .mapping import for_request
+from .memo import fill as _fill
+from .memo import light as _light
+from .memo import resume as _resume
+from .memo.entry import MAX_MARKS
+from .memo.fill import ReadAt
+from .memo.light import Gone
+from .memo.resume import Begun, Resumed
+from .memo.store import Memo
 from .rules.tool_names import DEFAULT_TOOL_KINDS
-from .settle import settle
+from .settle import Settled, settle
 from .splice import Reuse, Written, encode
 
 STEPS_KEY = "additional_steps"
@@ -189,7 +197,7 @@ def rewrite(
     raw: bytes,
     config: Config = Config(),
     path: str | None = None,
-    memo: _memo.Memo | None = None,
+    memo: Memo | None = None,
     client_hint: str | None = None,
     *,
     emit: bool = True,
@@ -198,7 +206,7 @@ def rewrite(
     """Rewrite one request body; never raises for bad input, only reports.
 
     With a ``memo`` (the caller's: the addon holds one), a body that continues a
-    conversation rewritten with it before reuses that work (same result, byte for byte: memo.py says why).
+    conversation rewritten with it before reuses that work (same result, byte for byte: memo/__init__.py says why).
     ``client_hint``: the request's User-Agent header, to identify the client (clients.py); without
     it the client is identified from the body alone, or not at all (then every known exit-status
     frame counts at its place, and no client's success wording: truth rules 3 and 5).
@@ -215,7 +223,7 @@ def resume(
     raw: bytes,
     config: Config,
     path: str | None,
-    memo: _memo.Memo,
+    memo: Memo,
     client_hint: str | None,
     *,
     emit: bool = True,
@@ -278,40 +286,54 @@ def read(
     raw: bytes,
     config: Config,
     path: str | None,
-    memo: _memo.Memo | None,
+    memo: Memo | None,
     hint: str | None,
     *,
     emit: bool = True,
     resume_only: bool = False,
-    resumable: bool = True,
 ) -> Rewrite | Reading | None:
     """:func:`rewrite` (:func:`resume` with ``resume_only``) in two halves: a Rewrite when that
     is all (nothing to decide), else a :class:`Reading` whose pairs are decided (what the planner
     hop's observations need) and whose ``finish()`` settles, writes and remembers the rest, the
-    same Rewrite the whole call gives. ``resumable=False``: read in full (a resume that could
-    not be completed)."""
+    same Rewrite the whole call gives."""
     dialect = DIALECTS.get(config.dialect) or dialect_for_path(path)
     # Cheap pre-check: without tool history there is nothing to rewrite, so do not parse.
     markers = dialect.MARKERS if dialect else (chat.MARKERS + anthropic.MARKERS + responses.MARKERS + gemini.MARKERS)
     if not _may_hold(raw, markers):
         return Rewrite("unchanged", "no tool history", dialect.NAME if dialect else None)
+    return _read(_Call(raw, path, memo, hint, emit), dialect, config, resume_only, resumable=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What :func:`read` was given that each half of the reading needs."""
+
+    raw: bytes
+    path: str | None
+    memo: Memo | None
+    hint: str | None  # the user agent
+    emit: bool
+
+
+def _read(
+    call: _Call, dialect: ModuleType | None, config: Config, resume_only: bool, resumable: bool
+) -> Rewrite | Reading | None:
+    """:func:`read` once the body may hold tool history (``dialect``: named by the config or the
+    path); ``resumable=False``: read in full (in place of a resume that could not be completed)."""
+    raw, memo, hint = call.raw, call.memo, call.hint
     # The client decides whose words count; the memo keeps its decisions per config, client included.
     # Known before parsing (configured, or named by the user agent), the memo may resume from raw bytes.
     early = config.client or identify(hint, None)
     if early is not None:
         config = config.for_client(early)
     tried = memo is not None and dialect is not None  # a resume from the bytes as they came
-
-    def full() -> Rewrite | Reading | None:  # a resume that cannot be completed: read in full
-        return read(raw, config, path, memo, hint, emit=emit, resumable=False)
-
-    if tried and resumable:
+    if resumable and memo is not None and dialect is not None:
         # A client no user agent names is told by its declared tools, read with the new part.
-        client_of = None if early is not None else (lambda doc: identify(hint, doc))
-        begun = _begin(memo, raw, dialect, config, client_of)  # type: ignore[arg-type]
+        client_of = None if early is not None else partial(identify, hint)
+        begun = _begin(memo, raw, dialect, config, client_of)
         # A body that declares other shell-shaped tools than the entry's (mapping.py) is read below.
         if begun is not None and _for_tools(begun.config, begun.doc) is begun.config:
-            return _reading(memo, begun, emit, full)  # type: ignore[arg-type]
+            return _Resume(call, memo, begun, config).reading()
     if resume_only:
         return None
     try:
@@ -327,16 +349,16 @@ def read(
         named = config
         config = _for_tools(config, body)  # and map shell tools by their shape (mapping.py)
         items = body.get(dialect.ITEMS)
-        marked = memo is not None and isinstance(items, list)  # the memo is filled: note where it may cut
-        # The dialect told by the body, or shell tools mapped by their shape: a resume from the bytes now.
-        if marked and (not tried or config is not named) and resumable:
-            begun = _begin(memo, raw, dialect, config)  # type: ignore[arg-type]
-            if begun is not None:
-                del body, items  # the memo holds the items before the cut: free these first
-                return _reading(memo, begun, emit, full)  # type: ignore[arg-type]
-        if marked:  # read the same way, noting where the memo may cut
+        reads = None  # the reader's states at the cuts, when the memo is filled
+        if memo is not None and isinstance(items, list):  # the memo is filled: note where it may cut
+            # The dialect told by the body, or shell tools mapped by their shape: a resume from the bytes now.
+            if resumable and (not tried or config is not named):
+                begun = _begin(memo, raw, dialect, config)
+                if begun is not None:
+                    del body, items  # the memo holds the items before the cut: free these first
+                    return _Resume(call, memo, begun, config).reading()
             history = History(client=config.client)
-            reads = _memo.read_marked(dialect, items, Cursor(), history)
+            reads = _fill.read_marked(dialect, items, Cursor(), history)
         else:
             history = dialect.read(body)
             history.client = config.client
@@ -345,39 +367,8 @@ def read(
     if not history.calls and not history.results:
         return Rewrite("unchanged", "no tool history", dialect.NAME)
     decisions = decide(history, config.kinds, config.tool_kinds)
-
-    def rest() -> Rewrite:
-        part = assemble(history, config.kinds, config.tool_kinds, prior=decisions)
-
-        def write(stepped: frozenset[int]) -> tuple[Output, Any]:
-            out = Output([], 0)
-            if not marked:
-                dialect.write_items(items, 0, stepped, out)
-                return out, None
-            return out, _memo.write_marked(dialect, items, 0, stepped, out)
-
-        # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
-        settled = settle(dialect, items, history, config.kinds, config.tool_kinds, part, write)
-        done, out, writes, spans = settled  # type: ignore[misc]
-        keep = marked and not memo.light  # type: ignore[union-attr]
-        result = _finish(dialect, body, history, done, out.items, emit, keep=keep)
-        _fresh(result, history, decisions, config)
-        if not marked:
-            return result
-
-        def remember() -> None:
-            # Where the items lie in the body's own bytes, whatever their style (layout.py): once
-            # the request has gone, when the caller leaves this until then.
-            where = _layout(raw, body, dialect.ITEMS) if items else None
-            entry = _memo.remember(raw, body, dialect, config, history, reads, done, out.items, writes, spans, where)
-            if entry is not None:
-                entry.written = result.written
-                memo.put(entry)  # type: ignore[union-attr]
-
-        result.remember = remember
-        return result
-
-    return Reading(history, _kinds_all(decisions, config), rest, raw)
+    full = _Full(call, dialect, config, body, items, history, decisions, reads)
+    return Reading(history, _kinds_all(decisions, config), full.rest, raw)
 
 
 def _for_tools(config: Config, body: dict[str, Any]) -> Config:
@@ -387,62 +378,134 @@ def _for_tools(config: Config, body: dict[str, Any]) -> Config:
     return config if table is config.tool_kinds else replace(config, tool_kinds=table)
 
 
-def _reading(memo: _memo.Memo, begun: _memo.Begun, emit: bool, full: Callable[[], Any]) -> Reading:
-    """A resume's Reading: its ``finish`` completes the resume, or reads in full (``full``) when
-    the resume cannot be completed (a pin before the cut, an item a light entry dropped)."""
-    dialect = begun.entry.dialect
+@dataclass(slots=True)
+class _Full:
+    """A full read decided as far as its pairs; :meth:`rest` settles, writes and leaves the memo's
+    new entry to the Rewrite's ``remember``."""
 
-    def rest() -> Rewrite:
-        resumed = _complete(memo, begun)
-        if resumed is None:
-            result = full()
+    call: _Call
+    dialect: ModuleType
+    config: Config
+    body: dict[str, Any]
+    items: Any
+    history: History
+    decisions: list[Any]
+    reads: list[ReadAt] | None  # None: no memo to fill
+
+    def rest(self) -> Rewrite:
+        dialect, config, history, memo = self.dialect, self.config, self.history, self.call.memo
+        part = assemble(history, config.kinds, config.tool_kinds, prior=self.decisions)
+        # Taking the pairs out must leave a request valid for its API: the writer may pin some back.
+        settled = settle(dialect, self.items, history, config.kinds, config.tool_kinds, part, self.write)
+        assert settled is not None  # only a pin before the floor gives None, and a full read has no floor
+        keep = self.reads is not None and memo is not None and not memo.light
+        result = _finish(dialect, self.body, history, settled.part, settled.out.items, self.call.emit, keep=keep)
+        _fresh(result, history, self.decisions, config)
+        if self.reads is not None and memo is not None:
+            result.remember = _RememberRead(memo, self, self.reads, settled, result).put
+        return result
+
+    def write(self, stepped: frozenset[int]) -> tuple[Output, Any]:
+        """settle's ``write``: the items afresh, noting the writer's states at the cuts when the
+        memo is filled."""
+        out = Output([], 0)
+        if self.reads is None:
+            self.dialect.write_items(self.items, 0, stepped, out)
+            return out, None
+        return out, _fill.write_marked(self.dialect, self.items, 0, stepped, out)
+
+
+@dataclass(slots=True)
+class _RememberRead:
+    """A full read's new memo entry (Rewrite.remember: once the request has gone, when the caller
+    leaves it until then)."""
+
+    memo: Memo
+    full: _Full
+    reads: list[ReadAt]
+    settled: Settled
+    result: Rewrite  # its written arrays, which the next turn copies (splice.py)
+
+    def put(self) -> None:
+        full, raw = self.full, self.full.call.raw
+        # Where the items lie in the body's own bytes, whatever their style (layout.py).
+        where = _layout(raw, full.body, full.dialect.ITEMS) if full.items else None
+        entry = _fill.remember(raw, full.body, full.dialect, full.config, full.history, self.reads, self.settled, where)
+        if entry is not None:
+            entry.written = self.result.written
+            self.memo.put(entry)
+
+
+@dataclass(slots=True)
+class _Resume:
+    """A resume begun; :meth:`rest` completes it, or reads in full when it cannot be completed (a
+    pin before the cut, an item a light entry dropped)."""
+
+    call: _Call
+    memo: Memo
+    begun: Begun
+    config: Config  # the reading's, for a full read in the resume's place
+
+    def reading(self) -> Reading:
+        begun = self.begun
+        return Reading(begun.fresh, _kinds_all(begun.decisions, begun.config), self.rest, begun.raw)
+
+    def rest(self) -> Rewrite:
+        memo, call = self.memo, self.call
+        r = _complete(memo, self.begun)
+        if r is None:
+            dialect = DIALECTS.get(self.config.dialect) or dialect_for_path(call.path)
+            result = _read(call, dialect, self.config, resume_only=False, resumable=False)
+            assert result is not None  # only a resume_only read gives None
             return result.finish(later=True) if isinstance(result, Reading) else result
-        return _resumed(memo, dialect, resumed, emit)
+        # Finished under the entry's config (the client an unnamed one was told to be); the entry
+        # remembered with the body's arrays the next turn copies (splice.py).
+        dialect = self.begun.entry.dialect
+        result = _finish(dialect, r.doc, r.history, r.part, r.out, call.emit, r.delta, not memo.light, r.reuse)
+        _fresh(result, r.fresh, r.decisions, r.config)
+        result.remember = _RememberResume(memo, r, result.written).put
+        return result
 
-    return Reading(begun.fresh, _kinds_all(begun.decisions, begun.config), rest, begun.raw)
 
+@dataclass(slots=True)
+class _RememberResume:
+    """A resume's new memo entry, in its entry's place (Rewrite.remember)."""
 
-def _resumed(memo: _memo.Memo, dialect: ModuleType, resumed: _memo.Resumed, emit: bool) -> Rewrite:
-    """The rewrite a resume made, finished under its entry's config (the client an unnamed one was
-    told to be); the entry remembered, with the body's arrays the next turn copies (splice.py)."""
-    r = resumed
-    result = _finish(dialect, r.doc, r.history, r.part, r.out, emit, r.delta, not memo.light, r.reuse)
-    _fresh(result, r.fresh, r.decisions, r.config)
-    written = result.written
+    memo: Memo
+    resumed: Resumed
+    written: Written | None
 
-    def remember() -> None:
+    def put(self) -> None:
+        r = self.resumed
         entry = r.successor()
-        entry.written = written
-        memo.put(entry, r.replaces, r.shared)
-
-    result.remember = remember
-    return result
+        entry.written = self.written
+        self.memo.put(entry, r.replaces, r.shared)
 
 
 def _begin(
-    memo: _memo.Memo,
+    memo: Memo,
     raw: bytes,
     dialect: ModuleType,
     config: Config,
     client_of: Callable[[dict[str, Any]], str | None] | None = None,
-) -> _memo.Begun | None:
+) -> Begun | None:
     """The memo's head start, or None; a fault in it costs only speed (the full rewrite runs)."""
     try:
-        return _memo.begin(memo, raw, dialect, config, STEPS_KEY, client_of)
+        return _resume.begin(memo, raw, dialect, config, STEPS_KEY, client_of)
     except Exception as e:
         return _missed(memo, e)
 
 
-def _complete(memo: _memo.Memo, begun: _memo.Begun) -> _memo.Resumed | None:
+def _complete(memo: Memo, begun: Begun) -> Resumed | None:
     try:
-        return _memo.complete(memo, begun)
+        return _resume.complete(memo, begun)
     except Exception as e:
         return _missed(memo, e)
 
 
-def _missed(memo: _memo.Memo, e: Exception) -> None:
+def _missed(memo: Memo, e: Exception) -> None:
     """A resume that raised: counted, and the full rewrite runs."""
-    if isinstance(e, _memo.Gone):  # a light entry no longer holds an item the resume would read
+    if isinstance(e, Gone):  # a light entry no longer holds an item the resume would read
         memo.misses += 1
     else:
         memo.errors += 1  # tests assert there are none
@@ -451,7 +514,7 @@ def _missed(memo: _memo.Memo, e: Exception) -> None:
 def _layout(raw: bytes, body: dict[str, Any], key: str) -> _layouts.Layout | None:
     """Where the items lie in ``raw``, with the spans of as many as a light entry reads again and
     of those the memo may cut after."""
-    return _layouts.layout(raw, body, key, max(_memo.LIGHT_ITEMS, _memo.MAX_MARKS + 1))
+    return _layouts.layout(raw, body, key, max(_light.LIGHT_ITEMS, MAX_MARKS + 1))
 
 
 def _fresh(result: Rewrite, fresh: History | None, decisions: list[Any] | None, config: Config) -> None:
@@ -490,7 +553,7 @@ def _finish(
         # The server holds the earlier items; this input is only what is new.
         plan.delta_start = 0
         notes.append("previous_response_id: input holds only new items, all steps are the delta")
-    steps = plan.docs[:]  # a light memo's resume: a memo.Tail (the earlier steps are its tally's)
+    steps = plan.docs[:]  # a light memo's resume: a light.Tail (the earlier steps are its tally's)
     if not steps:
         return Rewrite("unchanged", "no pair became a step", dialect.NAME, plan=plan, notes=notes, history=history)
     if not emit:  # observe mode: the body would not be sent, so it is not written

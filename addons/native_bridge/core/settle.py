@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from .builder import Part, assemble
 from .dialects import Output
@@ -20,6 +20,16 @@ from .history import History
 # (call position of a pinned pair, last item index the pin depends on): the memo must
 # not cut between the two, since the cut would carry a decision made on items after it.
 Span = tuple[int, int]
+
+
+class Settled(NamedTuple):
+    """What :func:`settle` ends with: the part (decided again where pinned), the written output,
+    what ``write`` gave beside it (the memo's writer: its states at the cuts) and the pins' spans."""
+
+    part: Part
+    out: Output
+    extra: Any
+    spans: list[Span]
 
 
 def pins_of(dialect: ModuleType, items: Any, out: Output, stepped: Collection[int]) -> dict[int, tuple[str, int]]:
@@ -44,10 +54,9 @@ def settle(
     write: Callable[[frozenset[int]], tuple[Output, Any]],
     step_base: int = 0,
     floor: int = 0,
-) -> tuple[Part, Output, Any, list[Span]] | None:
-    """The part (decided again where pinned), the written output, ``write``'s extra and
-    the pins' spans. ``write(stepped)`` writes the history afresh onto a new Output.
-    ``history`` holds the calls and results from position ``floor`` on; a pin before
+) -> Settled | None:
+    """The settled part, once no pin needs another pass. ``write(stepped)`` writes the history
+    afresh onto a new Output. ``history`` holds the calls and results from position ``floor`` on; a pin before
     ``floor`` (a resumed write that would need a pair before the memo's cut) returns None."""
     keep: dict[int, str] = {}
     spans: list[Span] = []
@@ -55,13 +64,13 @@ def settle(
         out, extra = write(frozenset(part.stepped))
         pins = pins_of(dialect, items, out, set(part.stepped))
         if not pins:
-            return part, out, extra, spans
+            return Settled(part, out, extra, spans)
         if any(p < floor for p in pins):
             return None
         stepped = set(part.stepped)
         new = {p: v for p, v in pins.items() if p in stepped and p not in keep}
         if not new:  # a pin on a pair that is not a step: nothing more to keep
-            return part, out, extra, spans
+            return Settled(part, out, extra, spans)
         call_of = {r.pos: r.call_id for r in history.results if r.pos in new}
         call_pos = {c.id: c.pos for c in history.calls if c.id in call_of.values()}
         for p, (why, horizon) in new.items():

@@ -16,11 +16,11 @@ import asyncio
 import threading
 from typing import Any
 
-from ..core.memo import Memo
+from ..core.memo.store import Memo
 from .continued import RESEND, Continued, Held, Resend, body_delta, rebuild
 from .worker import Renderer
 
-# Rewriting or recording, the worker remembers conversations up to this size (memo.py): a resumed
+# Rewriting or recording, the worker remembers conversations up to this size (core/memo/): a resumed
 # turn then costs only its new part. A full entry holds about 3.5x its body (body and parsed
 # items); a larger history is bridged afresh every turn instead, and its memory freed after each.
 WORKER_MEMO_MAX_BODY = 32 * 1024 * 1024

@@ -6,7 +6,7 @@ Each dialect module has NAME, ITEMS (the body key holding the history), MARKERS
 
 ``read_items`` and ``write_items`` do the same for a stretch of the items, carrying
 a :class:`Cursor` / :class:`Output` across stretches: reading a history in pieces
-gives exactly what reading it whole gives. The per-conversation memo (memo.py) reads
+gives exactly what reading it whole gives. The per-conversation memo (core/memo/) reads
 and writes only the items a resumed conversation added.
 
 A writer keeps the request valid for its API (truth rule 6). Where taking a stepped
