@@ -50,7 +50,8 @@ def _tree_files() -> tuple[str, ...]:
     skip = {".git", ".venv", "__pycache__", "node_modules", ".hypothesis", ".pytest_cache", ".ruff_cache"}
     out = []
     for top, dirs, names in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if d not in skip]
+        # Hidden folders hold what is not ours (.venv, .interop's installed clients, caches).
+        dirs[:] = [d for d in dirs if d not in skip and not d.startswith(".") and not d.endswith(".egg-info")]
         out += [os.path.relpath(os.path.join(top, n), ROOT) for n in names if n.endswith(".py")]
     return tuple(out)
 
