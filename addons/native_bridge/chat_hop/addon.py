@@ -68,20 +68,20 @@ def parse_tool_map(entries: Sequence[str]) -> dict[str, str]:
         raise exceptions.OptionsError(f"bridge_tools: {e}") from e
 
 
-MAX_BODY = 32 * 1024 * 1024  # bridge_max_body's default
-
 # observe: read the history, record what it states and hand it to the planner hop, send the body as it came.
 # rewrite: also move the pairs that became steps into additional_steps (for a gateway that reads that field).
 MODES = ("observe", "rewrite")
 
 
-RECORD_OPTIONS = {
-    "bridge_records",
-    "bridge_records_max_record",
-    "bridge_records_max_total",
-    "bridge_records_max_age",
-    "bridge_records_skipped_bodies",
-}
+RECORD_OPTIONS = frozenset(
+    {
+        "bridge_records",
+        "bridge_records_max_record",
+        "bridge_records_max_total",
+        "bridge_records_max_age",
+        "bridge_records_skipped_bodies",
+    }
+)
 
 
 def add_record_options(loader) -> None:
@@ -174,25 +174,44 @@ class ChatHop:
     record_limits = Limits()  # the bridge_records_* options (configure)
 
     def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None) -> None:
-        self._own_state = state is None  # a hop on its own (tests) stops the worker it started
+        # A hop on its own (tests) loads, configures and stops the shared state it made.
+        self._own_state = state is None
         self.state = state or BridgeState()
         self.h2c = h2c  # the planner listeners: their gRPC flows are never chat requests
         self.config = Config()
         self.filter: flowfilter.TFilter | DefaultFilter | None = None
-        self.recorder: Recorder | None = None
-        # The conversations this addon has read: a resumed one costs only its new part. Light
-        # (configure) in observe mode without records: then it holds about one body per conversation
-        # (a long one's: a short history's entry stays whole, memo.LIGHT_FROM).
-        self.memo = Memo()
         self._tees: dict[str, bytearray] = {}  # flow id → copy of a streamed SSE reply
         # The options read on every request, as configure last saw them (ctx.options copies a
         # value on each read).
-        self.on, self.emit, self.max_body, self.stream_replies = True, False, MAX_BODY, True
+        self.emit, self.stream_replies = False, True
         self.calm: int | None = logging.INFO  # verdict.calm_level
         self.backups = True  # a rewritten flow is backed up (later.keeps_backups)
 
+    @property
+    def memo(self) -> Memo:
+        """The conversations this hop has read (the shared state's)."""
+        return self.state.memo
+
+    @property
+    def recorder(self) -> Recorder | None:
+        """The record writer (bridge_records), the shared state's: the planner hop writes there too."""
+        return self.state.recorder
+
+    @recorder.setter
+    def recorder(self, recorder: Recorder | None) -> None:
+        self.state.recorder = recorder
+
+    @property
+    def on(self) -> bool:
+        return self.state.on
+
+    @property
+    def max_body(self) -> int:
+        return self.state.max_body
+
     def load(self, loader) -> None:
-        loader.add_option("bridge", bool, True, "Bridge planner-bound chat requests (see bridge_mode).")
+        if self._own_state:
+            self.state.load(loader)
         loader.add_option(
             "bridge_mode",
             str,
@@ -237,15 +256,11 @@ class ChatHop:
             True,
             "Pass the planner's text/event-stream replies to the client as they arrive, keeping a copy for the UI.",
         )
-        loader.add_option(
-            "bridge_max_body",
-            int,
-            MAX_BODY,
-            "Largest request body (bytes, decoded) the bridge rewrites; larger ones pass untouched.",
-        )
         add_record_options(loader)
 
     def configure(self, updated: set[str]) -> None:
+        if self._own_state:
+            self.state.configure(updated)
         opts = ctx.options
         if "bridge_filter" in updated:
             try:
@@ -263,8 +278,6 @@ class ChatHop:
             self.config = Config(frozenset(opts.bridge_kinds), parse_tool_map(opts.bridge_tools), opts.bridge_dialect)
         if "bridge_mode" in updated and opts.bridge_mode not in MODES:
             raise exceptions.OptionsError(f"bridge_mode: {opts.bridge_mode!r} is not one of {', '.join(MODES)}")
-        if "bridge_max_body" in updated and opts.bridge_max_body <= 0:
-            raise exceptions.OptionsError("bridge_max_body must be positive")
         if updated & RECORD_OPTIONS:
             self.record_limits = record_limits(opts)
             if self.recorder is not None and "bridge_records" not in updated:
@@ -279,15 +292,14 @@ class ChatHop:
             if self.recorder is not None:
                 self.recorder.close()
                 self.recorder = None
-            if opts.bridge_records:
+            if opts.bridge_records:  # the planner hop writes there too, unless it has its own
                 self.recorder = Recorder(directory, isolate=True, limits=self.record_limits)
-            self.state.recorder = self.recorder  # the planner hop writes there too, unless it has its own
-        self.on, self.emit, self.max_body = opts.bridge, opts.bridge_mode == "rewrite", opts.bridge_max_body
+        self.emit = opts.bridge_mode == "rewrite"
         self.stream_replies, self.calm = opts.bridge_stream_replies, calm_level(opts)
         self.backups = keeps_backups(ctx.master, opts)
         light = not self.emit and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
-            self.memo = Memo(light=light, light_from=LIGHT_FROM)
+            self.state.memo = Memo(light=light, light_from=LIGHT_FROM)
         if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:
             logger.warning("bridge: stream_large_bodies is set; streamed request bodies cannot be rewritten")
 
@@ -295,7 +307,7 @@ class ChatHop:
         if self.recorder is not None:
             self.recorder.close()
         if self._own_state:
-            self.state.dispatch.close()
+            self.state.done()
 
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         if not self.on or META in flow.metadata:
@@ -314,7 +326,7 @@ class ChatHop:
         return websocket.on_message(self, flow)  # Responses over WebSocket: response.create client frames
 
     def responseheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
-        reading = self.state.readings.get(flow.id)
+        reading = self.state.dispatch.readings.get(flow.id)
         if reading is not None:  # the reply waits for the reading: a -w capture and mitmweb see its verdict
             return self._after(reading, lambda: self._stream(flow))
         self._stream(flow)
@@ -322,7 +334,7 @@ class ChatHop:
 
     def readings(self) -> list[asyncio.Future[None]]:
         """The chat requests still being read in the worker (the planner hop waits for them)."""
-        return list(self.state.readings.values())
+        return list(self.state.dispatch.readings.values())
 
     @staticmethod
     async def _after(reading: asyncio.Future[None], then: Callable[[], None]) -> None:
@@ -358,7 +370,7 @@ class ChatHop:
 
     def error(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         self._tees.pop(flow.id, None)
-        reading = self.state.readings.get(flow.id)
+        reading = self.state.dispatch.readings.get(flow.id)
         if reading is not None:  # its verdict, and so its record, comes with the reading
             return self._after(reading, lambda: self._turn_over(flow))
         self._turn_over(flow)

@@ -85,16 +85,30 @@ def grpc_ok(resp: http.Response) -> bool:
     return True  # Connect unary: the HTTP status is the verdict
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The planner hop's options as configure last saw them: what a correction reads (it may run
+    in a thread, where ``ctx.options`` is not read) and what its verdict states."""
+
+    client: str | None = None  # bridge_planner_client
+    types: str = "official"  # bridge_planner_types
+    backups: bool = True  # a corrected flow is backed up (later.keeps_backups)
+
+
 class PlannerHop:
     def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None) -> None:
+        # A hop on its own (tests) loads and configures the shared state it made.
+        self._own_state = state is None
         self.state = state or BridgeState()
         self.h2c = h2c or H2CListener()
         self.evidence = StoreEvidence(lambda: self.state.store)
         self.own_recorder: Recorder | None = None
         self._pending: dict[str, _Pending] = {}  # flow id -> what to store once the reply says ok
-        self.backups = True  # a corrected flow is backed up (later.keeps_backups)
+        self.settings = Settings()
 
     def load(self, loader) -> None:
+        if self._own_state:
+            self.state.load(loader)
         loader.add_option(
             "bridge_planner",
             Sequence[str],
@@ -127,8 +141,9 @@ class PlannerHop:
         )
 
     def configure(self, updated: set[str]) -> None:
+        if self._own_state:
+            self.state.configure(updated)
         opts = ctx.options
-        self.backups = keeps_backups(ctx.master, opts)
         if updated & {"bridge_planner", "mode"}:
             specs = []
             for spec in opts.bridge_planner:
@@ -157,6 +172,8 @@ class PlannerHop:
                 self.own_recorder = None
             if opts.bridge_planner_records:
                 self.own_recorder = Recorder(opts.bridge_planner_records, isolate=True)
+        backups = keeps_backups(ctx.master, opts)
+        self.settings = Settings(opts.bridge_planner_client, opts.bridge_planner_types, backups)
 
     @property
     def recorder(self) -> Recorder | None:
@@ -165,6 +182,8 @@ class PlannerHop:
     def done(self) -> None:
         if self.own_recorder is not None:
             self.own_recorder.close()
+        if self._own_state:
+            self.state.done()
 
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Correct one call of the table (cascade.calls). The dispatch decides where and when
@@ -173,17 +192,17 @@ class PlannerHop:
         field scan is Python that gives the GIL up every few milliseconds); then this returns an
         awaitable, which mitmproxy awaits while the loop serves the rest."""
         specs = self.h2c.specs
-        if not specs or META in flow.metadata or not ctx.options.bridge or not is_planner(flow.client_conn, specs):
+        if not specs or META in flow.metadata or not self.state.on or not is_planner(flow.client_conn, specs):
             return None
         call = call_of(flow.request.path)
         if call is None:
             return None  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
         return self.state.dispatch.run(_Call(self, flow, call))
 
-    def account(self, flow: http.HTTPFlow, result: PlannerResult, came: Original) -> None:
+    def account(self, flow: http.HTTPFlow, result: PlannerResult, came: Original, settings: Settings) -> None:
         req = flow.request
         if result.status == "corrected":
-            if self.backups:
+            if settings.backups:
                 back_up(flow, came)  # mitmweb shows the flow as modified and can revert it
             if result.corrections:
                 flow.marked = MARKER
@@ -201,20 +220,20 @@ class PlannerHop:
             **s,
             "held": result.held,
             # The settings the steps were judged under: replay_check re-runs them with these.
-            "planner_client": ctx.options.bridge_planner_client,
-            "planner_types": ctx.options.bridge_planner_types,
+            "planner_client": settings.client,
+            "planner_types": settings.types,
             "change_list": result.change_list(),
         }
         if result.status == "corrected":
             logger.info(f"bridge: planner flow {flow.id}: {flow.comment.removeprefix('bridge: planner ')}")
         if self.recorder is not None:
-            self._record(flow, result, came[0])
+            self._record(flow, result, came[0], settings)
 
     def correct(
         self,
         flow: http.HTTPFlow,
         call: Call,
-        settings: _Settings,
+        settings: Correcting,
         delivered: Callable[[str], Delivered] | None = None,
         evidence: Evidence | None = None,
     ) -> PlannerResult:
@@ -250,7 +269,7 @@ class PlannerHop:
     def error(self, flow: http.HTTPFlow) -> None:
         self._pending.pop(flow.id, None)
 
-    def _record(self, flow: http.HTTPFlow, result: PlannerResult, before: bytes | None) -> None:
+    def _record(self, flow: http.HTTPFlow, result: PlannerResult, before: bytes | None, settings: Settings) -> None:
         """Hand the raw material to the recorder: decoding, proto3 JSON and redaction run in its worker."""
         recorder = self.recorder
         assert recorder is not None
@@ -264,8 +283,8 @@ class PlannerHop:
                 before=None,
                 summary={
                     **summary(result),
-                    "planner_client": ctx.options.bridge_planner_client,
-                    "planner_types": ctx.options.bridge_planner_types,
+                    "planner_client": settings.client,
+                    "planner_types": settings.types,
                 },
                 comment=flow.comment,
                 native=PlannerJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
@@ -274,18 +293,12 @@ class PlannerHop:
 
 
 @dataclass(frozen=True, slots=True)
-class _Settings:
-    """The options a correction reads, taken on the loop (a correction may run in a thread)."""
+class Correcting:
+    """What a correction reads, taken on the loop when its call is selected (it may run in a thread)."""
 
     max_size: int
     client: str | None
     types: Any
-
-    @staticmethod
-    def now() -> _Settings:
-        opts = ctx.options
-        max_size = min(opts.bridge_max_body, DEFAULT_MAX_SIZE)
-        return _Settings(max_size, opts.bridge_planner_client, opts.bridge_planner_types)
 
 
 def _same(a: Delivered, b: Delivered) -> bool:
@@ -305,7 +318,8 @@ class _Call:
     def __init__(self, hop: PlannerHop, flow: http.HTTPFlow, call: Call) -> None:
         self.hop, self.flow, self.call = hop, flow, call
         self.store = hop.state.store  # the one asked, even if bridge_state changes meanwhile
-        self.settings = _Settings.now()
+        self.options = hop.settings  # as configure last saw them when the call came
+        self.settings = Correcting(min(hop.state.max_body, DEFAULT_MAX_SIZE), self.options.client, self.options.types)
         self.where = f"planner flow {flow.id}"
         self.size = 0
         self.came: Original | None = None  # the request as it came (apply)
@@ -382,4 +396,4 @@ class _Call:
 
     def account(self, result: PlannerResult) -> None:
         assert self.came is not None
-        self.hop.account(self.flow, result, self.came)
+        self.hop.account(self.flow, result, self.came, self.options)

@@ -83,13 +83,10 @@ class Work(Protocol[R]):
 class Dispatch:
     """Runs the hops' work (module docstring); holds the worker process, started when first needed."""
 
-    def __init__(
-        self,
-        readings: dict[str, asyncio.Future[None]] | None = None,
-        unfinished: Callable[[], dict[int, float]] = dict,
-    ) -> None:
-        # Chat requests still being read off the loop after they went upstream, by flow id.
-        self.readings: dict[str, asyncio.Future[None]] = {} if readings is None else readings
+    def __init__(self, unfinished: Callable[[], dict[int, float]] = dict) -> None:
+        # Chat requests still being read off the loop after they went upstream, by flow id: the
+        # reply waits for its own, the planner hop for all of them (their evidence).
+        self.readings: dict[str, asyncio.Future[None]] = {}
         self.unfinished = unfinished  # the readings other processes began and have not ended
         self.offloader: Offloader | None = None
 
