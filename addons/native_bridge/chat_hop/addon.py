@@ -419,10 +419,11 @@ class _Request:
         # Observe mode: the body goes as it came, so it need not wait for the reading; the planner
         # hop waits for it (this process's for its task; with a shared state file, another
         # process's for the end its log records: begun in prepare, ended in apply).
-        self.later = goes and not emit
-        # Rewrite mode with the state in this process: only the new body is needed before the
-        # request goes; the verdict, the observations and the memo's new entry wait (account).
-        self.defer = goes and emit and not shared
+        self.goes_first = goes and not emit
+        # Rewrite mode with the state in this process: the reading splits in two. Only the new
+        # body is needed before the request goes; the verdict, the observations and the memo's
+        # new entry wait until it has gone (account).
+        self.splits = goes and emit and not shared
         self.size = 0
         self.job: Job | None = None
         self.came: Original | None = None
@@ -444,7 +445,7 @@ class _Request:
         self.size = len(raw)
         self.job = Job(raw, self.hop.config, req.path, ua, emit=self.emit, record=self.hop.recorder is not None)
         store = self.hop.state.store
-        if self.later and store.shared:
+        if self.goes_first and store.shared:
             self.began = store  # its end goes there, even if bridge_state changes meanwhile
             self.begun = store.begin(self.size)
         return None
@@ -457,7 +458,7 @@ class _Request:
 
     def here(self, whole: bool) -> Outcome | None:
         assert self.job is not None
-        if self.defer:
+        if self.splits:
             return sent_first(self.job, self.hop.memo, whole, rewrite)
         return bridge(self.job, self.hop.memo, rewrite) if whole else resume(self.job, self.hop.memo)
 
@@ -499,7 +500,7 @@ class _Request:
         self.begun = 0
 
     def account(self, out: Outcome) -> None:
-        if out.later is not None:
+        if out.rest is not None:
             out = self._rest(out)
         self.hop.account(self.flow, self.raw, out, self.came)
 
@@ -507,9 +508,9 @@ class _Request:
         """What waited until the request had gone (a deferred Outcome's observations and entry);
         fails open like the dispatch, the request having gone as decided."""
         try:
-            assert out.later is not None
-            later, out.later = out.later, None
-            later()
+            assert out.rest is not None
+            rest, out.rest = out.rest, None
+            rest()
             if out.observations:
                 self.hop.state.store.observe(out.observations)
         except Exception:

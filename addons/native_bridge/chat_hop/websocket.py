@@ -342,7 +342,7 @@ class _Frame:
     on the loop, or in the worker when large; annotated and recorded."""
 
     original = "frame"
-    later = False  # the frame waits: a rewritten one replaces it
+    goes_first = False  # the frame waits: a rewritten one replaces it
     wait = False
 
     def __init__(self, nb: FrameHost, flow: http.HTTPFlow, index: int) -> None:

@@ -312,7 +312,7 @@ class _Call:
     the request, the ledger entry kept until the reply says it was accepted; accounted."""
 
     original = "request"
-    later = False  # the corrected body is what goes upstream
+    goes_first = False  # the corrected body is what goes upstream
     wait = True  # the chat hop's readings still in its worker: their evidence comes first
 
     def __init__(self, hop: PlannerHop, flow: http.HTTPFlow, call: Call) -> None:

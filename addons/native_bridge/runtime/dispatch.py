@@ -10,8 +10,8 @@ decides:
   off the loop;
 - **off the loop** otherwise: in the worker process or a thread (the work's ``away``), awaited
   from the hook while the loop serves everyone else;
-- **after the request has gone upstream** when the request need not wait for it (``later``:
-  observe mode with the state in this process). A reading off the loop is then kept in
+- **after the request has gone upstream** when the request need not wait for it (``goes_first``:
+  observe mode). A reading off the loop is then kept in
   ``readings`` by flow id until it ends: the reply and the planner hop wait for it;
 - **after the readings in flight** when the work needs their evidence (``wait``: the planner hop):
   this process's, and with a shared state file the ones other processes began (``unfinished``:
@@ -53,7 +53,7 @@ class Work(Protocol[R]):
     flow: http.HTTPFlow
     where: str  # for the log line: "flow <id>", "planner flow <id>", "flow <id> message <i>"
     original: str  # what goes upstream as it came on a failure: "request" or "frame"
-    later: bool  # its request need not wait for the reading
+    goes_first: bool  # its request goes upstream first, its reading follows it (later.after_forward)
     wait: bool  # the readings in flight come first (their evidence)
     size: int  # the body's size, known once prepared
 
@@ -132,7 +132,7 @@ class Dispatch:
 
     def _start(self, work: Work[Any]) -> Awaitable[None] | None:
         loop = running_loop()
-        if work.later and loop is not None:  # the request goes on now; the reading follows it
+        if work.goes_first and loop is not None:  # the request goes on now; the reading follows it
             after_forward(lambda: self._follow(work, loop), loop)
             return None
         here = self._where(work, forwarded=False)
