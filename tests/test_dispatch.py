@@ -34,7 +34,8 @@ class Fake:
     raises: frozenset[str] = frozenset()
     calls: list[Any] = field(default_factory=list)
     where: str = "flow f1"
-    original: str = "request"
+    unit: str = "request"
+    result: str | None = None  # what decided() was given last
 
     def __post_init__(self) -> None:
         self.flow = tflow.tflow()
@@ -64,13 +65,17 @@ class Fake:
     def failed(self, e: Exception) -> str:
         return f"failed: {e}"
 
-    def apply(self, result: str) -> None:
-        self.calls.append(("apply", result))
-        if "apply" in self.raises and not result.startswith("failed"):
+    def decided(self, result: str) -> None:
+        self.result = result
+
+    def apply(self) -> None:
+        assert self.result is not None
+        self.calls.append(("apply", self.result))
+        if "apply" in self.raises and not self.result.startswith("failed"):
             raise RuntimeError("apply broke")
 
-    def account(self, result: str) -> None:
-        self.calls.append(("account", result))
+    def account(self) -> None:
+        self.calls.append(("account", self.result))
 
 
 def names(w: Fake) -> list[Any]:
