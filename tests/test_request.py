@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from mitmproxy import http
 from mitmproxy.test import tflow
+from native_bridge.chat_hop.addon import ChatHop, Tee
 from native_bridge.chat_hop.request import ChatRequest, ChatSettings
 from native_bridge.runtime import META
 from native_bridge.runtime.dispatch import Dispatch, Request, Stage, StageError
@@ -126,3 +128,25 @@ def test_a_chat_request_it_cannot_read_is_decided_without_being_ready() -> None:
     assert Dispatch().run(r) is None
     assert seen == [Stage.DECIDED, Stage.APPLIED, Stage.ACCOUNTED]
     assert r.result is not None and r.result.status == "skipped" and r.job is None
+
+
+@pytest.mark.parametrize("store_streamed", [False, True])
+def test_a_streamed_reply_keeps_its_copy_on_the_reply_itself(store_streamed: bool) -> None:
+    """The chat hop streams an SSE reply of a flow it bridged; the copy mitmweb and -w files show
+    is kept by the reply's own stream (no table of the hop), or by mitmproxy when it stores
+    streamed bodies itself."""
+    hop = ChatHop()
+    hop.settings = ChatSettings(store_streamed=store_streamed)
+    f = tflow.tflow()
+    f.metadata[META] = {"status": "observed"}
+    f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+    f.response.raw_content = None  # its body still to come
+    assert hop.responseheaders(f) is None
+    if store_streamed:
+        assert f.response.stream is True
+        return
+    assert isinstance(f.response.stream, Tee)
+    assert [f.response.stream(c) for c in (b"data: 1\n\n", b"data: 2\n\n")] == [b"data: 1\n\n", b"data: 2\n\n"]
+    hop.response(f)
+    assert f.response.raw_content == b"data: 1\n\ndata: 2\n\n"
+    hop.done()

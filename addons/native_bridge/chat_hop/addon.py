@@ -275,6 +275,7 @@ class ChatHop:
             keeps_backups(ctx.master, opts),
             self.record_limits.skipped_bodies,
             opts.bridge_stream_replies,
+            getattr(opts, "store_streamed_bodies", False),  # mitmproxy's (its StreamBodies addon); absent in tests
         )
         light = not emit and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
@@ -342,7 +343,7 @@ class ChatHop:
             return
         if not resp.headers.get("content-type", "").startswith("text/event-stream"):
             return
-        if ctx.options.store_streamed_bodies:
+        if self.settings.store_streamed:
             resp.stream = True  # mitmproxy keeps the copy itself
             return
         resp.stream = Tee()

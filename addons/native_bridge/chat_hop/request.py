@@ -45,6 +45,7 @@ class ChatSettings:
     backups: bool = True  # a rewritten flow is backed up (later.keeps_backups)
     skipped_bodies: bool = False  # bridge_records_skipped_bodies
     stream_replies: bool = True  # bridge_stream_replies
+    store_streamed: bool = False  # store_streamed_bodies: mitmproxy keeps a streamed reply's copy itself
 
 
 @dataclass(frozen=True, slots=True)
