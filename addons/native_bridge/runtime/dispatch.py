@@ -171,6 +171,15 @@ class Dispatch:
             return self._after(in_flight, elsewhere, work)
         return self._start(work)
 
+    async def _after(self, in_flight: list[asyncio.Future[None]], elsewhere: dict[int, float], work: Work[Any]) -> None:
+        if in_flight:
+            await asyncio.wait(in_flight)
+        while elsewhere.keys() & self._unfinished(work).keys():  # each ends, or its time is up
+            await asyncio.sleep(POLL)
+        pending = self._start(work)
+        if pending is not None:
+            await pending
+
     def _unfinished(self, work: Work[Any]) -> dict[int, float]:
         try:
             return self.unfinished()
@@ -196,15 +205,6 @@ class Dispatch:
             self._finish(work, self._failed(work, e), forwarded)
             return None
 
-    def _follow(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
-        """The reading of a request that has gone: where to read it is decided now too (for a
-        large history, ``fresh`` compares it with the memo's: the request did not wait for that)."""
-        here = self._where(work, forwarded=True)
-        if here:
-            self._here(work, forwarded=True)
-        elif here is not None:
-            self._meanwhile(work, loop)
-
     def _here(self, work: Work[Any], forwarded: bool) -> Awaitable[None] | None:
         whole = work.size < OFFLOAD_BYTES
         try:
@@ -219,6 +219,22 @@ class Dispatch:
         self._meanwhile(work, asyncio.get_running_loop())  # after forwarding: on the loop (_start)
         return None
 
+    async def _away(self, work: Work[Any], forwarded: bool) -> None:
+        try:
+            result = await work.away(self)
+        except Exception as e:
+            result = self._failed(work, e)
+        self._finish(work, result, forwarded)
+
+    def _follow(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
+        """The reading of a request that has gone: where to read it is decided now too (for a
+        large history, ``fresh`` compares it with the memo's: the request did not wait for that)."""
+        here = self._where(work, forwarded=True)
+        if here:
+            self._here(work, forwarded=True)
+        elif here is not None:
+            self._meanwhile(work, loop)
+
     def _meanwhile(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
         """Read off the loop after the request went on, kept in ``readings`` until done."""
         key = work.flow.id
@@ -230,22 +246,6 @@ class Dispatch:
                 del self.readings[key]
 
         self.readings[key] = loop.create_task(read())
-
-    async def _away(self, work: Work[Any], forwarded: bool) -> None:
-        try:
-            result = await work.away(self)
-        except Exception as e:
-            result = self._failed(work, e)
-        self._finish(work, result, forwarded)
-
-    async def _after(self, in_flight: list[asyncio.Future[None]], elsewhere: dict[int, float], work: Work[Any]) -> None:
-        if in_flight:
-            await asyncio.wait(in_flight)
-        while elsewhere.keys() & self._unfinished(work).keys():  # each ends, or its time is up
-            await asyncio.sleep(POLL)
-        pending = self._start(work)
-        if pending is not None:
-            await pending
 
     def _finish(self, work: Work[R], result: R, forwarded: bool) -> None:
         work.decided(result)
