@@ -182,9 +182,10 @@ def frozen(value: object, depth: int = 0) -> bool:
         return True
     if type(value) is object:  # a sentinel
         return True
-    if isinstance(value, (operator.attrgetter, operator.itemgetter, types.GenericAlias, typing.TypeVar)):
+    aliases = (types.GenericAlias, types.UnionType, typing.TypeVar)
+    if isinstance(value, (operator.attrgetter, operator.itemgetter, *aliases)):
         return True
-    if type(value).__module__ in ("typing", "types", "_collections_abc"):
+    if type(value).__module__ in ("typing", "_collections_abc"):
         return True  # type aliases (X | None, tuple[...]) and special forms
     if type(value).__module__.startswith("google."):
         return True  # protobuf descriptors (the generated code's, read-only)
@@ -250,6 +251,7 @@ def test_no_module_or_class_holds_state() -> None:
 STATEFUL = """
 import dataclasses
 import re
+import types
 
 LIMIT = 10
 PATTERN = re.compile("x")
@@ -258,6 +260,7 @@ _CACHE: dict[str, int] = {}
 _SEEN = []
 _LAST = None
 _COUNTER = dataclasses.make_dataclass("Counter", ["n"])(0)
+_SPACE = types.SimpleNamespace(hits=0)
 
 def remember(key):
     global _LAST
@@ -279,7 +282,7 @@ def test_the_checker_finds_each_kind_of_state() -> None:
     exec(compile(STATEFUL, "stateful_probe.py", "exec"), vars(module))
     tree = ast.parse(STATEFUL)
     found = "\n".join(problems(module, tree, changed_names(tree)))
-    for expected in ("global _LAST", "._CACHE:", "._SEEN:", "._COUNTER:", "Hop.shared:"):
+    for expected in ("global _LAST", "._CACHE:", "._SEEN:", "._COUNTER:", "._SPACE:", "Hop.shared:"):
         assert expected in found, f"{expected!r} not found in:\n{found}"
     for constant in (".LIMIT", ".PATTERN", ".TABLE", "table"):
         assert constant + ":" not in found, f"{constant} is a constant:\n{found}"
