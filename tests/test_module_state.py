@@ -24,10 +24,14 @@ import dataclasses
 import enum
 import functools
 import importlib
+import inspect
+import linecache
 import logging
 import operator
 import re
 import struct
+import sys
+import textwrap
 import types
 import typing
 from collections.abc import Iterator
@@ -196,7 +200,25 @@ def frozen(value: object, depth: int = 0) -> bool:
         )
     cls = type(value)
     if cls.__init__ is object.__init__ and cls.__setattr__ is object.__setattr__:
-        return not getattr(value, "__dict__", None)  # made empty, and nothing of its own puts anything in it
+        # Made empty, and nothing of its own ever puts anything in it.
+        own = [c for c in cls.__mro__ if c.__module__ not in ("builtins", "typing", "abc", "_collections_abc")]
+        return not getattr(value, "__dict__", None) and not any(sets_attributes(c) for c in own)
+    return False
+
+
+def sets_attributes(cls: type) -> bool:
+    """Whether a method of ``cls`` assigns an attribute of ``self`` (True when its source is unknown)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                return True
     return False
 
 
@@ -262,6 +284,22 @@ _LAST = None
 _COUNTER = dataclasses.make_dataclass("Counter", ["n"])(0)
 _SPACE = types.SimpleNamespace(hits=0)
 
+
+class _Tally:
+    def see(self):
+        self.seen = True
+
+
+_TALLY = _Tally()
+
+
+class _Quiet:
+    def say(self):
+        return "nothing kept"
+
+
+QUIET = _Quiet()
+
 def remember(key):
     global _LAST
     _LAST = key
@@ -279,10 +317,17 @@ class Hop:
 
 def test_the_checker_finds_each_kind_of_state() -> None:
     module = types.ModuleType("stateful_probe")
-    exec(compile(STATEFUL, "stateful_probe.py", "exec"), vars(module))
-    tree = ast.parse(STATEFUL)
-    found = "\n".join(problems(module, tree, changed_names(tree)))
-    for expected in ("global _LAST", "._CACHE:", "._SEEN:", "._COUNTER:", "._SPACE:", "Hop.shared:"):
+    module.__file__ = "stateful_probe.py"  # its source for inspect, from linecache
+    linecache.cache[module.__file__] = (len(STATEFUL), None, STATEFUL.splitlines(True), module.__file__)
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(STATEFUL, module.__file__, "exec"), vars(module))
+        tree = ast.parse(STATEFUL)
+        found = "\n".join(problems(module, tree, changed_names(tree)))
+    finally:
+        del sys.modules[module.__name__]
+        linecache.cache.pop(module.__file__, None)
+    for expected in ("global _LAST", "._CACHE:", "._SEEN:", "._COUNTER:", "._SPACE:", "._TALLY:", "Hop.shared:"):
         assert expected in found, f"{expected!r} not found in:\n{found}"
-    for constant in (".LIMIT", ".PATTERN", ".TABLE", "table"):
+    for constant in (".LIMIT", ".PATTERN", ".TABLE", "table", ".QUIET"):
         assert constant + ":" not in found, f"{constant} is a constant:\n{found}"
