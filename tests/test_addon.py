@@ -13,7 +13,9 @@ from mitmproxy import exceptions, flowfilter, hooks, http, io
 from mitmproxy.net import encoding
 from mitmproxy.test import taddons, tflow
 from native_bridge.chat_hop import addon as addon_module
+from native_bridge.chat_hop import request as request_module
 from native_bridge.chat_hop.addon import DEFAULT_FILTER, ChatHop, parse_tool_map
+from native_bridge.chat_hop.request import header_values
 from native_bridge.core.kinds import KINDS
 from native_bridge.core.rules.tool_names import DEFAULT_TOOL_KINDS
 from native_bridge.evidence import match_key
@@ -675,7 +677,7 @@ def test_core_exception_fails_open(bridge, monkeypatch, caplog, tmp_path):
     nb, tctx = bridge
     tctx.configure(nb, bridge_records=str(tmp_path / "records"))
     caplog.set_level(logging.DEBUG, logger=BRIDGE_LOGGER)
-    monkeypatch.setattr(addon_module, "rewrite", _explode)
+    monkeypatch.setattr(request_module, "rewrite", _explode)
     f = chat_flow(MIXED_BODY)
     raw_before = f.request.raw_content
     headers_before = f.request.headers.copy()
@@ -701,7 +703,7 @@ def test_core_exception_fails_open(bridge, monkeypatch, caplog, tmp_path):
 def test_core_exception_on_an_encoded_body_records_the_decoded_body(bridge, monkeypatch, tmp_path):
     nb, tctx = bridge
     tctx.configure(nb, bridge_records=str(tmp_path / "records"))
-    monkeypatch.setattr(addon_module, "rewrite", _explode)
+    monkeypatch.setattr(request_module, "rewrite", _explode)
     f = chat_flow(headers={"content-encoding": "gzip"})
     f.request.raw_content = gzip.compress(MIXED_BODY)
     raw_before = f.request.raw_content
@@ -736,7 +738,7 @@ def test_failure_writing_the_new_body_fails_open(bridge, monkeypatch, caplog):
 def test_core_exception_without_records_writes_nothing(bridge, monkeypatch, tmp_path, caplog):
     nb, _ = bridge
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(addon_module, "rewrite", _explode)
+    monkeypatch.setattr(request_module, "rewrite", _explode)
     f = chat_flow(MIXED_BODY)
     nb.request(f)
     assert f.request.content == MIXED_BODY
@@ -970,4 +972,4 @@ def test_header_values_read_as_mitmproxys_headers_get(fields: list[tuple[bytes, 
     req = tflow.treq()
     req.headers = http.Headers(fields)
     expected = (req.headers.get("content-encoding"), req.headers.get("user-agent"))
-    assert addon_module._header_values(req) == expected
+    assert header_values(req) == expected

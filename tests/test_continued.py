@@ -289,7 +289,8 @@ def test_a_worker_that_lost_a_body_gets_it_whole(off, monkeypatch) -> None:
     assert asyncio.run(off.run(jobs[0])) == bridge(jobs[0], memo)
     # The worker forgets what it holds (as a restarted one would): it answers RESEND, and the
     # body goes again whole.
-    assert asyncio.run(off.run(_Forget())) == "forgot"
+    forget = Continued(_Forget(), token=-1, base=None, shared=0, rest=b"", body_size=0, drop=tuple(off.held._bodies))
+    assert off._worker.render(forget) == "forgot"
     sent = off.held.sent
     assert asyncio.run(off.run(jobs[1])) == bridge(jobs[1], memo)
     assert off.held.sent - sent >= len(jobs[1].raw)
@@ -299,12 +300,12 @@ def test_a_worker_that_lost_a_body_gets_it_whole(off, monkeypatch) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class _Forget:
-    """A job the worker runs as offload.work does: this one empties the worker's held bodies."""
+    """A job that does nothing: sent with every held body's token to drop, it empties the
+    worker's held bodies behind the proxy's back."""
 
     raw: bytes = b""
 
     def run(self, memo) -> str:
-        offload._HELD.clear()
         return "forgot"
 
 
@@ -320,7 +321,7 @@ def test_a_worker_that_is_gone_leaves_the_jobs_here_whole(off) -> None:
         # Read here with this process's worker memo: the same body and verdict (what it hands
         # the planner hop depends on which turns that memo saw).
         assert (here.status, here.body, here.summary) == (inline.status, inline.body, inline.summary)
-    assert not off._worker.remote and len(off.held) == 0 and not offload._HELD
+    assert not off._worker.remote and len(off.held) == 0 and not off._worker.local.held
 
 
 def test_resend_is_a_marker() -> None:

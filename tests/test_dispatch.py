@@ -26,7 +26,7 @@ class Fake:
 
     size: int = SMALL
     new: int | None = None  # fresh(): the new part of a large body (None: all of it)
-    later: bool = False
+    goes_first: bool = False
     wait: bool = False
     live: bool = False  # the request still goes upstream after the hook (later.deferrable)
     known: str | None = None  # prepare's result: nothing to read
@@ -34,7 +34,8 @@ class Fake:
     raises: frozenset[str] = frozenset()
     calls: list[Any] = field(default_factory=list)
     where: str = "flow f1"
-    original: str = "request"
+    unit: str = "request"
+    result: str | None = None  # what decided() was given last
 
     def __post_init__(self) -> None:
         self.flow = tflow.tflow()
@@ -64,13 +65,17 @@ class Fake:
     def failed(self, e: Exception) -> str:
         return f"failed: {e}"
 
-    def apply(self, result: str) -> None:
-        self.calls.append(("apply", result))
-        if "apply" in self.raises and not result.startswith("failed"):
+    def decided(self, result: str) -> None:
+        self.result = result
+
+    def apply(self) -> None:
+        assert self.result is not None
+        self.calls.append(("apply", self.result))
+        if "apply" in self.raises and not self.result.startswith("failed"):
             raise RuntimeError("apply broke")
 
-    def account(self, result: str) -> None:
-        self.calls.append(("account", result))
+    def account(self) -> None:
+        self.calls.append(("account", self.result))
 
 
 def names(w: Fake) -> list[Any]:
@@ -119,9 +124,9 @@ async def _tick() -> None:
         await asyncio.sleep(0)
 
 
-def test_later_a_small_body_is_read_after_the_request_went_on():
+def test_going_first_a_small_body_is_read_after_the_request_went_on():
     async def go() -> Fake:
-        w = Fake(later=True, live=True)
+        w = Fake(goes_first=True, live=True)
         assert Dispatch().run(w) is None
         assert names(w) == ["prepare"]  # the hook returned before any reading: the request goes on
         await gone()
@@ -131,10 +136,10 @@ def test_later_a_small_body_is_read_after_the_request_went_on():
     asyncio.run(go())
 
 
-def test_later_a_large_body_is_read_away_and_kept_in_readings_until_done():
+def test_going_first_a_large_body_is_read_away_and_kept_in_readings_until_done():
     async def go() -> None:
         d = Dispatch()
-        w = Fake(size=LARGE, later=True, live=True)
+        w = Fake(size=LARGE, goes_first=True, live=True)
         assert d.run(w) is None  # nothing to await: the request goes on
         assert names(w) == ["prepare"], "where to read it is decided once it has gone"
         await gone()  # written out: before any reply could be read
@@ -146,10 +151,10 @@ def test_later_a_large_body_is_read_away_and_kept_in_readings_until_done():
     asyncio.run(go())
 
 
-def test_later_a_new_part_that_needs_the_whole_body_is_read_away_meanwhile():
+def test_going_first_a_new_part_that_needs_the_whole_body_is_read_away_meanwhile():
     async def go() -> None:
         d = Dispatch()
-        w = Fake(size=10 * LARGE, new=10, here_gives=None, later=True, live=True)
+        w = Fake(size=10 * LARGE, new=10, here_gives=None, goes_first=True, live=True)
         assert d.run(w) is None
         await gone()  # after forwarding: the new part did not do, the whole body goes away
         assert ("here", False) in names(w) and list(d.readings) == [w.flow.id]
@@ -159,8 +164,8 @@ def test_later_a_new_part_that_needs_the_whole_body_is_read_away_meanwhile():
     asyncio.run(go())
 
 
-def test_later_without_a_loop_is_read_at_once():
-    w = Fake(later=True)  # a test calling a hook directly: there is no "after"
+def test_going_first_without_a_loop_is_read_at_once():
+    w = Fake(goes_first=True)  # a test calling a hook directly: there is no "after"
     assert Dispatch().run(w) is None
     assert names(w) == ["prepare", ("here", True), ("apply", "here"), ("account", "here")]
 

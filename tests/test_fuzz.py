@@ -8,6 +8,7 @@ reproduction while open (none is open now).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import logging
@@ -33,7 +34,7 @@ from mitmproxy.test import taddons, tflow
 from native_bridge import rewrite
 from native_bridge.chat_hop.addon import ChatHop
 from native_bridge.core.pipeline import Config, _has_e_plus
-from native_bridge.records.writer import Limits, Recorder, RecordJob, to_record
+from native_bridge.records.writer import Recorder, RecordJob, to_record
 from native_bridge.runtime import META
 from support.histories import DIALECT_PATHS
 from support.histories.seeds import CLIENT_UA, SEEDS, Tokens, make_seed
@@ -448,7 +449,7 @@ def test_broken_compression_passes_byte_identical_with_a_reason(addon, encoding:
 def test_deep_body_fails_open_and_is_still_recorded(addon, tmp_path: Path, caplog, skipped_bodies: bool) -> None:
     caplog.set_level(logging.ERROR)
     nb, jobs = addon
-    nb.record_limits = Limits(skipped_bodies=skipped_bodies)  # bridge_records_skipped_bodies
+    nb.settings = dataclasses.replace(nb.settings, skipped_bodies=skipped_bodies)  # bridge_records_skipped_bodies
     raw = orjson.dumps(bash_pair_chat(1))[:-1] + b',"metadata":' + b"[" * 600 + b"]" * 600 + b"}"
     f = send(nb, raw)
     assert f.request.raw_content == raw  # fail open: the original goes upstream

@@ -820,7 +820,7 @@ def test_a_full_memo_finds_a_conversation_at_the_first_entry_it_tries(light: boo
 
 def _two_halves_agree(raw: bytes, dialect: str, memos: tuple[Memo, Memo, Memo], hint: str, emit: bool) -> None:
     """One bridge() (on the first memo), pipeline.read then finish() (the second) and sent_first
-    then later() (the third, in rewrite mode) give the same Outcome; the observations of the first
+    then rest() (the third, in rewrite mode) give the same Outcome; the observations of the first
     half are the finished ones (those of the new pairs), or some of them when the resume ended in
     a full read between the halves."""
     from native_bridge.chat_hop.jobs import Job, bridge, outcome, sent_first
@@ -833,9 +833,9 @@ def _two_halves_agree(raw: bytes, dialect: str, memos: tuple[Memo, Memo, Memo], 
     outs = [outcome(first.finish() if half is not None else first, job.config.tool_kinds, job.record)]
     if emit:
         sent = sent_first(job, memos[2], whole=True)
-        assert sent is not None and sent.later is not None and not sent.observations
+        assert sent is not None and sent.rest is not None and not sent.observations
         assert (sent.status, sent.body, sent.summary) == (once.status, once.body, once.summary)
-        sent.later()
+        sent.rest()
         outs.append(sent)
     for out in outs:
         assert (out.status, out.reason, out.summary, out.body, out.steps, out.accounting) == (

@@ -18,6 +18,7 @@ from native_bridge.planner_hop.addon import PlannerHop
 from native_bridge.records import planner as planner_record
 from native_bridge.records import writer as records
 from native_bridge.runtime import MARKER, META
+from native_bridge.runtime.dispatch import Stage
 from native_bridge.runtime.h2c import H2CListener
 from native_bridge.runtime.state import BridgeState
 
@@ -155,6 +156,18 @@ def test_ledger_is_written_only_when_the_planner_accepts(planner):
     again = planner_flow(fixture("grpc-turn2-resumed.bin"))
     pb.request(again)
     assert again.metadata[META]["status"] == "unchanged" or len(steps_of(again.request.raw_content)) == 0
+
+
+def test_a_call_is_answered_when_its_reply_comes_and_the_ledger_learns_then(planner):
+    pb, _ = planner
+    f = planner_flow(fixture("grpc-turn1.bin"))
+    pb.request(f)
+    call = pb.calls[f.id]  # the hop holds the call until its reply
+    assert call.stage is Stage.ACCOUNTED and call.delivery is not None
+    assert len(pb.state.store.delivered(call.delivery[0])) == 0, "nothing delivered before the reply"
+    pb.response(f)
+    assert call.stage is Stage.ANSWERED and f.id not in pb.calls
+    assert len(pb.state.store.delivered(call.result.cascade_id)) > 0
 
 
 def test_other_listeners_methods_and_handled_flows_are_left_alone(planner):

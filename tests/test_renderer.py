@@ -79,7 +79,7 @@ def _parent(render_target: str) -> subprocess.Popen[str]:
 @pytest.mark.parametrize(
     "target",
     [
-        pytest.param("native_bridge.records.writer:_render", id="idle-worker"),  # blocked reading its pipe
+        pytest.param("native_bridge.records.writer:RecordRenderer", id="idle-worker"),  # blocked reading its pipe
         pytest.param("slow_render:render", id="busy-worker"),  # rendering when the parent dies
     ],
 )
@@ -103,15 +103,16 @@ def test_a_job_that_raises_fails_alone_and_the_worker_stays_in_use() -> None:
     body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]})
     good = jobs.Job(body, Config(), "/v1/chat/completions", None, emit=False, record=False)
     bad = jobs.Job(body, None, "/v1/chat/completions", None, emit=False, record=False)  # type: ignore[arg-type]
+    here = offload.Reader()
     with pytest.raises(AttributeError):
-        offload.work(bad)  # the same job fails in the proxy process too
-    r = Renderer(offload.work)
+        here(bad)  # the same job fails in the proxy process too
+    r = Renderer(offload.Reader)
     try:
-        assert r.render(good) == offload.work(good)
+        assert r.render(good) == here(good)
         worker = r.pid
         with pytest.raises(JobFailed, match="AttributeError"):
             r.render(bad)
-        assert r.render(good) == offload.work(good)
+        assert r.render(good) == here(good)
         assert r.pid == worker, "the worker was given up for one failed job"
     finally:
         r.close()
@@ -202,12 +203,12 @@ def test_a_large_job_through_the_worker() -> None:
 
     raw = Session("chat", 1, 4).body(60)
     assert len(raw) >= 128 * 1024
-    r = Renderer(offload.work)
+    r, here = Renderer(offload.Reader), offload.Reader()
     try:
         for emit in (True, False):
             job = jobs.Job(raw, Config(), DIALECT_PATHS["chat"], None, emit=emit, record=True)
             got = r.render(job)
-            assert got == offload.work(job) and (got.body is not None) == emit
+            assert got == here(job) and (got.body is not None) == emit
         assert r.pid is not None
     finally:
         r.close()

@@ -184,7 +184,7 @@ def test_record_of_an_error_holds_no_planted_secret(bridge, monkeypatch) -> None
     def boom(raw, config, path):
         raise ValueError(f"cannot handle Authorization: Bearer {MARK}-exception-0019 in {raw[:20]!r}")
 
-    monkeypatch.setattr("native_bridge.chat_hop.addon.rewrite", boom)
+    monkeypatch.setattr("native_bridge.chat_hop.request.rewrite", boom)
     f = send(nb, BODIES["rewritten"])
     assert f.metadata[META]["status"] == "error"
     assert nb.recorder.flush(10)

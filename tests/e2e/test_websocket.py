@@ -355,7 +355,7 @@ def test_a_large_frame_is_bridged_in_the_worker_through_mitmdump(tmp_path):
         client.send(FAILED)  # a small one after it, on the same connection
         replies += [client.receive() for _ in range(3)]
         assert proxy._proc is not None
-        assert _children_running(proxy._proc.pid, "native_bridge.runtime.offload:work"), "not bridged in the worker"
+        assert _children_running(proxy._proc.pid, "native_bridge.runtime.offload:Reader"), "not bridged in the worker"
         client.close()
         output = proxy.output
     got = [orjson.loads(f) for f in server.connections[0].frames]

@@ -64,9 +64,10 @@ class Outcome:
     turn: dict[str, Any] | None = None  # a resumed reading's new steps (Rewrite.turn): the log line's
     entry: Entry | None = None  # the light memo entry a worker made (Memo.adopt gives it its body)
     delta: Any = None  # from the worker: the body as pieces of one the proxy holds (runtime/continued.py)
-    # What :func:`sent_first` left for once the request has gone: the summary, the observations,
-    # the record's fields and the memo's new entry (never set on an Outcome that crosses processes).
-    later: Callable[[], None] | None = None
+    # What :func:`sent_first` left for once the request has gone (later.after_forward): the
+    # observations, the record's fields and the memo's new entry (never set on an Outcome that
+    # crosses processes).
+    rest: Callable[[], None] | None = None
 
     __reduce__ = by_reference  # the new body crosses back without a copy
 
@@ -108,23 +109,23 @@ def bridge(job: Job, memo: Memo | None, rewrite: Callable[..., Rewrite] = rewrit
 def sent_first(job: Job, memo: Memo, whole: bool, rewrite: Callable[..., Rewrite] = rewrite) -> Outcome | None:
     """:func:`bridge` (``whole``) or :func:`resume` for a request that goes upstream before the
     rest is done (rewrite mode, the state in this process): the Outcome's verdict and body now;
-    its observations, the record's fields and the memo's new entry when ``later()`` is called."""
+    its observations, the record's fields and the memo's new entry when its ``rest()`` is called."""
     if whole:
         done = rewrite(job.raw, job.config, job.path, memo, job.hint, emit=job.emit, later=True)
     else:
         done = pipeline.resume(job.raw, job.config, job.path, memo, job.hint, emit=job.emit, later=True)
         if done is None:
             return None
-    out = outcome(done, job.config.tool_kinds, False, seen=[])  # the observations and record fields: later()
+    out = outcome(done, job.config.tool_kinds, False, seen=[])  # the observations and record fields: rest()
 
-    def later() -> None:
+    def rest() -> None:
         if done.remember is not None:
             done.remember()
         out.observations = observed(done, job.config.tool_kinds)
         if job.record:
             _record_fields(out, done)
 
-    out.later = later
+    out.rest = rest
     return out
 
 

@@ -35,9 +35,9 @@ other; the calls used are kept with the frame's verdict and its record
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 from mitmproxy import http
@@ -45,27 +45,13 @@ from mitmproxy.proxy.layers.websocket import Fragmentizer
 
 from ..core.dialects import responses
 from ..core.pipeline import Config, Rewrite, rewrite
+from ..runtime.dispatch import Dispatch, Request, Stage
+from ..runtime.state import BridgeState
 from ..runtime.worker import by_reference
 from . import jobs
 from .jobs import Outcome
+from .request import ChatSettings
 from .verdict import announce, comment, error, record_job
-
-
-class FrameHost(Protocol):
-    """What a frame needs of the chat hop that saw it (chat_hop.addon.ChatHop), named here so
-    that this module does not import the addon that imports it."""
-
-    config: Config
-    filter: Any
-    memo: Any
-    recorder: Any
-    state: Any
-    # the options read per frame, as its configure last saw them
-    on: bool
-    emit: bool
-    max_body: int
-    calm: int | None  # verdict.calm_level
-
 
 logger = logging.getLogger(__name__)
 
@@ -254,23 +240,17 @@ def bridge_body(
     return result
 
 
-def on_message(nb: FrameHost, flow: http.HTTPFlow) -> Awaitable[None] | None:
-    """The ``websocket_message`` hook: bridge the newest message when it is a selected client frame.
-    The dispatch decides where (runtime/dispatch.py): a frame of ``OFFLOAD_BYTES`` or more is read
-    and bridged in the worker process, and then this returns an awaitable (mitmproxy holds the
-    frame until it is done) while the loop serves the rest."""
+def new_client_frame(flow: http.HTTPFlow) -> int | None:
+    """The index of the flow's newest message when it is a client text frame the bridge has not
+    seen (a replay of a saved flow brings frames it bridged before: never twice); else None."""
     ws = flow.websocket
-    if not nb.on or ws is None or not ws.messages:
+    if ws is None or not ws.messages:
         return None
     message = ws.messages[-1]
     if not message.from_client or not message.is_text or message.dropped:
         return None
     index = len(ws.messages) - 1
-    if str(index) in frames(flow):  # bridged before (a replay of a saved flow): never twice
-        return None
-    if nb.filter is None or not nb.filter(flow):
-        return None
-    return nb.state.dispatch.run(_Frame(nb, flow, index))
+    return None if str(index) in frames(flow) else index
 
 
 def frame_outcome(
@@ -337,29 +317,32 @@ class Done:
     context: list[dict[str, Any]] = field(default_factory=list)
 
 
-class _Frame:
-    """One client frame as the dispatch runs it (runtime/dispatch.Work): observed or rewritten
-    on the loop, or in the worker when large; annotated and recorded."""
+class ClientFrame(Request[Done]):
+    """One client frame, the one object that holds everything about it; the dispatch
+    (runtime/dispatch.py) drives it as a chat request (chat_hop/request.py): ``SELECTED`` →
+    ``READY`` (a ``response.create`` frame within bridge_max_body) → ``DECIDED`` (observed or
+    rewritten on the loop, or in the worker when large; or failed open) → ``APPLIED`` (the frame
+    sent instead set) → ``ACCOUNTED`` (the observations handed over, the frame's verdict, log
+    line and record). The frame always waits for its reading: a rewritten one replaces it."""
 
-    original = "frame"
-    later = False  # the frame waits: a rewritten one replaces it
-    wait = False
+    unit = "frame"
 
-    def __init__(self, nb: FrameHost, flow: http.HTTPFlow, index: int) -> None:
+    def __init__(self, flow: http.HTTPFlow, index: int, settings: ChatSettings, state: BridgeState) -> None:
         assert flow.websocket is not None
-        self.nb, self.flow, self.index = nb, flow, index
+        super().__init__(flow, f"flow {flow.id} message {index}")
+        self.index, self.settings, self.state = index, settings, state
+        self.max_body = state.max_body
         self.message = flow.websocket.messages[index]
         self.raw = self.message.content  # as the client sent it
-        self.where = f"flow {flow.id} message {index}"
         self.size = len(self.raw)
-        self.emit = nb.emit
 
     def prepare(self) -> Done | None:
-        content, limit = self.raw, self.nb.max_body
+        content, limit = self.raw, self.max_body
         if _FRAME_MARK not in content:  # cheap: every frame the bridge wants names its type
             return Done(None)
         if len(content) > limit:
             return Done(Outcome("skipped", f"frame larger than bridge_max_body ({limit} bytes)"))
+        self.move(Stage.READY, Stage.SELECTED)
         return None  # whether it is a model call is known once parsed, here or in the worker
 
     def fresh(self) -> int:
@@ -372,15 +355,17 @@ class _Frame:
             return Done(None)
         context, _ = context_for(self.flow, self.index, doc)
         del doc  # the core parses the frame again: not both at once
-        ua, record = req.headers.get("user-agent"), self.nb.recorder is not None
-        out, sent = frame_outcome(raw, context, self.nb.config, req.path, self.nb.memo, ua, self.emit, record)
+        ua, record = req.headers.get("user-agent"), self.state.recorder is not None
+        config, emit = self.settings.config, self.settings.emit
+        out, sent = frame_outcome(raw, context, config, req.path, self.state.memo, ua, emit, record)
         return Done(out, sent, context)
 
-    async def away(self, dispatch: Any) -> Done:
+    async def away(self, dispatch: Dispatch) -> Done:
         raw, req = self.raw, self.flow.request
         held = held_calls(self.flow, self.index) if b'"previous_response_id"' in raw else {}
-        ua, record = req.headers.get("user-agent"), self.nb.recorder is not None
-        done = await dispatch.worker.run(FrameJob(raw, held, self.nb.config, req.path, ua, self.emit, record))
+        ua, record = req.headers.get("user-agent"), self.state.recorder is not None
+        job = FrameJob(raw, held, self.settings.config, req.path, ua, self.settings.emit, record)
+        done = await dispatch.worker.run(job)
         if done is None:
             return Done(None)  # not a model call: nothing of the bridge's
         context, out, sent = done
@@ -389,40 +374,43 @@ class _Frame:
     def failed(self, e: Exception) -> Done:
         return Done(error(e))
 
-    def apply(self, done: Done) -> None:
+    def apply(self) -> None:
+        done = self.result
+        assert done is not None
         if done.sent is not None:
             self.message.content = done.sent  # the last step: on any failure before it the frame is untouched
+        self.move(Stage.APPLIED, Stage.DECIDED)
 
-    def account(self, done: Done) -> None:
-        if done.out is not None:
-            _annotate(self.nb, self.flow, self.index, self.raw, done.out, done.sent, done.context)
-
-
-def _annotate(
-    nb: FrameHost,
-    flow: http.HTTPFlow,
-    index: int,
-    raw: bytes,
-    result: Outcome,
-    sent: bytes | None,
-    context: list[dict[str, Any]],
-) -> None:
-    """Hand the observations over; the frame's verdict, log line and record."""
-    if result.observations:  # what the client's results say, for the planner hop
-        nb.state.store.observe(result.observations)
-    announce(logger, flow, f"flow {flow.id} message {index}", result, nb.calm)
-    line = comment(result, result.summary)
-    entry: dict[str, Any] = {"status": result.status, "reason": result.reason, **result.summary}
-    if sent is not None:
-        entry["original"] = raw  # what the views and bridge.diff compare the frame with
-    if context:
-        entry["context"] = context  # the server-held calls the frame answers (views re-derive with them)
-    flow.metadata.setdefault(WS_META, {})[str(index)] = entry
-    flow.comment = f"bridge: websocket message {index}: {line.removeprefix('bridge: ')}"
-    if nb.recorder is not None:
-        timestamp = flow.websocket.messages[index].timestamp if flow.websocket else None
-        nb.recorder.submit(
-            record_job(
-                flow, result, raw, line, timestamp=timestamp, websocket_message=index, websocket_context=context or None
+    def account(self) -> None:
+        """Hand the observations over; the frame's verdict, log line and record."""
+        self.move(Stage.ACCOUNTED, Stage.APPLIED)
+        done = self.result
+        assert done is not None
+        result, flow, index = done.out, self.flow, self.index
+        if result is None:
+            return  # not a model call: nothing of the bridge's
+        if result.observations:  # what the client's results say, for the planner hop
+            self.state.store.observe(result.observations)
+        announce(logger, flow, self.where, result, self.settings.calm)
+        line = comment(result, result.summary)
+        entry: dict[str, Any] = {"status": result.status, "reason": result.reason, **result.summary}
+        if done.sent is not None:
+            entry["original"] = self.raw  # what the views and bridge.diff compare the frame with
+        if done.context:
+            entry["context"] = done.context  # the server-held calls the frame answers (views re-derive with them)
+        flow.metadata.setdefault(WS_META, {})[str(index)] = entry
+        flow.comment = f"bridge: websocket message {index}: {line.removeprefix('bridge: ')}"
+        recorder = self.state.recorder
+        if recorder is not None:
+            timestamp = flow.websocket.messages[index].timestamp if flow.websocket else None
+            recorder.submit(
+                record_job(
+                    flow,
+                    result,
+                    self.raw,
+                    line,
+                    timestamp=timestamp,
+                    websocket_message=index,
+                    websocket_context=done.context or None,
+                )
             )
-        )

@@ -26,7 +26,7 @@ from ..core.rules.clients import CLIENTS
 from ..records.planner import DIALECT, PlannerJob
 from ..records.writer import Recorder, RecordJob
 from ..runtime import MARKER, META
-from ..runtime.dispatch import OFFLOAD_BYTES, Dispatch
+from ..runtime.dispatch import OFFLOAD_BYTES, Dispatch, Request, Stage
 from ..runtime.h2c import H2CListener, is_planner
 from ..runtime.later import Original, back_up, keeps_backups, original
 from ..runtime.state import BridgeState
@@ -39,12 +39,6 @@ logger = logging.getLogger(__name__)
 # (an exit code the chat hop observed) or take a repeated step for one already delivered. gRPC and
 # Connect servers ignore metadata they do not know; the body is not touched for it.
 HANDLED_HEADER = "x-native-bridge"
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    cascade_id: str
-    delivery: Delivery
 
 
 def summary(result: PlannerResult) -> dict[str, Any]:
@@ -85,16 +79,35 @@ def grpc_ok(resp: http.Response) -> bool:
     return True  # Connect unary: the HTTP status is the verdict
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The planner hop's options as configure last saw them: what a correction reads (it may run
+    in a thread, where ``ctx.options`` is not read) and what its verdict states."""
+
+    client: str | None = None  # bridge_planner_client
+    types: str = "official"  # bridge_planner_types
+    backups: bool = True  # a corrected flow is backed up (later.keeps_backups)
+
+
 class PlannerHop:
+    """The planner hop's addon: its options, and its hooks, each a translation of a mitmproxy
+    event into the call it concerns (:class:`PlannerCall`), which the shared dispatch runs
+    (runtime/dispatch.py), and back."""
+
     def __init__(self, state: BridgeState | None = None, h2c: H2CListener | None = None) -> None:
+        # A hop on its own (tests) loads and configures the shared state it made.
+        self._own_state = state is None
         self.state = state or BridgeState()
         self.h2c = h2c or H2CListener()
         self.evidence = StoreEvidence(lambda: self.state.store)
         self.own_recorder: Recorder | None = None
-        self._pending: dict[str, _Pending] = {}  # flow id -> what to store once the reply says ok
-        self.backups = True  # a corrected flow is backed up (later.keeps_backups)
+        self.settings = Settings()
+        # The calls that deliver steps, by flow id, until their reply: the ledger learns what it accepted.
+        self.calls: dict[str, PlannerCall] = {}
 
     def load(self, loader) -> None:
+        if self._own_state:
+            self.state.load(loader)
         loader.add_option(
             "bridge_planner",
             Sequence[str],
@@ -127,8 +140,9 @@ class PlannerHop:
         )
 
     def configure(self, updated: set[str]) -> None:
+        if self._own_state:
+            self.state.configure(updated)
         opts = ctx.options
-        self.backups = keeps_backups(ctx.master, opts)
         if updated & {"bridge_planner", "mode"}:
             specs = []
             for spec in opts.bridge_planner:
@@ -157,6 +171,8 @@ class PlannerHop:
                 self.own_recorder = None
             if opts.bridge_planner_records:
                 self.own_recorder = Recorder(opts.bridge_planner_records, isolate=True)
+        backups = keeps_backups(ctx.master, opts)
+        self.settings = Settings(opts.bridge_planner_client, opts.bridge_planner_types, backups)
 
     @property
     def recorder(self) -> Recorder | None:
@@ -165,6 +181,8 @@ class PlannerHop:
     def done(self) -> None:
         if self.own_recorder is not None:
             self.own_recorder.close()
+        if self._own_state:
+            self.state.done()
 
     def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         """Correct one call of the table (cascade.calls). The dispatch decides where and when
@@ -173,54 +191,113 @@ class PlannerHop:
         field scan is Python that gives the GIL up every few milliseconds); then this returns an
         awaitable, which mitmproxy awaits while the loop serves the rest."""
         specs = self.h2c.specs
-        if not specs or META in flow.metadata or not ctx.options.bridge or not is_planner(flow.client_conn, specs):
+        if not specs or META in flow.metadata or not self.state.on or not is_planner(flow.client_conn, specs):
             return None
         call = call_of(flow.request.path)
         if call is None:
             return None  # polls and other calls pass as they came (GetCascadeTrajectorySteps runs every 50 ms)
-        return self.state.dispatch.run(_Call(self, flow, call))
+        planner_call = PlannerCall(flow, call, self.settings, self.state, self.evidence, self.recorder)
+        pending = self.state.dispatch.run(planner_call)
+        if pending is None:
+            self._await_answer(planner_call)
+            return None
+        return self._ran(pending, planner_call)
 
-    def account(self, flow: http.HTTPFlow, result: PlannerResult, came: Original) -> None:
-        req = flow.request
-        if result.status == "corrected":
-            if self.backups:
-                back_up(flow, came)  # mitmweb shows the flow as modified and can revert it
-            if result.corrections:
-                flow.marked = MARKER
-        elif result.status == "skipped" and HANDLED_HEADER in req.headers:
-            logger.info(f"bridge: planner flow {flow.id}: {result.reason}")
-        elif result.status == "skipped":
-            logger.warning(f"bridge: planner flow {flow.id}: passed through untouched: {result.reason}")
-        s = summary(result)
-        flow.comment = comment(result, s)
-        flow.metadata[META] = {
-            "status": result.status,
-            "reason": result.reason,
-            "dialect": DIALECT,
-            "method": result.method,
-            **s,
-            "held": result.held,
-            # The settings the steps were judged under: replay_check re-runs them with these.
-            "planner_client": ctx.options.bridge_planner_client,
-            "planner_types": ctx.options.bridge_planner_types,
-            "change_list": result.change_list(),
-        }
-        if result.status == "corrected":
-            logger.info(f"bridge: planner flow {flow.id}: {flow.comment.removeprefix('bridge: planner ')}")
-        if self.recorder is not None:
-            self._record(flow, result, came[0])
+    async def _ran(self, pending: Awaitable[None], call: PlannerCall) -> None:
+        await pending
+        self._await_answer(call)
 
-    def correct(
+    def _await_answer(self, call: PlannerCall) -> None:
+        """A call that delivers steps (applied: its request goes as decided) is kept until its reply."""
+        if call.delivery is not None:
+            self.calls[call.flow.id] = call
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        call = self.calls.pop(flow.id, None)
+        if call is not None and flow.response is not None:
+            call.answered(flow.response)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self.calls.pop(flow.id, None)  # no reply: the ledger stays as it was
+
+
+@dataclass(frozen=True, slots=True)
+class Correcting:
+    """What a correction reads, taken on the loop when its call is selected (it may run in a thread)."""
+
+    max_size: int
+    client: str | None
+    types: Any
+
+
+def _same(a: Delivered, b: Delivered) -> bool:
+    """Whether two ledger entries are one (the store's answer is the entry this process guessed with)."""
+    return a is b or (len(a) == 0 and len(b) == 0)
+
+
+class PlannerCall(Request[PlannerResult]):
+    """One planner call, the one object that holds everything about it; the dispatch
+    (runtime/dispatch.py) drives it: ``SELECTED`` → ``READY`` (a body to correct, not marked as
+    corrected upstream) → ``DECIDED`` (after the chat hop's readings in flight, corrected on the
+    loop or, large or with a store on a server, off it; or failed open) → ``APPLIED`` (the
+    corrected body on the request; what it delivers kept for the ledger) → ``ACCOUNTED`` (the
+    backup, the verdict on the flow, its log line and record) → ``ANSWERED`` (the reply came:
+    the ledger learns what the language server accepted)."""
+
+    wait = True  # the chat hop's readings still in its worker: their evidence comes first
+
+    def __init__(
         self,
         flow: http.HTTPFlow,
         call: Call,
-        settings: _Settings,
-        delivered: Callable[[str], Delivered] | None = None,
-        evidence: Evidence | None = None,
+        settings: Settings,
+        state: BridgeState,
+        evidence: Evidence,
+        recorder: Recorder | None,
+    ) -> None:
+        super().__init__(flow, f"planner flow {flow.id}")
+        self.call, self.settings, self.state, self.evidence = call, settings, state, evidence
+        self.recorder = recorder  # as when the call came, like its store
+        self.store = state.store  # the one asked, even if bridge_state changes meanwhile
+        self.correcting = Correcting(min(state.max_body, DEFAULT_MAX_SIZE), settings.client, settings.types)
+        self.as_came: Original | None = None  # the request as it came (apply)
+        self.delivery: tuple[str, Delivery] | None = None  # cascade id, steps: for the ledger once accepted
+
+    # ---- SELECTED → READY ------------------------------------------------------------------------
+
+    def prepare(self) -> PlannerResult | None:
+        req, method = self.flow.request, self.call.method
+        if HANDLED_HEADER in req.headers:
+            reason = f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})"
+            return PlannerResult("skipped", reason, method=method)
+        if req.stream or req.raw_content is None:
+            reason = "body is streamed (stream_large_bodies), it cannot be corrected"
+            return PlannerResult("skipped", reason, method=method)
+        self.size = len(req.raw_content)
+        self.move(Stage.READY, Stage.SELECTED)
+        return None
+
+    # ---- READY → DECIDED: corrected here or away (the dispatch hands the result to decided) ----
+
+    def fresh(self) -> int:
+        return self.size
+
+    def here(self, whole: bool) -> PlannerResult | None:
+        if self.store.remote:
+            return None  # the store answers over the network: away, awaited
+        return self.correct()
+
+    def away(self, dispatch: Dispatch) -> Awaitable[PlannerResult]:
+        if self.store.remote:
+            return self._asking(dispatch, cast(RemoteStore, self.store))
+        return dispatch.thread(self.correct)
+
+    def correct(
+        self, delivered: Callable[[str], Delivered] | None = None, evidence: Evidence | None = None
     ) -> PlannerResult:
-        """Correct the request's steps (may run in a thread: ``settings`` were read on the loop).
+        """Correct the request's steps (may run in a thread: what it reads was taken on the loop).
         ``delivered``, ``evidence``: the ledger and the chat hop's evidence; by default the store's."""
-        req = flow.request
+        req, settings = self.flow.request, self.correcting
         headers = {k.lower(): v for k, v in req.headers.items()}
         body = req.raw_content or b""
         return correct_request(
@@ -232,107 +309,8 @@ class PlannerHop:
             settings.max_size,
             client=settings.client,
             types=settings.types,
-            call=call,
+            call=self.call,
         )
-
-    def response(self, flow: http.HTTPFlow) -> None:
-        pending = self._pending.pop(flow.id, None)
-        if pending is None or flow.response is None:
-            return
-        if grpc_ok(flow.response):
-            self.state.store.deliver(pending.cascade_id, pending.delivery)
-        else:
-            logger.info(
-                f"bridge: planner flow {flow.id}: the language server refused the call "
-                f"(HTTP {flow.response.status_code}, grpc-status {grpc_status(flow.response)}); ledger unchanged"
-            )
-
-    def error(self, flow: http.HTTPFlow) -> None:
-        self._pending.pop(flow.id, None)
-
-    def _record(self, flow: http.HTTPFlow, result: PlannerResult, before: bytes | None) -> None:
-        """Hand the raw material to the recorder: decoding, proto3 JSON and redaction run in its worker."""
-        recorder = self.recorder
-        assert recorder is not None
-        req = flow.request
-        recorder.submit(
-            RecordJob.of(
-                flow,
-                status=result.status,
-                reason=result.reason,
-                dialect=DIALECT,
-                before=None,
-                summary={
-                    **summary(result),
-                    "planner_client": ctx.options.bridge_planner_client,
-                    "planner_types": ctx.options.bridge_planner_types,
-                },
-                comment=flow.comment,
-                native=PlannerJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
-            )
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _Settings:
-    """The options a correction reads, taken on the loop (a correction may run in a thread)."""
-
-    max_size: int
-    client: str | None
-    types: Any
-
-    @staticmethod
-    def now() -> _Settings:
-        opts = ctx.options
-        max_size = min(opts.bridge_max_body, DEFAULT_MAX_SIZE)
-        return _Settings(max_size, opts.bridge_planner_client, opts.bridge_planner_types)
-
-
-def _same(a: Delivered, b: Delivered) -> bool:
-    """Whether two ledger entries are one (the store's answer is the entry this process guessed with)."""
-    return a is b or (len(a) == 0 and len(b) == 0)
-
-
-class _Call:
-    """One planner call as the dispatch runs it (runtime/dispatch.Work): after the chat hop's
-    readings in flight, corrected on the loop or (large) in a thread; the corrected body put on
-    the request, the ledger entry kept until the reply says it was accepted; accounted."""
-
-    original = "request"
-    later = False  # the corrected body is what goes upstream
-    wait = True  # the chat hop's readings still in its worker: their evidence comes first
-
-    def __init__(self, hop: PlannerHop, flow: http.HTTPFlow, call: Call) -> None:
-        self.hop, self.flow, self.call = hop, flow, call
-        self.store = hop.state.store  # the one asked, even if bridge_state changes meanwhile
-        self.settings = _Settings.now()
-        self.where = f"planner flow {flow.id}"
-        self.size = 0
-        self.came: Original | None = None  # the request as it came (apply)
-
-    def prepare(self) -> PlannerResult | None:
-        req, method = self.flow.request, self.call.method
-        if HANDLED_HEADER in req.headers:
-            reason = f"already corrected by a bridge upstream ({HANDLED_HEADER}: {req.headers[HANDLED_HEADER]})"
-            return PlannerResult("skipped", reason, method=method)
-        if req.stream or req.raw_content is None:
-            reason = "body is streamed (stream_large_bodies), it cannot be corrected"
-            return PlannerResult("skipped", reason, method=method)
-        self.size = len(req.raw_content)
-        return None
-
-    def fresh(self) -> int:
-        return self.size
-
-    def here(self, whole: bool) -> PlannerResult | None:
-        if self.store.remote:
-            return None  # the store answers over the network: away, awaited
-        return self.hop.correct(self.flow, self.call, self.settings)
-
-    def away(self, dispatch: Dispatch) -> Awaitable[PlannerResult]:
-        if self.store.remote:
-            return self._asking(dispatch, cast(RemoteStore, self.store))
-        return dispatch.thread(lambda: self.hop.correct(self.flow, self.call, self.settings))
 
     async def _asking(self, dispatch: Dispatch, store: RemoteStore) -> PlannerResult:
         """Correct with a store on a server: first with the steps' own text and the ledger this
@@ -343,7 +321,7 @@ class _Call:
 
         async def read(delivered: Callable[[str], Delivered], evidence: RecalledEvidence) -> PlannerResult:
             def run() -> PlannerResult:
-                return self.hop.correct(self.flow, self.call, self.settings, delivered, evidence)
+                return self.correct(delivered, evidence)
 
             return await dispatch.thread(run) if large else run()
 
@@ -368,9 +346,13 @@ class _Call:
     def failed(self, e: Exception) -> PlannerResult:
         return PlannerResult("skipped", f"internal error: {type(e).__name__}: {e}", method=self.call.method)
 
-    def apply(self, result: PlannerResult) -> None:
+    # ---- DECIDED → APPLIED: the corrected body on the request ----------------------------------
+
+    def apply(self) -> None:
+        result = self.result
+        assert result is not None
         req = self.flow.request
-        self.came = original(req)
+        self.as_came = original(req)
         if result.status == "corrected":
             assert result.body is not None
             req.raw_content = result.body  # framed and compressed as it came
@@ -378,8 +360,78 @@ class _Call:
         # Whichever call delivered steps (a send, a replay): the ledger learns them once accepted. An
         # interaction, a skipped call and a send withheld for being empty deliver nothing.
         if result.cascade_id is not None and result.status != "skipped" and result.delivery is not None:
-            self.hop._pending[self.flow.id] = _Pending(result.cascade_id, result.delivery)
+            self.delivery = (result.cascade_id, result.delivery)
+        self.move(Stage.APPLIED, Stage.DECIDED)
 
-    def account(self, result: PlannerResult) -> None:
-        assert self.came is not None
-        self.hop.account(self.flow, result, self.came)
+    # ---- APPLIED → ACCOUNTED: the verdict ------------------------------------------------------
+
+    def account(self) -> None:
+        self.move(Stage.ACCOUNTED, Stage.APPLIED)
+        result, flow, settings = self.result, self.flow, self.settings
+        assert result is not None and self.as_came is not None
+        req = flow.request
+        if result.status == "corrected":
+            if settings.backups:
+                back_up(flow, self.as_came)  # mitmweb shows the flow as modified and can revert it
+            if result.corrections:
+                flow.marked = MARKER
+        elif result.status == "skipped" and HANDLED_HEADER in req.headers:
+            logger.info(f"bridge: planner flow {flow.id}: {result.reason}")
+        elif result.status == "skipped":
+            logger.warning(f"bridge: planner flow {flow.id}: passed through untouched: {result.reason}")
+        s = summary(result)
+        flow.comment = comment(result, s)
+        flow.metadata[META] = {
+            "status": result.status,
+            "reason": result.reason,
+            "dialect": DIALECT,
+            "method": result.method,
+            **s,
+            "held": result.held,
+            # The settings the steps were judged under: replay_check re-runs them with these.
+            "planner_client": settings.client,
+            "planner_types": settings.types,
+            "change_list": result.change_list(),
+        }
+        if result.status == "corrected":
+            logger.info(f"bridge: planner flow {flow.id}: {flow.comment.removeprefix('bridge: planner ')}")
+        if self.recorder is not None:
+            self._record(self.recorder, result, self.as_came[0])
+
+    def _record(self, recorder: Recorder, result: PlannerResult, before: bytes | None) -> None:
+        """Hand the raw material to the recorder: decoding, proto3 JSON and redaction run in its worker."""
+        flow, settings = self.flow, self.settings
+        req = flow.request
+        recorder.submit(
+            RecordJob.of(
+                flow,
+                status=result.status,
+                reason=result.reason,
+                dialect=DIALECT,
+                before=None,
+                summary={
+                    **summary(result),
+                    "planner_client": settings.client,
+                    "planner_types": settings.types,
+                },
+                comment=flow.comment,
+                native=PlannerJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
+            )
+        )
+
+    # ---- → ANSWERED: the reply ------------------------------------------------------------------
+
+    def answered(self, response: http.Response) -> None:
+        """The language server answered: the ledger learns the steps this call delivered, when it
+        accepted them (a failed send is sent again in full next time)."""
+        if self.delivery is None:
+            return  # nothing delivered: the ledger has nothing to learn
+        self.move(Stage.ANSWERED, Stage.APPLIED, Stage.ACCOUNTED)
+        (cascade_id, delivery), self.delivery = self.delivery, None
+        if grpc_ok(response):
+            self.state.store.deliver(cascade_id, delivery)
+        else:
+            logger.info(
+                f"bridge: {self.where}: the language server refused the call "
+                f"(HTTP {response.status_code}, grpc-status {grpc_status(response)}); ledger unchanged"
+            )

@@ -272,7 +272,8 @@ class Recorder:
         self._names: set[str] = set()  # the names in _index: a write looks its name up, not the whole index
         self._total = 0
         self._last_age_sweep = float("-inf")
-        self._renderer = Renderer(_render) if isolate else None
+        self._renderer = Renderer(RecordRenderer) if isolate else None
+        self._here: RecordRenderer | None = None  # renders in the writer thread when not isolated
         self.max_pending_bytes = max_pending_bytes
         self.written = 0
         self.failed = 0
@@ -390,10 +391,15 @@ class Recorder:
                         logger.warning(f"bridge: record writer caught up; {self.dropped} records dropped so far")
                     self._idle.notify_all()
 
+    def _render_here(self, job: RecordJob) -> bytes:
+        if self._here is None:
+            self._here = RecordRenderer()
+        return self._here(job)
+
     def write(self, job: RecordJob) -> str | None:
         """Write one record now; returns its path, or None when it could not be written."""
         try:
-            data = self._renderer.render(job) if self._renderer is not None else _render(job)
+            data = self._renderer.render(job) if self._renderer is not None else self._render_here(job)
             self._directory()
             path = os.path.join(self.directory, record_name(job))
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
@@ -507,50 +513,56 @@ def _dump(rec: dict[str, Any]) -> bytes:
     return b"{\n" + b",\n".join(lines) + b"\n}\n"
 
 
-# The rendering process's redacted long strings (redact.Texts): a conversation's history is in each
-# of its records again, and only its newest round is new.
-_TEXTS: redact.Texts | None = None
-_INDEX: bodydiff.Index | None = None
+class RecordRenderer:
+    """Renders records (in the rendering process, or in the writer thread when that cannot run;
+    runtime/worker.py makes one there). It keeps the redacted long strings (redact.Texts) and the
+    body index between records: a conversation's history is in each of its records again, and
+    only its newest round is new."""
+
+    def __init__(self) -> None:
+        self.texts = redact.Texts()
+        self.index = bodydiff.Index()
+
+    def __call__(self, job: RecordJob) -> bytes:
+        option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+        try:
+            rec = to_record(job, self.texts, self.index)
+            data = _dump(rec)
+            if job.max_record and len(data) > job.max_record:
+                # Over the cap: the bodies go first, then the steps (tool output), then all but the verdict.
+                size = len(data)
+                rec["steps"] = steps_of(rec)  # without before, the steps hold their strings themselves
+                for key in ("before", "before_text", "after", "after_text", "after_patch"):
+                    if key in rec:
+                        rec[key] = None
+                rec["body_omitted"] = (
+                    f"the record would be {size} bytes, over bridge_records_max_record ({job.max_record}): "
+                    "bodies not recorded"
+                )
+                data = _dump(rec)
+                if len(data) > job.max_record:
+                    rec["steps"] = rec["accounting"] = None
+                    rec["body_omitted"] += "; steps and accounting not recorded either"
+                    data = _dump(rec)
+                if len(data) > job.max_record:
+                    keep = ("record_version", "flow_id", "time", "method", "status", "summary", "body_omitted")
+                    data = _dump({k: rec[k] for k in keep})
+            return data
+        except Exception as e:  # still one record per flow: what is known, and why the rest is missing
+            logger.warning(f"bridge: record for flow {_str(job.flow_id)} kept short: {type(e).__name__}: {e}")
+            stub = {
+                "record_version": RECORD_VERSION,
+                "flow_id": _str(job.flow_id),
+                "status": job.status,
+                "reason": redact.text(_str(job.reason)),
+                "record_error": f"{type(e).__name__}: {e}",
+            }
+            return orjson.dumps(stub, option=option)
 
 
 def _render(job: RecordJob) -> bytes:
-    global _TEXTS, _INDEX
-    if _TEXTS is None or _INDEX is None:
-        _TEXTS, _INDEX = redact.Texts(), bodydiff.Index()
-    option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-    try:
-        rec = to_record(job, _TEXTS, _INDEX)
-        data = _dump(rec)
-        if job.max_record and len(data) > job.max_record:
-            # Over the cap: the bodies go first, then the steps (tool output), then all but the verdict.
-            size = len(data)
-            rec["steps"] = steps_of(rec)  # without before, the steps hold their strings themselves
-            for key in ("before", "before_text", "after", "after_text", "after_patch"):
-                if key in rec:
-                    rec[key] = None
-            rec["body_omitted"] = (
-                f"the record would be {size} bytes, over bridge_records_max_record ({job.max_record}): "
-                "bodies not recorded"
-            )
-            data = _dump(rec)
-            if len(data) > job.max_record:
-                rec["steps"] = rec["accounting"] = None
-                rec["body_omitted"] += "; steps and accounting not recorded either"
-                data = _dump(rec)
-            if len(data) > job.max_record:
-                keep = ("record_version", "flow_id", "time", "method", "status", "summary", "body_omitted")
-                data = _dump({k: rec[k] for k in keep})
-        return data
-    except Exception as e:  # still one record per flow: what is known, and why the rest is missing
-        logger.warning(f"bridge: record for flow {_str(job.flow_id)} kept short: {type(e).__name__}: {e}")
-        stub = {
-            "record_version": RECORD_VERSION,
-            "flow_id": _str(job.flow_id),
-            "status": job.status,
-            "reason": redact.text(_str(job.reason)),
-            "record_error": f"{type(e).__name__}: {e}",
-        }
-        return orjson.dumps(stub, option=option)
+    """One record rendered on its own (it shares no strings with other records)."""
+    return RecordRenderer()(job)
 
 
 def _unlink(path: str) -> None:

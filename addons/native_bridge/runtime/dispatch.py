@@ -1,8 +1,9 @@
 """Where and when a hop's work runs: decided here, in one place for both hops, with the one fail-open.
 
 mitmproxy runs every addon on one event loop: while a hook runs, no other connection moves.
-A hop hands each request (or WebSocket frame) over as a :class:`Work`, and :meth:`Dispatch.run`
-decides:
+A hop hands each request (or WebSocket frame) over as one object (a :class:`Work`, in practice
+a :class:`Request`: it holds everything about that request and the :class:`Stage` it is in),
+and :meth:`Dispatch.run` drives it from ``SELECTED`` to ``ACCOUNTED``, deciding:
 
 - **on the loop** when the body is below ``OFFLOAD_BYTES`` (a first sight of 200 KB costs a few
   ms), or when what is new in it is (``fresh``: a large history whose earlier turns this process
@@ -10,22 +11,23 @@ decides:
   off the loop;
 - **off the loop** otherwise: in the worker process or a thread (the work's ``away``), awaited
   from the hook while the loop serves everyone else;
-- **after the request has gone upstream** when the request need not wait for it (``later``:
-  observe mode with the state in this process). A reading off the loop is then kept in
+- **after the request has gone upstream** when the request need not wait for it (``goes_first``:
+  observe mode). A reading off the loop is then kept in
   ``readings`` by flow id until it ends: the reply and the planner hop wait for it;
 - **after the readings in flight** when the work needs their evidence (``wait``: the planner hop):
   this process's, and with a shared state file the ones other processes began (``unfinished``:
   polled every millisecond until each has ended, or until the time by which it ends at the latest).
 
 Whatever fails (preparing, reading here or away, applying) fails open, here: the traceback is
-logged, the work's ``failed`` result is applied and accounted instead, and the request or frame
-goes upstream as it came. The verdict (annotations, log line, record: ``account``) is made once
+logged, the work's ``failed`` result is decided, applied and accounted instead, and the request
+or frame goes upstream as it came. The verdict (annotations, log line, record: ``account``) is made once
 the request has gone upstream when it still goes (later.deferrable), else at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
@@ -47,18 +49,34 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 
+class Stage(enum.Enum):
+    """Where a request (or frame) is on its way; it only moves forward (addons/README.md)."""
+
+    SELECTED = "selected"  # a hook chose it: nothing looked at yet
+    READY = "ready"  # prepared: there is a body to read, its size known
+    DECIDED = "decided"  # its result is in: read, known without reading (skipped) or failed open
+    APPLIED = "applied"  # the result is on the flow: the body or frame it sends, the observations handed over
+    ACCOUNTED = "accounted"  # its verdict is made: annotations, log line, record
+    ANSWERED = "answered"  # its reply came (the planner hop: the ledger learnt what the server accepted)
+
+
+class StageError(RuntimeError):
+    """A request asked to move where it cannot go from its stage: a bug (the dispatch fails open)."""
+
+
 class Work(Protocol[R]):
     """One request's or frame's work for a hop, as the dispatch runs it (R: the hop's result)."""
 
     flow: http.HTTPFlow
     where: str  # for the log line: "flow <id>", "planner flow <id>", "flow <id> message <i>"
-    original: str  # what goes upstream as it came on a failure: "request" or "frame"
-    later: bool  # its request need not wait for the reading
+    unit: str  # what goes upstream as it came on a failure: "request" or "frame"
+    goes_first: bool  # its request goes upstream first, its reading follows it (later.after_forward)
     wait: bool  # the readings in flight come first (their evidence)
     size: int  # the body's size, known once prepared
 
     def prepare(self) -> R | None:
-        """The result when there is nothing to read (skipped, not the hop's), else None (then ``size`` is set)."""
+        """SELECTED to READY (then ``size`` is set); or the result when there is nothing to read
+        (skipped, not the hop's)."""
 
     def fresh(self) -> int:
         """The bytes a reading here would parse: ``size``, or a large history's new part when
@@ -73,23 +91,50 @@ class Work(Protocol[R]):
     def failed(self, e: Exception) -> R:
         """The fail-open result (applying it changes nothing)."""
 
-    def apply(self, result: R) -> None:
-        """Hand the result over and change the request or frame; must not change it when it raises."""
+    def decided(self, result: R) -> None:
+        """Its result is in (read, known or failed): to DECIDED, holding ``result``."""
 
-    def account(self, result: R) -> None:
-        """The verdict: annotations, log line, record."""
+    def apply(self) -> None:
+        """DECIDED to APPLIED: hand the result over and change the request or frame; must not
+        change it when it raises."""
+
+    def account(self) -> None:
+        """APPLIED to ACCOUNTED: the verdict (annotations, log line, record)."""
+
+
+class Request[Result]:
+    """What every hop's request (and WebSocket frame) has: its flow, its stage and its result;
+    the hop's own class adds what it reads and how (a :class:`Work`)."""
+
+    unit = "request"
+    goes_first = False
+    wait = False
+
+    def __init__(self, flow: http.HTTPFlow, where: str) -> None:
+        self.flow, self.where = flow, where
+        self.stage = Stage.SELECTED
+        self.size = 0
+        self.result: Result | None = None
+
+    def decided(self, result: Result) -> None:
+        # Again from DECIDED: applying the result failed, the fail-open one replaces it.
+        self.move(Stage.DECIDED, Stage.SELECTED, Stage.READY, Stage.DECIDED)
+        self.result = result
+
+    def move(self, to: Stage, *came_from: Stage) -> None:
+        """Go to stage ``to``, which is reached only from ``came_from``."""
+        if self.stage not in came_from:
+            raise StageError(f"{self.where}: cannot be {to.value} when {self.stage.value}")
+        self.stage = to
 
 
 class Dispatch:
     """Runs the hops' work (module docstring); holds the worker process, started when first needed."""
 
-    def __init__(
-        self,
-        readings: dict[str, asyncio.Future[None]] | None = None,
-        unfinished: Callable[[], dict[int, float]] = dict,
-    ) -> None:
-        # Chat requests still being read off the loop after they went upstream, by flow id.
-        self.readings: dict[str, asyncio.Future[None]] = {} if readings is None else readings
+    def __init__(self, unfinished: Callable[[], dict[int, float]] = dict) -> None:
+        # Chat requests still being read off the loop after they went upstream, by flow id: the
+        # reply waits for its own, the planner hop for all of them (their evidence).
+        self.readings: dict[str, asyncio.Future[None]] = {}
         self.unfinished = unfinished  # the readings other processes began and have not ended
         self.offloader: Offloader | None = None
 
@@ -126,6 +171,15 @@ class Dispatch:
             return self._after(in_flight, elsewhere, work)
         return self._start(work)
 
+    async def _after(self, in_flight: list[asyncio.Future[None]], elsewhere: dict[int, float], work: Work[Any]) -> None:
+        if in_flight:
+            await asyncio.wait(in_flight)
+        while elsewhere.keys() & self._unfinished(work).keys():  # each ends, or its time is up
+            await asyncio.sleep(POLL)
+        pending = self._start(work)
+        if pending is not None:
+            await pending
+
     def _unfinished(self, work: Work[Any]) -> dict[int, float]:
         try:
             return self.unfinished()
@@ -135,7 +189,7 @@ class Dispatch:
 
     def _start(self, work: Work[Any]) -> Awaitable[None] | None:
         loop = running_loop()
-        if work.later and loop is not None:  # the request goes on now; the reading follows it
+        if work.goes_first and loop is not None:  # the request goes on now; the reading follows it
             after_forward(lambda: self._follow(work, loop), loop)
             return None
         here = self._where(work, forwarded=False)
@@ -151,15 +205,6 @@ class Dispatch:
             self._finish(work, self._failed(work, e), forwarded)
             return None
 
-    def _follow(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
-        """The reading of a request that has gone: where to read it is decided now too (for a
-        large history, ``fresh`` compares it with the memo's: the request did not wait for that)."""
-        here = self._where(work, forwarded=True)
-        if here:
-            self._here(work, forwarded=True)
-        elif here is not None:
-            self._meanwhile(work, loop)
-
     def _here(self, work: Work[Any], forwarded: bool) -> Awaitable[None] | None:
         whole = work.size < OFFLOAD_BYTES
         try:
@@ -174,6 +219,22 @@ class Dispatch:
         self._meanwhile(work, asyncio.get_running_loop())  # after forwarding: on the loop (_start)
         return None
 
+    async def _away(self, work: Work[Any], forwarded: bool) -> None:
+        try:
+            result = await work.away(self)
+        except Exception as e:
+            result = self._failed(work, e)
+        self._finish(work, result, forwarded)
+
+    def _follow(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
+        """The reading of a request that has gone: where to read it is decided now too (for a
+        large history, ``fresh`` compares it with the memo's: the request did not wait for that)."""
+        here = self._where(work, forwarded=True)
+        if here:
+            self._here(work, forwarded=True)
+        elif here is not None:
+            self._meanwhile(work, loop)
+
     def _meanwhile(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
         """Read off the loop after the request went on, kept in ``readings`` until done."""
         key = work.flow.id
@@ -186,36 +247,21 @@ class Dispatch:
 
         self.readings[key] = loop.create_task(read())
 
-    async def _away(self, work: Work[Any], forwarded: bool) -> None:
-        try:
-            result = await work.away(self)
-        except Exception as e:
-            result = self._failed(work, e)
-        self._finish(work, result, forwarded)
-
-    async def _after(self, in_flight: list[asyncio.Future[None]], elsewhere: dict[int, float], work: Work[Any]) -> None:
-        if in_flight:
-            await asyncio.wait(in_flight)
-        while elsewhere.keys() & self._unfinished(work).keys():  # each ends, or its time is up
-            await asyncio.sleep(POLL)
-        pending = self._start(work)
-        if pending is not None:
-            await pending
-
     def _finish(self, work: Work[R], result: R, forwarded: bool) -> None:
+        work.decided(result)
         try:
-            work.apply(result)
+            work.apply()
         except Exception as e:  # the request or frame is unchanged (Work.apply)
-            result = self._failed(work, e)
-            work.apply(result)
+            work.decided(self._failed(work, e))
+            work.apply()
         if not forwarded and deferrable(work.flow):
-            after_forward(lambda: work.account(result))
+            after_forward(work.account)
         else:
-            work.account(result)
+            work.account()
 
     @staticmethod
     def _failed(work: Work[R], e: Exception) -> R:
         """Fail open: the traceback logged (call it from an ``except`` block) and the work's ``failed`` result."""
-        logger.exception(f"bridge: {work.where}: rewrite failed, sending the original {work.original}")
+        logger.exception(f"bridge: {work.where}: rewrite failed, sending the original {work.unit}")
         # mutation: chat-fail-closed
         return work.failed(e)

@@ -5,7 +5,7 @@ moves. A resumed conversation costs a fraction of a millisecond, but the first s
 large history costs a full parse, decide and write, and orjson holds the GIL for all of
 it (about 0.3 s to parse 32 MB). So a body below ``dispatch.OFFLOAD_BYTES`` is read inline
 (the common case pays nothing extra) and a larger one in a worker process (:class:`Offloader`,
-the record renderer's plain child process), awaited from an async hook while the loop serves
+the record renderer's plain child process, running a :class:`Reader`), awaited from an async hook while the loop serves
 everyone else. A job names its own work (``job.run(memo)``), so
 this module imports no hop's code.
 """
@@ -28,47 +28,56 @@ WORKER_MEMO_MAX_BODY = 32 * 1024 * 1024
 
 # ---- the worker process ----------------------------------------------------------------------
 
-_WORKER_MEMO: Memo | None = None  # the worker process's own (or the fallback's, in the calling thread)
-_HELD: dict[int, bytes] = {}  # the bodies the proxy sent, by token (continued.py): the worker process's
-_WRITTEN: dict[int, Any] = {}  # and the rewritten body (splice.Written) it gave for each
 
+class Reader:
+    """The worker's function (worker.serve makes one and calls it): one job in, what its ``run``
+    gives out (a chat request's Outcome, chat_hop/jobs.py; a Responses-over-WebSocket frame's,
+    websocket.FrameJob's, what websocket.frame_work gives). It holds what the worker process
+    keeps between jobs (the fallback's one, in the calling thread, the same in the proxy): its
+    memo, the bodies the proxy sent by token (continued.py) and the rewritten body
+    (splice.Written) it gave for each."""
 
-def work(job: Any) -> Any:
-    """The worker's function (worker.serve calls it): one job in, what its ``run`` gives out
-    (a chat request's Outcome, chat_hop/jobs.py; a Responses-over-WebSocket frame's,
-    websocket.FrameJob's, what websocket.frame_work gives)."""
-    global _WORKER_MEMO
-    if type(job) is Continued:  # a body that goes on from one held here: joined, then this job
-        return _continued(job)
-    if getattr(job, "light", False):  # the proxy keeps the conversation: hand its entry back
-        memo = Memo(light=True)
-        result = job.run(memo)
-        result.entry = memo.only()
-        return result  # what was parsed is freed, and the heap trimmed, once the reply is out (worker.serve)
-    if _WORKER_MEMO is None:
-        _WORKER_MEMO = Memo()
-    return job.run(_WORKER_MEMO if keeps(job) else None)
+    def __init__(self) -> None:
+        self.memo: Memo | None = None
+        self.held: dict[int, bytes] = {}
+        self.written: dict[int, Any] = {}
 
+    def __call__(self, job: Any) -> Any:
+        if type(job) is Continued:  # a body that goes on from one held here: joined, then this job
+            return self._continued(job)
+        if getattr(job, "light", False):  # the proxy keeps the conversation: hand its entry back
+            memo = Memo(light=True)
+            result = job.run(memo)
+            result.entry = memo.only()
+            return result  # what was parsed is freed, and the heap trimmed, once the reply is out (worker.serve)
+        if self.memo is None:
+            self.memo = Memo()
+        return job.run(self.memo if keeps(job) else None)
 
-def _continued(job: Continued) -> Any:
-    """:func:`work` for a body sent as its new part: its rewritten body answered as pieces of the
-    one written for its base, when the worker wrote that one."""
-    old = _WRITTEN.get(job.base) if job.base is not None else None
-    reply = rebuild(job, _HELD, work)
-    for token in job.drop:
-        _WRITTEN.pop(token, None)
-    if reply is RESEND:
+    def forget(self) -> None:
+        """The bodies held and written here let go (the worker is gone: jobs come whole from now on)."""
+        self.held.clear()
+        self.written.clear()
+
+    def _continued(self, job: Continued) -> Any:
+        """The reader for a body sent as its new part: its rewritten body answered as pieces of
+        the one written for its base, when the worker wrote that one."""
+        old = self.written.get(job.base) if job.base is not None else None
+        reply = rebuild(job, self.held, self)
+        for token in job.drop:
+            self.written.pop(token, None)
+        if reply is RESEND:
+            return reply
+        body = getattr(reply, "body", None)
+        entry = self.memo.newest() if self.memo is not None and body is not None else None
+        written = entry.written if entry is not None else None
+        if written is None or written.body is not body or job.token in job.drop:
+            return reply
+        self.written[job.token] = written
+        pieces = body_delta(old, written) if old is not None else None
+        if pieces is not None:
+            reply.body, reply.delta = None, (job.base, len(written.body), pieces)
         return reply
-    body = getattr(reply, "body", None)
-    entry = _WORKER_MEMO.newest() if _WORKER_MEMO is not None and body is not None else None
-    written = entry.written if entry is not None else None
-    if written is None or written.body is not body or job.token in job.drop:
-        return reply
-    _WRITTEN[job.token] = written
-    pieces = body_delta(old, written) if old is not None else None
-    if pieces is not None:
-        reply.body, reply.delta = None, (job.base, len(written.body), pieces)
-    return reply
 
 
 def keeps(job: Any) -> bool:
@@ -87,7 +96,7 @@ class Offloader:
     but orjson's own GIL-holding calls."""
 
     def __init__(self) -> None:
-        self._worker = Renderer(work)
+        self._worker = Renderer(Reader)
         # The bodies of the conversations the worker's memo keeps, sent once: a later turn sends
         # only what follows the part the worker holds (continued.py).
         self.held = Held()
@@ -98,7 +107,7 @@ class Offloader:
         return self._worker.pid
 
     async def run(self, job: Any) -> Any:
-        """What :func:`work` gives for ``job``, made in the worker while the loop runs on."""
+        """What :class:`Reader` gives for ``job``, made in the worker while the loop runs on."""
         return await asyncio.to_thread(self._render, job)
 
     def _render(self, job: Any) -> Any:
@@ -112,8 +121,7 @@ class Offloader:
                 reply = self._worker.render(shipped)
             if not self._worker.remote:  # the worker is gone: jobs run here from now on, whole
                 self.held.forget_all()
-                _HELD.clear()  # what the fallback held in this process
-                _WRITTEN.clear()
+                self._worker.local.forget()  # what the fallback held in this process
                 if type(reply) is Resend:
                     return self._worker.render(job)
             return self.held.receive(shipped, reply)

@@ -1,8 +1,9 @@
-"""The state both hops share: one store, chosen by the ``bridge_state`` option."""
+"""What both hops share, made once and handed to each: the store (chosen by the ``bridge_state``
+option), the dispatch and its worker, the chat hop's memo and record writer, and the two
+options both hops read (``bridge``, ``bridge_max_body``)."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import sqlite3
@@ -10,6 +11,7 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions
 
+from ..core.memo.store import Memo
 from . import store_url
 from .dispatch import Dispatch
 from .redis_store import RedisStore, StoreUnreachable
@@ -17,27 +19,40 @@ from .store import MemoryStore, SQLiteStore, Store
 
 logger = logging.getLogger(__name__)
 
-STORE_OPTIONS = {"bridge_state", "bridge_state_prefix", "bridge_state_ca", "bridge_state_timeout_ms"}
+STORE_OPTIONS = frozenset({"bridge_state", "bridge_state_prefix", "bridge_state_ca", "bridge_state_timeout_ms"})
+MAX_BODY = 32 * 1024 * 1024  # bridge_max_body's default
 
 
 class BridgeState:
-    """What both hops share, handed to each (addons/bridge.py): the store (ledger and observations),
-    the dispatch (where and when each hop's work runs, and the worker process), the chat hop's
-    readings still in the worker and its record writer. Neither hop holds the other."""
+    """What both hops share, made once and handed to each (addons/bridge.py; a hop made without
+    one makes its own, and loads and configures it itself): the store (ledger and observations),
+    the dispatch (where and when each hop's work runs, its worker process and the chat readings
+    still in it), the chat hop's memo and record writer (the planner hop's too, by default), and
+    the options both hops read, as configure last saw them. Neither hop holds the other."""
 
     def __init__(self) -> None:
         self.store: Store = MemoryStore()
-        # Chat requests still being read in the worker, by flow id: the planner hop waits for
-        # their evidence before it corrects a step.
-        self.readings: dict[str, asyncio.Future[None]] = {}
-        self.dispatch = Dispatch(self.readings, lambda: self.store.unfinished())
-        self.recorder: Any = None  # the chat hop's records.writer.Recorder (the planner hop's too, by default)
+        self.dispatch = Dispatch(lambda: self.store.unfinished())
+        # The conversations the chat hop has read: a resumed one costs only its new part. Light
+        # (the chat hop's configure) in observe mode without records: then it holds about one
+        # body per conversation (a long one's: a short history's entry stays whole, memo.LIGHT_FROM).
+        self.memo = Memo()
+        self.recorder: Any = None  # the chat hop's records.writer.Recorder (bridge_records; configure)
+        self.on = True  # bridge
+        self.max_body = MAX_BODY  # bridge_max_body
         # A password given inside bridge_state's URL, by the URL shown without it: the option then
         # holds the URL without it (mitmweb's options view shows options), this the secret.
         self._passwords: dict[str, str] = {}
         self._opened: tuple[Any, ...] | None = None  # the settings the store was opened with
 
     def load(self, loader) -> None:
+        loader.add_option("bridge", bool, True, "Bridge planner-bound chat requests (see bridge_mode).")
+        loader.add_option(
+            "bridge_max_body",
+            int,
+            MAX_BODY,
+            "Largest request body (bytes, decoded) the bridge rewrites; larger ones pass untouched.",
+        )
         loader.add_option(
             "bridge_state",
             str | None,
@@ -72,8 +87,14 @@ class BridgeState:
         )
 
     def configure(self, updated: set[str]) -> None:
-        if not updated & STORE_OPTIONS:
-            return
+        opts = ctx.options
+        if "bridge_max_body" in updated and opts.bridge_max_body <= 0:
+            raise exceptions.OptionsError("bridge_max_body must be positive")
+        self.on, self.max_body = opts.bridge, opts.bridge_max_body
+        if updated & STORE_OPTIONS:
+            self._configure_store()
+
+    def _configure_store(self) -> None:
         opts = ctx.options
         value = opts.bridge_state
         if opts.bridge_state_timeout_ms <= 0:

@@ -143,7 +143,7 @@ def serve(target: str, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     module, _, name = target.partition(":")
     imported = importlib.import_module(module)
-    render = getattr(imported, name)
+    render = made(getattr(imported, name))
     # A target module may name the jobs whose memory its next jobs use again (offload.keeps):
     # after a large one of those the heap is handed back once the worker is idle, else at once.
     keeps = getattr(imported, "keeps", None)
@@ -212,10 +212,19 @@ def _package_parent() -> str:
     return os.path.dirname(os.path.dirname(here))
 
 
+def made(target: Any) -> Callable[[Any], Any]:
+    """The function a target names: a module-level function itself, or a new instance of a
+    module-level class (the state it keeps between jobs is that instance's, one per process)."""
+    return target() if isinstance(target, type) else target
+
+
 class Renderer:
-    def __init__(self, render: Callable[[Any], Any]) -> None:
-        self._render = render  # a module-level function, so the worker can import it
+    def __init__(self, render: Callable[[Any], Any] | type) -> None:
+        """``render``: a module-level function, or a module-level class whose instances are
+        called with each job (so the worker can import it: :func:`made`)."""
         self._target = f"{render.__module__}:{render.__qualname__}"
+        self._make = render
+        self._local: Callable[[Any], Any] | None = None  # the calling thread's, made when first needed
         self._proc: subprocess.Popen[bytes] | None = None
         self._broken = getattr(sys, "frozen", False)  # a frozen mitmdump cannot run "python -c"
         self._lock = threading.Lock()
@@ -267,7 +276,15 @@ class Renderer:
                     )
                     self._broken = True
                     self._close()
-        return self._render(job)
+        return self.local(job)
+
+    @property
+    def local(self) -> Any:
+        """The function jobs run with in the calling thread when the worker cannot (:func:`made`)."""
+        with self._lock:
+            if self._local is None:
+                self._local = made(self._make)
+            return self._local
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,152 @@
+"""A request owns its state (runtime/dispatch.Request, chat_hop/request.py, chat_hop/websocket.py,
+planner_hop/addon.py): each hop's request moves through the named stages, forward only, as the
+dispatch and the hooks say what happened to it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mitmproxy import http
+from mitmproxy.test import tflow
+from native_bridge.chat_hop.addon import ChatHop, Tee
+from native_bridge.chat_hop.request import ChatRequest, ChatSettings
+from native_bridge.runtime import META
+from native_bridge.runtime.dispatch import Dispatch, Request, Stage, StageError
+from native_bridge.runtime.state import BridgeState
+
+BODY = json.dumps(
+    {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "list"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "ls"}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+        ],
+    }
+).encode()
+
+
+class Walk(Request[str]):
+    """A request that reads "read" on the loop and logs every stage it reaches."""
+
+    def __init__(self) -> None:
+        super().__init__(tflow.tflow(), "flow f1")
+        self.seen: list[Stage] = []
+
+    def move(self, to: Stage, *came_from: Stage) -> None:
+        super().move(to, *came_from)
+        self.seen.append(to)
+
+    def prepare(self) -> str | None:
+        self.size = 10
+        self.move(Stage.READY, Stage.SELECTED)
+        return None
+
+    def fresh(self) -> int:
+        return self.size
+
+    def here(self, whole: bool) -> str | None:
+        return "read"
+
+    async def away(self, dispatch: Dispatch) -> str:
+        return "away"
+
+    def failed(self, e: Exception) -> str:
+        return f"failed: {e}"
+
+    def apply(self) -> None:
+        self.move(Stage.APPLIED, Stage.DECIDED)
+
+    def account(self) -> None:
+        self.move(Stage.ACCOUNTED, Stage.APPLIED)
+
+
+def test_the_dispatch_moves_a_request_through_its_stages_in_order() -> None:
+    w = Walk()
+    assert w.stage is Stage.SELECTED
+    assert Dispatch().run(w) is None
+    assert w.seen == [Stage.READY, Stage.DECIDED, Stage.APPLIED, Stage.ACCOUNTED]
+    assert w.result == "read"
+
+
+@pytest.mark.parametrize("step", ["apply", "account"])
+def test_a_move_from_the_wrong_stage_is_refused(step: str) -> None:
+    w = Walk()
+    with pytest.raises(StageError, match=f"flow f1: cannot be {'applied' if step == 'apply' else 'accounted'}"):
+        getattr(w, step)()
+    assert w.stage is Stage.SELECTED
+
+
+def test_a_failed_apply_decides_again_with_the_fail_open_result() -> None:
+    w = Walk()
+    w.move(Stage.READY, Stage.SELECTED)
+    w.decided("read")
+    w.decided("failed: apply broke")  # the dispatch's fail-open after a failed apply
+    assert w.stage is Stage.DECIDED and w.result == "failed: apply broke"
+    w.apply()
+    with pytest.raises(StageError):
+        w.decided("read")  # once applied, its result stands
+
+
+def chat_request(body: bytes, emit: bool = False, max_body: int | None = None) -> ChatRequest:
+    f = tflow.tflow()
+    f.request.method, f.request.path = "POST", "/v1/chat/completions"
+    f.request.headers["content-type"] = "application/json"
+    f.request.content = body
+    state = BridgeState()
+    if max_body is not None:
+        state.max_body = max_body
+    return ChatRequest(f, ChatSettings(emit=emit), state)
+
+
+@pytest.mark.parametrize("emit", [False, True])
+def test_a_chat_request_ends_accounted_holding_its_result(emit: bool) -> None:
+    r = chat_request(BODY, emit=emit)
+    assert Dispatch().run(r) is None
+    assert r.stage is Stage.ACCOUNTED and r.result is not None
+    assert r.result.status == ("rewritten" if emit else "observed")
+    assert r.flow.metadata[META]["status"] == r.result.status
+    assert (r.as_came is not None) == emit  # the request as it came, kept for its backup
+
+
+def test_a_chat_request_it_cannot_read_is_decided_without_being_ready() -> None:
+    r = chat_request(BODY, max_body=10)
+    seen: list[Stage] = []
+    move = r.move
+
+    def logged(to: Stage, *came_from: Stage) -> None:
+        move(to, *came_from)
+        seen.append(to)
+
+    r.move = logged  # type: ignore[method-assign]
+    assert Dispatch().run(r) is None
+    assert seen == [Stage.DECIDED, Stage.APPLIED, Stage.ACCOUNTED]
+    assert r.result is not None and r.result.status == "skipped" and r.job is None
+
+
+@pytest.mark.parametrize("store_streamed", [False, True])
+def test_a_streamed_reply_keeps_its_copy_on_the_reply_itself(store_streamed: bool) -> None:
+    """The chat hop streams an SSE reply of a flow it bridged; the copy mitmweb and -w files show
+    is kept by the reply's own stream (no table of the hop), or by mitmproxy when it stores
+    streamed bodies itself."""
+    hop = ChatHop()
+    hop.settings = ChatSettings(store_streamed=store_streamed)
+    f = tflow.tflow()
+    f.metadata[META] = {"status": "observed"}
+    f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+    f.response.raw_content = None  # its body still to come
+    assert hop.responseheaders(f) is None
+    if store_streamed:
+        assert f.response.stream is True
+        return
+    assert isinstance(f.response.stream, Tee)
+    assert [f.response.stream(c) for c in (b"data: 1\n\n", b"data: 2\n\n")] == [b"data: 1\n\n", b"data: 2\n\n"]
+    hop.response(f)
+    assert f.response.raw_content == b"data: 1\n\ndata: 2\n\n"
+    hop.done()
