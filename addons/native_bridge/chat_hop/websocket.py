@@ -254,13 +254,13 @@ def bridge_body(
     return result
 
 
-def on_message(nb: FrameHost, flow: http.HTTPFlow) -> Awaitable[None] | None:
+def on_message(hop: FrameHost, flow: http.HTTPFlow) -> Awaitable[None] | None:
     """The ``websocket_message`` hook: bridge the newest message when it is a selected client frame.
     The dispatch decides where (runtime/dispatch.py): a frame of ``OFFLOAD_BYTES`` or more is read
     and bridged in the worker process, and then this returns an awaitable (mitmproxy holds the
     frame until it is done) while the loop serves the rest."""
     ws = flow.websocket
-    if not nb.on or ws is None or not ws.messages:
+    if not hop.on or ws is None or not ws.messages:
         return None
     message = ws.messages[-1]
     if not message.from_client or not message.is_text or message.dropped:
@@ -268,9 +268,9 @@ def on_message(nb: FrameHost, flow: http.HTTPFlow) -> Awaitable[None] | None:
     index = len(ws.messages) - 1
     if str(index) in frames(flow):  # bridged before (a replay of a saved flow): never twice
         return None
-    if nb.filter is None or not nb.filter(flow):
+    if hop.filter is None or not hop.filter(flow):
         return None
-    return nb.state.dispatch.run(_Frame(nb, flow, index))
+    return hop.state.dispatch.run(_Frame(hop, flow, index))
 
 
 def frame_outcome(
@@ -345,17 +345,17 @@ class _Frame:
     later = False  # the frame waits: a rewritten one replaces it
     wait = False
 
-    def __init__(self, nb: FrameHost, flow: http.HTTPFlow, index: int) -> None:
+    def __init__(self, hop: FrameHost, flow: http.HTTPFlow, index: int) -> None:
         assert flow.websocket is not None
-        self.nb, self.flow, self.index = nb, flow, index
+        self.hop, self.flow, self.index = hop, flow, index
         self.message = flow.websocket.messages[index]
         self.raw = self.message.content  # as the client sent it
         self.where = f"flow {flow.id} message {index}"
         self.size = len(self.raw)
-        self.emit = nb.emit
+        self.emit = hop.emit
 
     def prepare(self) -> Done | None:
-        content, limit = self.raw, self.nb.max_body
+        content, limit = self.raw, self.hop.max_body
         if _FRAME_MARK not in content:  # cheap: every frame the bridge wants names its type
             return Done(None)
         if len(content) > limit:
@@ -372,15 +372,15 @@ class _Frame:
             return Done(None)
         context, _ = context_for(self.flow, self.index, doc)
         del doc  # the core parses the frame again: not both at once
-        ua, record = req.headers.get("user-agent"), self.nb.recorder is not None
-        out, sent = frame_outcome(raw, context, self.nb.config, req.path, self.nb.memo, ua, self.emit, record)
+        ua, record = req.headers.get("user-agent"), self.hop.recorder is not None
+        out, sent = frame_outcome(raw, context, self.hop.config, req.path, self.hop.memo, ua, self.emit, record)
         return Done(out, sent, context)
 
     async def away(self, dispatch: Any) -> Done:
         raw, req = self.raw, self.flow.request
         held = held_calls(self.flow, self.index) if b'"previous_response_id"' in raw else {}
-        ua, record = req.headers.get("user-agent"), self.nb.recorder is not None
-        done = await dispatch.worker.run(FrameJob(raw, held, self.nb.config, req.path, ua, self.emit, record))
+        ua, record = req.headers.get("user-agent"), self.hop.recorder is not None
+        done = await dispatch.worker.run(FrameJob(raw, held, self.hop.config, req.path, ua, self.emit, record))
         if done is None:
             return Done(None)  # not a model call: nothing of the bridge's
         context, out, sent = done
@@ -395,11 +395,11 @@ class _Frame:
 
     def account(self, done: Done) -> None:
         if done.out is not None:
-            _annotate(self.nb, self.flow, self.index, self.raw, done.out, done.sent, done.context)
+            _annotate(self.hop, self.flow, self.index, self.raw, done.out, done.sent, done.context)
 
 
 def _annotate(
-    nb: FrameHost,
+    hop: FrameHost,
     flow: http.HTTPFlow,
     index: int,
     raw: bytes,
@@ -409,8 +409,8 @@ def _annotate(
 ) -> None:
     """Hand the observations over; the frame's verdict, log line and record."""
     if result.observations:  # what the client's results say, for the planner hop
-        nb.state.store.observe(result.observations)
-    announce(logger, flow, f"flow {flow.id} message {index}", result, nb.calm)
+        hop.state.store.observe(result.observations)
+    announce(logger, flow, f"flow {flow.id} message {index}", result, hop.calm)
     line = comment(result, result.summary)
     entry: dict[str, Any] = {"status": result.status, "reason": result.reason, **result.summary}
     if sent is not None:
@@ -419,9 +419,9 @@ def _annotate(
         entry["context"] = context  # the server-held calls the frame answers (views re-derive with them)
     flow.metadata.setdefault(WS_META, {})[str(index)] = entry
     flow.comment = f"bridge: websocket message {index}: {line.removeprefix('bridge: ')}"
-    if nb.recorder is not None:
+    if hop.recorder is not None:
         timestamp = flow.websocket.messages[index].timestamp if flow.websocket else None
-        nb.recorder.submit(
+        hop.recorder.submit(
             record_job(
                 flow, result, raw, line, timestamp=timestamp, websocket_message=index, websocket_context=context or None
             )
