@@ -28,11 +28,8 @@ from typing import Any
 from .rules.clients import CLIENTS
 from .rules.types import Client
 
-# The table (rules/clients.py) by id, and the names a rule may give for its clients.
+# The table (rules/clients.py) by id.
 BY_ID: Mapping[str, Client] = {c.id: c for c in CLIENTS}
-FAMILIES: frozenset[str] = frozenset(c.family for c in CLIENTS)
-# A client id or a family.
-NAMES: frozenset[str] = frozenset(BY_ID) | FAMILIES
 
 
 def counts_for(client: str | None, names: Iterable[str]) -> bool:
