@@ -52,6 +52,8 @@ def type_name(number: int | None) -> str:
 
 def _numbers(kind: str, *names: str) -> tuple[int, ...]:
     body = _STEP.fields_by_name[kind].message_type
+    if body is None:
+        raise TypeError(f"{kind} is not a message field of the step")
     return tuple(body.fields_by_name[n].number for n in names)
 
 

@@ -51,7 +51,8 @@ def _declared(body: Mapping[str, Any]) -> dict[str, frozenset[str] | None]:
     for t in tools:
         if not isinstance(t, dict):
             continue
-        fn = t.get("function") if isinstance(t.get("function"), dict) else t  # Chat wraps it in "function"
+        wrapped = t.get("function")
+        fn: dict[str, Any] = wrapped if isinstance(wrapped, dict) else t  # Chat wraps it in "function"
         name = fn.get("name")
         if not isinstance(name, str):
             continue

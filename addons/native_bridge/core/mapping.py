@@ -68,7 +68,7 @@ class ToolKinds(dict[str, str]):
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ToolKinds, (dict(self), self.shaped, self.off))
