@@ -41,7 +41,7 @@ class Refusal(Exception):
 
 
 # Values that set nothing: such an argument is no leftover whatever its name.
-_EMPTY: tuple[Any, ...] = (None, False, "", [], {})
+_EMPTY: tuple[object, ...] = (None, False, "", [], {})
 
 
 class _Args:

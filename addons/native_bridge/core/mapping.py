@@ -70,7 +70,7 @@ class ToolKinds(dict[str, str]):
 
     __hash__ = None
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[ToolKinds], tuple[dict[str, str], dict[str, Shape], frozenset[str]]]:
         return (ToolKinds, (dict(self), self.shaped, self.off))
 
 

@@ -33,17 +33,17 @@ def pins_of(dialect: Dialect, items: Any, out: Output, stepped: Collection[int])
     return pins
 
 
-def settle(
+def settle[Extra](
     dialect: Dialect,
     items: Any,
     history: History,
     kinds: Collection[str],
     tool_kinds: Mapping[str, str],
     part: Part,
-    write: Callable[[frozenset[int]], tuple[Output, Any]],
+    write: Callable[[frozenset[int]], tuple[Output, Extra]],
     step_base: int = 0,
     floor: int = 0,
-) -> tuple[Part, Output, Any, list[Span]] | None:
+) -> tuple[Part, Output, Extra, list[Span]] | None:
     """The part (decided again where pinned), the written output, ``write``'s extra and
     the pins' spans. ``write(stepped)`` writes the history afresh onto a new Output.
     ``history`` holds the calls and results from position ``floor`` on; a pin before
