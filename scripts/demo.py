@@ -91,21 +91,21 @@ def run(session_path: Path, records: Path) -> int:
                 timeout=30,
             )
             found = wait_records(records, RUN_HEADER, run_id)
-            native_tag = f"{run_id}-planner-hop"
+            planner_tag = f"{run_id}-planner-hop"
             try:
-                native_report, native_problems = planner_hop(proxy, planner_port, ls, native_tag)
+                planner_report, planner_problems = planner_hop(proxy, planner_port, ls, planner_tag)
             except (OSError, ValueError) as e:  # a send that did not get through, an unreadable body
-                native_report, native_problems = "", [f"planner hop: {type(e).__name__}: {e}"]
-            native_found = wait_records(records, RUN_HEADER, native_tag)
+                planner_report, planner_problems = "", [f"planner hop: {type(e).__name__}: {e}"]
+            planner_found = wait_records(records, RUN_HEADER, planner_tag)
             try:
                 probe, probe_problems = reference_probe(proxy, planner, planner_port, ls, f"{run_id}-probe")
             except (OSError, ValueError) as e:
                 probe, probe_problems = None, [f"reference probe: {type(e).__name__}: {e}"]
-            if native_found:  # both sends are recorded, the second one last
+            if planner_found:  # both sends are recorded, the second one last
                 deadline = time.monotonic() + 10
-                while len(native_found) < len(GATEWAY_TURNS) and time.monotonic() < deadline:
+                while len(planner_found) < len(GATEWAY_TURNS) and time.monotonic() < deadline:
                     time.sleep(0.02)
-                    native_found = find_records(records, RUN_HEADER, native_tag)
+                    planner_found = find_records(records, RUN_HEADER, planner_tag)
         finally:
             proxy.stop()
         got: list[Received] = planner.find(RUN_HEADER, run_id)
@@ -129,17 +129,17 @@ def run(session_path: Path, records: Path) -> int:
     print("    -> the same mitmdump's planner listener -> a stand-in language server")
     print("  Each turn's agent request (Claude Code, Anthropic) went through the chat listener first: the chat")
     print("  hop observed its results, which the gateway drops (in front of a stock gateway: bridge_mode=observe).")
-    if native_report:
-        print(native_report)
-    print(f"  Records: {len(native_found)} planner-hop file(s), the changes with their reasons:")
-    for path, _ in native_found:
+    if planner_report:
+        print(planner_report)
+    print(f"  Records: {len(planner_found)} planner-hop file(s), the changes with their reasons:")
+    for path, _ in planner_found:
         print(f"    {_rel(path)}")
-    print(f"  jq '.native.changes[] | {{index, action, reason}}' {_rel(records)}/<file>.json\n")
+    print(f"  jq '.planner.changes[] | {{index, action, reason}}' {_rel(records)}/<file>.json\n")
 
     errors = validate_steps(after) if STEPS_KEY in after else [f"no {STEPS_KEY} reached the planner"]
-    problems = [*received.errors, *errors, *native_problems, *probe_problems]
-    if len(native_found) != len(GATEWAY_TURNS):
-        problems.append(f"{len(native_found)} planner-hop records written, expected {len(GATEWAY_TURNS)}")
+    problems = [*received.errors, *errors, *planner_problems, *probe_problems]
+    if len(planner_found) != len(GATEWAY_TURNS):
+        problems.append(f"{len(planner_found)} planner-hop records written, expected {len(GATEWAY_TURNS)}")
     if reply.status_code != 200 or received.status != 200:
         problems.append(f"HTTP {reply.status_code} from the proxy, {received.status} from the planner")
     if record is None:

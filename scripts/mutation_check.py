@@ -76,7 +76,7 @@ LEDGER = ("tests/cascade/test_cascade_ledger.py", *CALLS)
 WIRE = (
     "tests/cascade/test_cascade_framing.py",
     "tests/cascade/test_cascade_wire.py",
-    "tests/cascade/test_cascade_native.py",
+    "tests/cascade/test_cascade_gateway_requests.py",
 )
 
 
@@ -412,7 +412,7 @@ MUTATIONS: list[Mutation] = [
         "planner-fail-closed",
         "9",
         "a bug in the planner hop's correction raises instead of sending the gateway's body",
-        ("tests/cascade/test_cascade_native.py",),
+        ("tests/cascade/test_cascade_gateway_requests.py",),
         Edit(r'return PlannerResult\("skipped", f"internal error: [^\n]*', r"raise"),
     ),
     _m(

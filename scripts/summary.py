@@ -91,8 +91,9 @@ def planner_totals(entries: Sequence[Entry]) -> str:
     by_action = ", ".join(f"{k} {v}" for k, v in sorted(actions.items())) or "none"
     steps_in = sum(c.steps_in or 0 for c in corrected)
     steps_out = sum(c.steps_out or 0 for c in corrected)
+    send_word, cascade_word = f"send{'s' * (len(cases) != 1)}", f"cascade{'s' * (len(cascades) != 1)}"
     return (
-        f"{len(cases)} native sends (planner hop) in {len(cascades)} cascade{'s' * (len(cascades) != 1)}, "
+        f"{len(cases)} planner-hop {send_word} in {len(cascades)} {cascade_word}, "
         f"{len(corrected)} corrected, {steps_in} steps from the gateway -> {steps_out} sent; changes: {by_action}"
     )
 

@@ -120,19 +120,19 @@ def error_lines(caplog) -> list[logging.LogRecord]:
 @pytest.fixture
 def bridge():
     """The addon, configured the way mitmdump configures a script: every option at once."""
-    nb = ChatHop()
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode="rewrite")  # these tests are about the rewrite; observe has its own
-        yield nb, tctx
-        nb.done()
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="rewrite")  # these tests are about the rewrite; observe has its own
+        yield hop, tctx
+        hop.done()
 
 
 # ---- options -----------------------------------------------------------------
 
 
 def test_options_are_declared_with_defaults(bridge):
-    nb, tctx = bridge
+    hop, tctx = bridge
     opts = tctx.options
     assert opts.bridge is True
     assert opts.bridge_filter == DEFAULT_FILTER
@@ -141,20 +141,20 @@ def test_options_are_declared_with_defaults(bridge):
     assert list(opts.bridge_tools) == []
     assert opts.bridge_max_body == 32 * 1024 * 1024
     assert opts.bridge_dialect == "auto"
-    assert nb.filter is not None
-    assert nb.recorder is None
-    assert nb.config.kinds == frozenset(KINDS)
-    assert dict(nb.config.tool_kinds) == dict(DEFAULT_TOOL_KINDS)
+    assert hop.filter is not None
+    assert hop.recorder is None
+    assert hop.config.kinds == frozenset(KINDS)
+    assert dict(hop.config.tool_kinds) == dict(DEFAULT_TOOL_KINDS)
 
 
 def test_bad_filter_is_refused(bridge):
-    nb, tctx = bridge
+    hop, tctx = bridge
     with pytest.raises(exceptions.OptionsError, match="bridge_filter"):
-        tctx.configure(nb, bridge_filter="~m POST & ~nonsense(")
+        tctx.configure(hop, bridge_filter="~m POST & ~nonsense(")
     assert tctx.options.bridge_filter == DEFAULT_FILTER  # rolled back
-    tctx.configure(nb, bridge_filter="~u /v1/messages")
-    assert nb.filter(chat_flow(path="/v1/messages"))
-    assert not nb.filter(chat_flow())
+    tctx.configure(hop, bridge_filter="~u /v1/messages")
+    assert hop.filter(chat_flow(path="/v1/messages"))
+    assert not hop.filter(chat_flow())
 
 
 _PATHS = [
@@ -184,32 +184,32 @@ _PATHS = [
 def test_the_default_filter_selects_what_mitmproxy_would(bridge, method, websocket):
     """The default filter is read from the path (addon.DefaultFilter), with mitmproxy's own answer
     for every method, path, query and fragment."""
-    nb, _ = bridge
-    assert isinstance(nb.filter, addon_module.DefaultFilter)
+    hop, _ = bridge
+    assert isinstance(hop.filter, addon_module.DefaultFilter)
     reference = flowfilter.parse(DEFAULT_FILTER)
     for path in _PATHS:
         f = tflow.twebsocketflow() if websocket else chat_flow(path=path)
         f.request.method, f.request.path = method, path
-        assert nb.filter(f) == reference(f), (method, path, websocket)
-    assert nb.filter(chat_flow(path="/v1/chat/completions"))  # the corpus selects some and not others
-    assert not nb.filter(chat_flow(path="/v1/chat/completions/extra"))
+        assert hop.filter(f) == reference(f), (method, path, websocket)
+    assert hop.filter(chat_flow(path="/v1/chat/completions"))  # the corpus selects some and not others
+    assert not hop.filter(chat_flow(path="/v1/chat/completions/extra"))
 
 
 def test_the_default_filter_ignores_the_host_header(bridge):
     """``~u`` would search the URL built from a Host header; the default filter reads the path only."""
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(path="/v1/other")
     f.request.headers["host"] = "gateway/v1/messages?"
     assert flowfilter.parse(DEFAULT_FILTER)(f)  # mitmproxy's ~u finds the path in the Host header
-    assert not nb.filter(f)
+    assert not hop.filter(f)
 
 
 @pytest.mark.parametrize("kinds", [["run_command", "teleport"], ["RUN_COMMAND"], ["Bash"]])
 def test_unknown_kinds_are_refused(bridge, kinds):
-    nb, tctx = bridge
+    hop, tctx = bridge
     with pytest.raises(exceptions.OptionsError, match="bridge_kinds: unknown"):
-        tctx.configure(nb, bridge_kinds=kinds)
-    assert nb.config.kinds == frozenset(KINDS)
+        tctx.configure(hop, bridge_kinds=kinds)
+    assert hop.config.kinds == frozenset(KINDS)
 
 
 @pytest.mark.parametrize(
@@ -223,27 +223,27 @@ def test_unknown_kinds_are_refused(bridge, kinds):
     ],
 )
 def test_bad_tool_entries_are_refused(bridge, entry, message):
-    nb, tctx = bridge
+    hop, tctx = bridge
     with pytest.raises(exceptions.OptionsError, match=message):
-        tctx.configure(nb, bridge_tools=[entry])
-    assert dict(nb.config.tool_kinds) == dict(DEFAULT_TOOL_KINDS)
+        tctx.configure(hop, bridge_tools=[entry])
+    assert dict(hop.config.tool_kinds) == dict(DEFAULT_TOOL_KINDS)
 
 
 @pytest.mark.parametrize("value", ["", "openai", "Chat", "Gemini", "vertex"])
 def test_unknown_dialect_is_refused(bridge, value):
-    nb, tctx = bridge
+    hop, tctx = bridge
     with pytest.raises(exceptions.OptionsError, match="bridge_dialect"):
-        tctx.configure(nb, bridge_dialect=value)
-    assert nb.config.dialect == "auto"
+        tctx.configure(hop, bridge_dialect=value)
+    assert hop.config.dialect == "auto"
 
 
 @pytest.mark.parametrize("value", [0, -1])
 def test_non_positive_max_body_is_refused(bridge, value):
-    nb, tctx = bridge
+    hop, tctx = bridge
     with pytest.raises(exceptions.OptionsError, match="bridge_max_body"):
-        tctx.configure(nb, bridge_max_body=value)
+        tctx.configure(hop, bridge_max_body=value)
     assert tctx.options.bridge_max_body == 32 * 1024 * 1024
-    tctx.configure(nb, bridge_max_body=1)
+    tctx.configure(hop, bridge_max_body=1)
 
 
 def test_parse_tool_map_adds_overrides_and_removes():
@@ -258,27 +258,27 @@ def test_parse_tool_map_adds_overrides_and_removes():
 def test_entry_script_loads_the_addon_with_its_options():
     with taddons.context() as tctx:
         module = tctx.script(str(BRIDGE_SCRIPT))
-        nb = module.chat  # the chat hop (the script's other addons: tests/test_commands.py)
+        hop = module.chat  # the chat hop (the script's other addons: tests/test_commands.py)
         try:
-            assert isinstance(nb, ChatHop)
+            assert isinstance(hop, ChatHop)
             assert tctx.options.bridge_filter == DEFAULT_FILTER
             assert tctx.options.bridge_mode == "observe"  # the default never removes history
             tctx.options.update(bridge_mode="rewrite")  # a script's addons are configured by its loader:
-            tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook({"bridge_mode"}))
+            tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook({"bridge_mode"}))
             f = chat_flow()
-            nb.request(f)
+            hop.request(f)
             assert "additional_steps" in body_of(f)
         finally:
-            nb.done()
+            hop.done()
 
 
 # ---- the rewrite -------------------------------------------------------------
 
 
 def test_selected_request_is_rewritten_in_place(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(MIXED_BODY, user_agent=QWEN_UA)
-    nb.request(f)
+    hop.request(f)
     body = body_of(f)
     steps = body["additional_steps"]
     assert [s["runCommand"]["commandLine"] for s in steps] == ["make", "ls"]
@@ -297,9 +297,9 @@ def test_selected_request_is_rewritten_in_place(bridge):
 def test_the_same_request_from_an_unidentified_client_states_the_same_codes(bridge):
     """Without the user agent (issue 17) every frame we know counts at its place: Qwen Code's
     ``Exit Code: 2`` and its stated 0 are read as the client wrote them."""
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(MIXED_BODY)
-    nb.request(f)
+    hop.request(f)
     steps = body_of(f)["additional_steps"]
     assert [s["runCommand"]["commandLine"] for s in steps] == ["make", "ls"]
     assert [s["runCommand"].get("exitCode") for s in steps] == [2, 0]
@@ -308,9 +308,9 @@ def test_the_same_request_from_an_unidentified_client_states_the_same_codes(brid
 
 
 def test_a_frame_line_inside_the_output_is_no_exit_code(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(INSIDE_BODY)
-    nb.request(f)
+    hop.request(f)
     [step] = body_of(f)["additional_steps"]
     assert step["runCommand"]["commandLine"] == "make"
     assert "exitCode" not in step["runCommand"]
@@ -319,10 +319,10 @@ def test_a_frame_line_inside_the_output_is_no_exit_code(bridge):
 
 
 def test_rewrite_is_backed_up_and_revertible(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(MIXED_BODY)
     assert not f.modified()
-    nb.request(f)
+    hop.request(f)
     assert f.modified()
     assert f.request.content != MIXED_BODY
     f.revert()
@@ -332,9 +332,9 @@ def test_rewrite_is_backed_up_and_revertible(bridge):
 
 
 def test_comment_marker_and_metadata_for_a_failure_and_an_unobserved_call(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(MIXED_BODY, user_agent=QWEN_UA)
-    nb.request(f)
+    hop.request(f)
     assert f.comment == "bridge: 2 steps (1 failed: exit 2 ×1), 3 kept as messages, 1 unobserved"
     assert f.marked == MARKER
     meta = f.metadata[META]
@@ -349,34 +349,34 @@ def test_comment_marker_and_metadata_for_a_failure_and_an_unobserved_call(bridge
 
 
 def test_failure_alone_marks_the_flow(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(FAILED_BODY, user_agent=QWEN_UA)
-    nb.request(f)
+    hop.request(f)
     assert f.comment == "bridge: 1 step (1 failed: exit 2 ×1), 0 kept as messages"
     assert f.marked == MARKER
 
 
 def test_unobserved_call_alone_marks_the_flow(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(UNOBSERVED_BODY)
-    nb.request(f)
+    hop.request(f)
     assert f.comment == "bridge: 1 step, 1 kept as messages, 1 unobserved"
     assert f.marked == MARKER
 
 
 def test_clean_rewrite_is_not_marked(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(OK_BODY)
-    nb.request(f)
+    hop.request(f)
     assert f.comment == "bridge: 1 step, 0 kept as messages"
     assert not f.marked
     assert f.metadata[META]["failed"] == 0
 
 
 def test_rewritten_flow_round_trips_through_a_flow_file(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(MIXED_BODY)
-    nb.request(f)
+    hop.request(f)
     path = tmp_path / "flows.mitm"
     with path.open("wb") as fo:
         io.FlowWriter(fo).add(f)
@@ -390,32 +390,32 @@ def test_rewritten_flow_round_trips_through_a_flow_file(bridge, tmp_path):
 
 
 def test_replayed_flow_is_not_rewritten_twice(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(MIXED_BODY)
-    nb.request(f)
+    hop.request(f)
     path = tmp_path / "flows.mitm"
     with path.open("wb") as fo:
         io.FlowWriter(fo).add(f)
     with path.open("rb") as fi:
         [g] = list(io.FlowReader(fi).stream())
     rewritten, comment, meta = g.request.content, g.comment, dict(g.metadata[META])
-    nb.request(g)  # mitmdump -nr re-runs the hook on the loaded flow
+    hop.request(g)  # mitmdump -nr re-runs the hook on the loaded flow
     assert g.request.content == rewritten
     assert g.comment == comment
     assert g.metadata[META] == meta
     # The same object seen a second time (client replay of a live flow) is not touched either.
     before = f.request.content
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == before
 
 
 def test_body_already_carrying_steps_passes_untouched(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     first = chat_flow(MIXED_BODY)
-    nb.request(first)
+    hop.request(first)
     already = first.request.content
     f = chat_flow(already)
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == already
     assert not f.modified()
     assert f.metadata[META]["status"] == "skipped"
@@ -424,10 +424,10 @@ def test_body_already_carrying_steps_passes_untouched(bridge):
 
 
 def test_request_without_tool_history_is_unchanged(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     content = chat({"role": "assistant", "content": "hello"})
     f = chat_flow(content)
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == content
     assert not f.modified()
     assert f.comment == "bridge: unchanged (no tool history)"
@@ -436,10 +436,10 @@ def test_request_without_tool_history_is_unchanged(bridge):
 
 
 def test_non_json_body_passes_untouched(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     content = b'{"messages": [{"tool_calls": ' + b"x" * 10
     f = chat_flow(content)
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == content
     assert f.metadata[META]["status"] == "skipped"
     assert f.comment.startswith("bridge: skipped (body is not JSON")
@@ -466,9 +466,9 @@ def test_non_json_body_passes_untouched(bridge):
 )
 def test_default_filter_selects_the_endpoint_path_with_or_without_a_query(bridge, path):
     """The default filter matches the path exactly, never the query string (issue 12)."""
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(path=path)
-    nb.request(f)
+    hop.request(f)
     assert META in f.metadata
 
 
@@ -489,10 +489,10 @@ def test_default_filter_selects_the_endpoint_path_with_or_without_a_query(bridge
     ],
 )
 def test_non_selected_flows_are_untouched(bridge, flow):
-    nb, _ = bridge
+    hop, _ = bridge
     f = flow()
     state = f.get_state()
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == OK_BODY
     assert f.comment == ""
     assert META not in f.metadata
@@ -501,35 +501,35 @@ def test_non_selected_flows_are_untouched(bridge, flow):
 
 
 def test_filter_not_matching_leaves_the_flow_alone(bridge):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_filter="~d planner.example.com")
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_filter="~d planner.example.com")
     f = chat_flow()
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == OK_BODY
     assert f.comment == "" and META not in f.metadata
     f2 = chat_flow()
     f2.request.host = "planner.example.com"
-    nb.request(f2)
+    hop.request(f2)
     assert "additional_steps" in body_of(f2)
 
 
 def test_bridge_false_disables(bridge):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge=False)
+    hop, tctx = bridge
+    tctx.configure(hop, bridge=False)
     f = chat_flow(MIXED_BODY)
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == MIXED_BODY
     assert f.comment == "" and META not in f.metadata and not f.marked
-    tctx.configure(nb, bridge=True)
-    nb.request(f)
+    tctx.configure(hop, bridge=True)
+    hop.request(f)
     assert "additional_steps" in body_of(f)
 
 
 def test_flow_that_already_has_a_response_is_left_alone(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow()
     f.response = tflow.tresp()
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == OK_BODY
     assert META not in f.metadata
 
@@ -539,11 +539,11 @@ def test_flow_that_already_has_a_response_is_left_alone(bridge):
 
 @pytest.mark.parametrize("enc", ["gzip", "zstd", "br", "deflate"])
 def test_encoded_body_is_rewritten_and_stays_encoded(bridge, enc):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(headers={"content-encoding": enc})
     f.request.raw_content = encoding.encode(MIXED_BODY, enc)
     original_raw = f.request.raw_content
-    nb.request(f)
+    hop.request(f)
     assert f.request.headers["content-encoding"] == enc
     assert f.request.raw_content != original_raw
     decoded = encoding.decode(f.request.raw_content, enc)
@@ -554,18 +554,18 @@ def test_encoded_body_is_rewritten_and_stays_encoded(bridge, enc):
 
 
 def test_gzip_body_decodes_with_the_standard_library(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(headers={"content-encoding": "gzip"})
     f.request.raw_content = gzip.compress(OK_BODY)
-    nb.request(f)
+    hop.request(f)
     assert "additional_steps" in json.loads(gzip.decompress(f.request.raw_content))
 
 
 def test_body_that_does_not_decode_passes_untouched(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(headers={"content-encoding": "gzip"})
     f.request.raw_content = b"this is not gzip"
-    nb.request(f)
+    hop.request(f)
     assert f.request.raw_content == b"this is not gzip"
     assert f.metadata[META]["status"] == "skipped"
     assert "cannot decode" in f.comment
@@ -579,7 +579,7 @@ def test_a_verdict_line_per_request_unless_mitmdump_is_quiet(bridge, caplog, flo
     """One info line per bridged request; with flow_detail=0 (mitmdump's own per-flow lines off)
     only a verdict that needs attention (a failure stated, an unobserved call) stays at info,
     and the others are debug lines, made only when termlog_verbosity=debug shows them."""
-    nb, tctx = bridge
+    hop, tctx = bridge
     # mitmdump's dumper and termlog declare these; mitmweb and the tests have none
     if flow_detail is not None:
         tctx.options.add_option("flow_detail", int, 1, "")
@@ -591,7 +591,7 @@ def test_a_verdict_line_per_request_unless_mitmdump_is_quiet(bridge, caplog, flo
     lines = {}
     for name, body in (("ok", OK_BODY), ("failed", FAILED_BODY), ("unobserved", UNOBSERVED_BODY)):
         f = chat_flow(body)
-        nb.request(f)
+        hop.request(f)
         lines[name] = [r.levelno for r in caplog.records if f.id in r.getMessage()]
     ok = [logging.INFO]
     if flow_detail == 0:
@@ -600,11 +600,11 @@ def test_a_verdict_line_per_request_unless_mitmdump_is_quiet(bridge, caplog, flo
 
 
 def test_streamed_body_passes_with_a_visible_skip(bridge, caplog):
-    nb, _ = bridge
+    hop, _ = bridge
     caplog.set_level(logging.WARNING, logger=BRIDGE_LOGGER)
     f = chat_flow(MIXED_BODY)
     f.request.stream = True
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == MIXED_BODY
     assert not f.modified()
     assert f.metadata[META]["status"] == "skipped"
@@ -613,54 +613,54 @@ def test_streamed_body_passes_with_a_visible_skip(bridge, caplog):
 
 
 def test_body_already_gone_to_the_stream_is_skipped(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow()
     f.request.raw_content = None
-    nb.request(f)
+    hop.request(f)
     assert f.request.raw_content is None
     assert f.metadata[META]["status"] == "skipped"
     assert "streamed" in f.comment
 
 
 def test_oversized_body_passes_untouched(bridge):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_max_body=len(MIXED_BODY) - 1)
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_max_body=len(MIXED_BODY) - 1)
     f = chat_flow(MIXED_BODY)
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == MIXED_BODY
     assert not f.modified()
     assert f.metadata[META]["status"] == "skipped"
     assert "bridge_max_body" in f.comment
-    tctx.configure(nb, bridge_max_body=len(MIXED_BODY))
+    tctx.configure(hop, bridge_max_body=len(MIXED_BODY))
     g = chat_flow(MIXED_BODY)
-    nb.request(g)
+    hop.request(g)
     assert g.metadata[META]["status"] == "rewritten"
 
 
 def test_oversized_encoded_body_is_not_decoded(bridge):
     """The raw size is checked before decoding, so a huge encoded body is never decompressed."""
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_max_body=100)
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_max_body=100)
     f = chat_flow(headers={"content-encoding": "gzip"})
     f.request.raw_content = b"not gzip at all " * 20  # would fail to decode, were it decoded
-    nb.request(f)
+    hop.request(f)
     assert f.request.raw_content == b"not gzip at all " * 20
     assert "bridge_max_body" in f.comment
     assert "cannot decode" not in f.comment
 
 
 def test_body_oversized_only_once_decoded_passes_untouched(bridge):
-    nb, tctx = bridge
+    hop, tctx = bridge
     padded = chat(
         calls(call("c1", "Bash", command="ls")),
         result("c1", "a" * 4000),
     )
     raw = encoding.encode(padded, "gzip")
     assert len(raw) < 1000 < len(padded)
-    tctx.configure(nb, bridge_max_body=1000)
+    tctx.configure(hop, bridge_max_body=1000)
     f = chat_flow(headers={"content-encoding": "gzip"})
     f.request.raw_content = raw
-    nb.request(f)
+    hop.request(f)
     assert f.request.raw_content == raw
     assert f.metadata[META]["status"] == "skipped"
     assert "bridge_max_body" in f.comment
@@ -674,14 +674,14 @@ def _explode(*args, **kwargs):
 
 
 def test_core_exception_fails_open(bridge, monkeypatch, caplog, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_records=str(tmp_path / "records"))
     caplog.set_level(logging.DEBUG, logger=BRIDGE_LOGGER)
     monkeypatch.setattr(request_module, "rewrite", _explode)
     f = chat_flow(MIXED_BODY)
     raw_before = f.request.raw_content
     headers_before = f.request.headers.copy()
-    nb.request(f)  # must not raise
+    hop.request(f)  # must not raise
     assert f.request.raw_content == raw_before
     assert f.request.headers == headers_before
     assert not f.modified()
@@ -690,7 +690,7 @@ def test_core_exception_fails_open(bridge, monkeypatch, caplog, tmp_path):
     assert f.id in errors[0].getMessage()
     assert f.metadata[META]["status"] == "error"
     assert "RuntimeError: core exploded" in f.comment
-    assert nb.recorder.flush(timeout=10)
+    assert hop.recorder.flush(timeout=10)
     [record] = list((tmp_path / "records").glob("*.json"))
     rec = json.loads(record.read_text())
     assert rec["status"] == "error"
@@ -701,21 +701,21 @@ def test_core_exception_fails_open(bridge, monkeypatch, caplog, tmp_path):
 
 
 def test_core_exception_on_an_encoded_body_records_the_decoded_body(bridge, monkeypatch, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_records=str(tmp_path / "records"))
     monkeypatch.setattr(request_module, "rewrite", _explode)
     f = chat_flow(headers={"content-encoding": "gzip"})
     f.request.raw_content = gzip.compress(MIXED_BODY)
     raw_before = f.request.raw_content
-    nb.request(f)
+    hop.request(f)
     assert f.request.raw_content == raw_before  # fail-open holds either way
-    assert nb.recorder.flush(timeout=10)
+    assert hop.recorder.flush(timeout=10)
     [record] = list((tmp_path / "records").glob("*.json"))
     assert json.loads(record.read_text())["before"] == json.loads(MIXED_BODY)
 
 
 def test_failure_writing_the_new_body_fails_open(bridge, monkeypatch, caplog):
-    nb, _ = bridge
+    hop, _ = bridge
     caplog.set_level(logging.DEBUG, logger=BRIDGE_LOGGER)
 
     def broken_set_content(self, value):
@@ -725,7 +725,7 @@ def test_failure_writing_the_new_body_fails_open(bridge, monkeypatch, caplog):
     f.request.raw_content = gzip.compress(MIXED_BODY)
     raw_before = f.request.raw_content
     monkeypatch.setattr(http.Request, "set_content", broken_set_content)
-    nb.request(f)  # must not raise
+    hop.request(f)  # must not raise
     assert f.request.raw_content == raw_before
     assert f.request.headers["content-encoding"] == "gzip"
     assert f.metadata[META]["status"] == "error"
@@ -736,13 +736,13 @@ def test_failure_writing_the_new_body_fails_open(bridge, monkeypatch, caplog):
 
 
 def test_core_exception_without_records_writes_nothing(bridge, monkeypatch, tmp_path, caplog):
-    nb, _ = bridge
+    hop, _ = bridge
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(request_module, "rewrite", _explode)
     f = chat_flow(MIXED_BODY)
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == MIXED_BODY
-    assert nb.recorder is None
+    assert hop.recorder is None
     assert list(tmp_path.iterdir()) == []
 
 
@@ -750,12 +750,12 @@ def test_core_exception_without_records_writes_nothing(bridge, monkeypatch, tmp_
 
 
 def test_rewritten_flow_is_recorded_redacted(bridge, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_records=str(tmp_path / "records"))
     f = chat_flow(MIXED_BODY, headers={"authorization": "Bearer sk-live-secret-0123456789"})
     f.request.path = "/v1/chat/completions?api_key=sk-query-0123456789"
-    nb.request(f)
-    assert nb.recorder.flush(timeout=10)
+    hop.request(f)
+    assert hop.recorder.flush(timeout=10)
     [record] = list((tmp_path / "records").glob("*.json"))
     raw = record.read_text()
     assert "sk-live-secret-0123456789" not in raw and "sk-query-0123456789" not in raw
@@ -774,12 +774,12 @@ def test_rewritten_flow_is_recorded_redacted(bridge, tmp_path):
 
 
 def test_encoded_body_is_recorded_decoded(bridge, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_records=str(tmp_path / "records"))
     f = chat_flow(headers={"content-encoding": "zstd"})
     f.request.raw_content = encoding.encode(OK_BODY, "zstd")
-    nb.request(f)
-    assert nb.recorder.flush(timeout=10)
+    hop.request(f)
+    assert hop.recorder.flush(timeout=10)
     [record] = list((tmp_path / "records").glob("*.json"))
     rec = json.loads(record.read_text())
     assert rec["before"] == json.loads(OK_BODY)
@@ -787,53 +787,53 @@ def test_encoded_body_is_recorded_decoded(bridge, tmp_path):
 
 
 def test_non_selected_flows_write_no_record(bridge, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
-    nb.request(chat_flow(method="GET"))
-    assert nb.recorder.flush(timeout=10)
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_records=str(tmp_path / "records"))
+    hop.request(chat_flow(method="GET"))
+    assert hop.recorder.flush(timeout=10)
     assert list((tmp_path / "records").iterdir()) == []  # created at start-up, nothing written
 
 
 def test_unsetting_records_closes_the_recorder(bridge, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_records=str(tmp_path / "records"))
-    rec = nb.recorder
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_records=str(tmp_path / "records"))
+    rec = hop.recorder
     assert rec is not None and rec.directory == str(tmp_path / "records")
-    tctx.configure(nb, bridge_records=None)
-    assert nb.recorder is None
+    tctx.configure(hop, bridge_records=None)
+    assert hop.recorder is None
 
 
 # ---- tool map and kinds ------------------------------------------------------
 
 
 def test_bridge_tools_adds_a_mapping(bridge):
-    nb, tctx = bridge
+    hop, tctx = bridge
     assert "acme_exec" not in DEFAULT_TOOL_KINDS
     content = chat(calls(call("c1", "acme_exec", command="ls")), result("c1", "a.txt"))
     f = chat_flow(content)
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == content
     assert f.metadata[META]["status"] == "unchanged"
 
-    tctx.configure(nb, bridge_tools=["acme_exec=run_command"])
+    tctx.configure(hop, bridge_tools=["acme_exec=run_command"])
     g = chat_flow(content)
-    nb.request(g)
+    hop.request(g)
     [step] = body_of(g)["additional_steps"]
     assert step["runCommand"]["commandLine"] == "ls"
 
 
 def test_bridge_tools_removes_a_mapping(bridge):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_tools=["Bash="])
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_tools=["Bash="])
     f = chat_flow(OK_BODY)
-    nb.request(f)
+    hop.request(f)
     assert f.request.content == OK_BODY
     assert f.metadata[META]["status"] == "unchanged"
     assert f.metadata[META]["kept_by_code"] == {"unmapped": 2}
 
 
 def test_bridge_kinds_restricts_kinds(bridge):
-    nb, tctx = bridge
+    hop, tctx = bridge
     # Claude Code (through a Chat Completions gateway): its Read result is the file in its own
     # numbered-lines words, the evidence a view_file step needs.
     content = chat(
@@ -841,17 +841,17 @@ def test_bridge_kinds_restricts_kinds(bridge):
         result("c1", "a.txt"),
         result("c2", "     1\thello"),
     )
-    tctx.configure(nb, bridge_kinds=["view_file"])
+    tctx.configure(hop, bridge_kinds=["view_file"])
     f = chat_flow(content, user_agent=CLAUDE_UA)
-    nb.request(f)
+    hop.request(f)
     body = body_of(f)
     assert [s["type"] for s in body["additional_steps"]] == ["CORTEX_STEP_TYPE_VIEW_FILE"]
     assert [tc["id"] for m in body["messages"] for tc in m.get("tool_calls", [])] == ["c1"]
     assert f.metadata[META]["kept_by_code"] == {"kind_off": 2}
 
-    tctx.configure(nb, bridge_kinds=[])
+    tctx.configure(hop, bridge_kinds=[])
     g = chat_flow(content, user_agent=CLAUDE_UA)
-    nb.request(g)
+    hop.request(g)
     assert g.request.content == content
     assert g.metadata[META]["status"] == "unchanged"
 
@@ -861,7 +861,7 @@ def test_bridge_kinds_restricts_kinds(bridge):
 
 def test_a_body_that_cannot_be_written_leaves_the_flow_unmodified(bridge, monkeypatch, caplog):
     """set_content failing (e.g. the encoder) sends the original: the flow must not be marked modified."""
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(OK_BODY)
 
     def broken(self, value):
@@ -869,7 +869,7 @@ def test_a_body_that_cannot_be_written_leaves_the_flow_unmodified(bridge, monkey
 
     monkeypatch.setattr(http.Request, "set_content", broken)
     with caplog.at_level(logging.ERROR, logger=BRIDGE_LOGGER):
-        nb.request(f)
+        hop.request(f)
     assert f.request.content == OK_BODY
     assert f.metadata[META]["status"] == "error"
     assert not f.modified()
@@ -877,22 +877,22 @@ def test_a_body_that_cannot_be_written_leaves_the_flow_unmodified(bridge, monkey
 
 
 def test_a_flow_modified_before_keeps_its_backup_when_the_write_fails(bridge, monkeypatch):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(OK_BODY)
     f.backup()
     f.request.headers["x-other-addon"] = "1"  # another addon changed it first
     monkeypatch.setattr(http.Request, "set_content", lambda self, value: (_ for _ in ()).throw(ValueError("x")))
-    nb.request(f)
+    hop.request(f)
     assert f.modified()  # still the other addon's change, revertible to the original
     f.revert()
     assert "x-other-addon" not in f.request.headers
 
 
 def test_one_info_line_per_bridged_flow(bridge, caplog):
-    nb, _ = bridge
+    hop, _ = bridge
     f = chat_flow(FAILED_BODY, user_agent=QWEN_UA)
     with caplog.at_level(logging.INFO, logger=BRIDGE_LOGGER):
-        nb.request(f)
+        hop.request(f)
     lines = [r.getMessage() for r in caplog.records if r.name.startswith(BRIDGE_LOGGER) and r.levelno == logging.INFO]
     # No URL: a query string can carry a key (Gemini's ?key=...).
     assert lines == [f"bridge: flow {f.id}: 1 step (1 failed: exit 2 ×1), 0 kept as messages"]
@@ -901,9 +901,9 @@ def test_one_info_line_per_bridged_flow(bridge, caplog):
 def test_the_log_line_does_not_grow_with_the_history(caplog):
     """A verdict line counts failures per code, of this turn's new steps where the turn resumed
     (issue 40): a long conversation's 100th line is as long as its 2nd, up to the width of its numbers."""
-    nb = ChatHop()
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
         messages: list[dict] = []
         lines = []
         for turn in range(100):
@@ -914,10 +914,10 @@ def test_the_log_line_does_not_grow_with_the_history(caplog):
             f = chat_flow(chat(*messages), user_agent=QWEN_UA)
             caplog.clear()
             with caplog.at_level(logging.INFO, logger=BRIDGE_LOGGER):
-                nb.request(f)
+                hop.request(f)
             [line] = [r.getMessage() for r in caplog.records if r.name.startswith(BRIDGE_LOGGER)]
             lines.append(line.replace(f.id, "<id>"))
-        nb.done()
+        hop.done()
     assert lines[0] == "bridge: flow <id>: observed 1 step (1 failed: exit 1 ×1), 0 kept as messages"
     assert lines[1] == "bridge: flow <id>: observed 2 steps, 1 new (1 failed: exit 1 ×1), 0 kept as messages"
     assert lines[99] == "bridge: flow <id>: observed 100 steps, 1 new (1 failed: exit 2 ×1), 0 kept as messages"
@@ -936,24 +936,24 @@ def test_the_reference_probe_in_the_default_configuration_is_exit_2():
     """Chat Completions, no User-Agent, no tools: observe mode (the default) leaves the body
     and states exit 2 in its verdict and its observation for the planner hop; rewrite mode
     sends exitCode 2."""
-    nb = ChatHop()
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
         assert tctx.options.bridge_mode == "observe"
         f = chat_flow(PROBE_BODY)
-        nb.request(f)
+        hop.request(f)
         assert f.request.get_content() == PROBE_BODY  # observe: the body goes as it came
         assert f.comment == "bridge: observed 1 step (1 failed: exit 2 ×1), 0 kept as messages"
         assert f.metadata[META]["failed"] == 1
         key = match_key("run_command", "ls /nope", PROBE)
-        [o] = nb.state.store.candidates(key)
+        [o] = hop.state.store.candidates(key)
         assert (o.exit_code, o.failed) == (2, True)
-        tctx.configure(nb, bridge_mode="rewrite")
+        tctx.configure(hop, bridge_mode="rewrite")
         f = chat_flow(PROBE_BODY)
-        nb.request(f)
+        hop.request(f)
         [step] = body_of(f)["additional_steps"]
         assert step["runCommand"]["exitCode"] == 2
-        nb.done()
+        hop.done()
 
 
 @pytest.mark.parametrize(

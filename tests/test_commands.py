@@ -84,19 +84,19 @@ def flow_of(content: bytes, path: str = CHAT) -> http.HTTPFlow:
 @pytest.fixture
 def ctx(tmp_path):
     """mitmproxy's test master with the view (it resolves @marked, @all, filters), the bridge and the commands."""
-    nb, cmds, view = ChatHop(), BridgeCommands(), view_addon.View()
-    with taddons.context(nb, cmds, view) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "live-records"))
-        yield nb, tctx, view
-        nb.done()
+    hop, cmds, view = ChatHop(), BridgeCommands(), view_addon.View()
+    with taddons.context(hop, cmds, view) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="rewrite", bridge_records=str(tmp_path / "live-records"))
+        yield hop, tctx, view
+        hop.done()
 
 
-def load(nb: ChatHop, view: view_addon.View, *bodies: tuple[bytes, str]) -> list[http.HTTPFlow]:
+def load(hop: ChatHop, view: view_addon.View, *bodies: tuple[bytes, str]) -> list[http.HTTPFlow]:
     flows = []
     for content, path in bodies:
         f = flow_of(content, path)
-        nb.request(f)
+        hop.request(f)
         flows.append(f)
     view.add(flows)
     return flows
@@ -138,9 +138,9 @@ def test_entry_script_registers_the_commands_with_help():
 
 
 def test_stats_over_all_flows(ctx):
-    nb, tctx, view = ctx
+    hop, tctx, view = ctx
     load(
-        nb,
+        hop,
         view,
         (SESSION, CHAT),
         (ANTHROPIC_SESSION, MESSAGES),
@@ -165,8 +165,8 @@ def test_stats_over_all_flows(ctx):
 
 
 def test_stats_on_marked_flows_and_a_filter(ctx):
-    nb, tctx, view = ctx
-    session, mixed, plain = load(nb, view, (SESSION, CHAT), (MIXED, CHAT), (PLAIN, CHAT))
+    hop, tctx, view = ctx
+    session, mixed, plain = load(hop, view, (SESSION, CHAT), (MIXED, CHAT), (PLAIN, CHAT))
     # The bridge marks flows with a failure or an unobserved call: both rewritten ones, not the plain one.
     assert session.marked and mixed.marked and not plain.marked
     assert "seen by the bridge                        2" in run(tctx, "bridge.stats @marked")
@@ -176,8 +176,8 @@ def test_stats_on_marked_flows_and_a_filter(ctx):
 
 
 def test_stats_logs_its_table(ctx, caplog):
-    nb, tctx, view = ctx
-    load(nb, view, (MIXED, CHAT))
+    hop, tctx, view = ctx
+    load(hop, view, (MIXED, CHAT))
     with caplog.at_level(logging.INFO, logger="native_bridge.inspect.commands"):
         text = run(tctx, "bridge.stats @all")
     assert text.rstrip("\n") in caplog.text
@@ -187,8 +187,8 @@ def test_stats_logs_its_table(ctx, caplog):
 
 
 def test_diff_shows_steps_and_the_history_change(ctx):
-    nb, tctx, view = ctx
-    [f] = load(nb, view, (MIXED, CHAT))
+    hop, tctx, view = ctx
+    [f] = load(hop, view, (MIXED, CHAT))
     text = run(tctx, "bridge.diff @all")
     lines = text.splitlines()
     assert lines[0] == f"== flow {f.id}: POST {f.request.pretty_url}"
@@ -208,8 +208,8 @@ def test_diff_shows_steps_and_the_history_change(ctx):
 
 
 def test_diff_of_flows_the_bridge_did_not_rewrite(ctx):
-    nb, tctx, view = ctx
-    load(nb, view, (PLAIN, CHAT), (MIXED, "/v1/embeddings"))
+    hop, tctx, view = ctx
+    load(hop, view, (PLAIN, CHAT), (MIXED, "/v1/embeddings"))
     text = run(tctx, "bridge.diff @all")
     assert "bridge: unchanged (no tool history): the request went upstream as the client sent it" in text
     assert text.count("== flow") == 1  # the unselected flow was never seen by the bridge
@@ -220,9 +220,9 @@ def test_diff_of_flows_the_bridge_did_not_rewrite(ctx):
 
 
 def test_export_writes_the_records_the_recorder_writes(ctx, tmp_path):
-    nb, tctx, view = ctx
-    session, mixed, plain = load(nb, view, (ANTHROPIC_SESSION, MESSAGES), (MIXED, CHAT), (PLAIN, CHAT))
-    assert nb.recorder is not None and nb.recorder.flush(timeout=10)
+    hop, tctx, view = ctx
+    session, mixed, plain = load(hop, view, (ANTHROPIC_SESSION, MESSAGES), (MIXED, CHAT), (PLAIN, CHAT))
+    assert hop.recorder is not None and hop.recorder.flush(timeout=10)
     out = tmp_path / "exported"
     text = run(tctx, f"bridge.export @all {out}")
     assert text == f"bridge.export: wrote 3 records to {out}"
@@ -243,8 +243,8 @@ def test_export_writes_the_records_the_recorder_writes(ctx, tmp_path):
 
 
 def test_export_of_marked_flows_only(ctx, tmp_path):
-    nb, tctx, view = ctx
-    load(nb, view, (SESSION, CHAT), (PLAIN, CHAT), (MIXED, "/v1/embeddings"))
+    hop, tctx, view = ctx
+    load(hop, view, (SESSION, CHAT), (PLAIN, CHAT), (MIXED, "/v1/embeddings"))
     text = run(tctx, f"bridge.export @all {tmp_path / 'all'}")
     assert text.endswith("(1 chosen flows were not seen by the bridge)")
     run(tctx, f"bridge.export @marked {tmp_path / 'marked'}")
@@ -253,8 +253,8 @@ def test_export_of_marked_flows_only(ctx, tmp_path):
 
 
 def test_export_to_an_unwritable_place_is_a_command_error(ctx, tmp_path):
-    nb, tctx, view = ctx
-    load(nb, view, (MIXED, CHAT))
+    hop, tctx, view = ctx
+    load(hop, view, (MIXED, CHAT))
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     with pytest.raises(exceptions.CommandError, match="no record could be written"):

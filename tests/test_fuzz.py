@@ -399,17 +399,17 @@ def test_body_of_another_dialect_on_a_path(path: str) -> None:
 
 @pytest.fixture
 def addon():
-    nb = ChatHop()
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode="rewrite")
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="rewrite")
         jobs = _Jobs()
-        nb.recorder = jobs
-        yield nb, jobs
-        nb.recorder = None
+        hop.recorder = jobs
+        yield hop, jobs
+        hop.recorder = None
 
 
-def send(nb: ChatHop, raw: bytes, path: str = CHAT, encoding: str | None = None, **headers: str):
+def send(hop: ChatHop, raw: bytes, path: str = CHAT, encoding: str | None = None, **headers: str):
     f = tflow.tflow()
     f.request.method, f.request.path = "POST", path
     for k, v in headers.items():
@@ -417,7 +417,7 @@ def send(nb: ChatHop, raw: bytes, path: str = CHAT, encoding: str | None = None,
     if encoding:
         f.request.headers["content-encoding"] = encoding
     f.request.raw_content = raw
-    nb.request(f)
+    hop.request(f)
     return f
 
 
@@ -435,8 +435,8 @@ def send(nb: ChatHop, raw: bytes, path: str = CHAT, encoding: str | None = None,
     ids=["not-gzip", "truncated-gzip", "not-zstd", "not-br", "not-deflate", "gzip-said-twice", "unknown-coding"],
 )
 def test_broken_compression_passes_byte_identical_with_a_reason(addon, encoding: str, raw: bytes) -> None:
-    nb, jobs = addon
-    f = send(nb, raw, encoding=encoding)
+    hop, jobs = addon
+    f = send(hop, raw, encoding=encoding)
     assert f.request.raw_content == raw
     assert f.request.headers["content-encoding"] == encoding
     assert f.metadata[META]["status"] in ("skipped", "unchanged")  # a partial inflate may hold no tool history
@@ -448,10 +448,10 @@ def test_broken_compression_passes_byte_identical_with_a_reason(addon, encoding:
 @pytest.mark.parametrize("skipped_bodies", [False, True])
 def test_deep_body_fails_open_and_is_still_recorded(addon, tmp_path: Path, caplog, skipped_bodies: bool) -> None:
     caplog.set_level(logging.ERROR)
-    nb, jobs = addon
-    nb.settings = dataclasses.replace(nb.settings, skipped_bodies=skipped_bodies)  # bridge_records_skipped_bodies
+    hop, jobs = addon
+    hop.settings = dataclasses.replace(hop.settings, skipped_bodies=skipped_bodies)  # bridge_records_skipped_bodies
     raw = orjson.dumps(bash_pair_chat(1))[:-1] + b',"metadata":' + b"[" * 600 + b"]" * 600 + b"}"
-    f = send(nb, raw)
+    f = send(hop, raw)
     assert f.request.raw_content == raw  # fail open: the original goes upstream
     assert f.metadata[META]["status"] in ("skipped", "error")
     path = Recorder(str(tmp_path)).write(jobs.jobs[0])
@@ -478,13 +478,13 @@ def test_record_of_a_deep_body_is_complete(tmp_path: Path, depth: int) -> None:
 
 def test_record_of_undecodable_header_and_url_bytes_is_complete(addon, tmp_path: Path) -> None:
     """Bug fixed in records.py: one header byte that is not UTF-8 made the request's record vanish."""
-    nb, jobs = addon
+    hop, jobs = addon
     f = tflow.tflow()
     f.request.method, f.request.path = "POST", b"/v1/chat/completions?q=\xff&api_key=sk-secret-12345678"
     f.request.headers[b"x-junk"] = b"\xff\xfe"
     f.request.headers["authorization"] = "Bearer sk-secret-abcdefgh"
     f.request.raw_content = orjson.dumps(bash_pair_chat(1))
-    nb.request(f)
+    hop.request(f)
     assert f.metadata[META]["status"] == "rewritten"
     path = Recorder(str(tmp_path)).write(jobs.jobs[0])
     assert path is not None

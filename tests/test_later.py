@@ -42,15 +42,15 @@ def chat_hop(request, tmp_path):
     """The chat addon in ``mode`` with its state in memory or (``shared``) in a file."""
     mode, shared = request.param
     state = BridgeState()
-    nb = ChatHop(state)
-    with taddons.context(state, nb) as tctx:
-        for addon in (state, nb):
+    hop = ChatHop(state)
+    with taddons.context(state, hop) as tctx:
+        for addon in (state, hop):
             tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode=mode)
+        tctx.configure(hop, bridge_mode=mode)
         if shared:
             tctx.configure(state, bridge_state=str(tmp_path / "state.sqlite"))
-        yield nb
-        nb.done()
+        yield hop
+        hop.done()
         state.done()  # the worker process and the store: the state owns them
 
 
@@ -70,8 +70,8 @@ def body_with_results() -> tuple[bytes, list]:
     return raw, seen
 
 
-def stored(nb: ChatHop, seen: list) -> bool:
-    return all(nb.state.store.candidates(o.key) for o in seen)
+def stored(hop: ChatHop, seen: list) -> bool:
+    return all(hop.state.store.candidates(o.key) for o in seen)
 
 
 def test_work_after_forwarding_runs_after_the_step_in_which_mitmdump_writes_the_request():
@@ -113,18 +113,18 @@ def test_observe_mode_with_the_state_in_memory_reads_after_forwarding(chat_hop):
 def recording(request, tmp_path):
     """The chat addon in ``request.param`` mode with records on: the addon and its records directory."""
     state = BridgeState()
-    nb = ChatHop(state)
-    with taddons.context(state, nb) as tctx:
-        for addon in (state, nb):
+    hop = ChatHop(state)
+    with taddons.context(state, hop) as tctx:
+        for addon in (state, hop):
             tctx.master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode=request.param, bridge_records=str(tmp_path / "records"))
-        yield nb, tmp_path / "records"
-        nb.done()
+        tctx.configure(hop, bridge_mode=request.param, bridge_records=str(tmp_path / "records"))
+        yield hop, tmp_path / "records"
+        hop.done()
         state.done()
 
 
-def _written(nb: ChatHop, records) -> list[str]:
-    assert nb.recorder is not None and nb.recorder.flush(timeout=10)
+def _written(hop: ChatHop, records) -> list[str]:
+    assert hop.recorder is not None and hop.recorder.flush(timeout=10)
     return [orjson.loads(p.read_bytes())["flow_id"] for p in sorted(records.glob("*.json"))]
 
 
@@ -134,43 +134,43 @@ def test_a_record_is_rendered_once_the_reply_has_gone_to_the_client(recording, e
     """The record of a live flow waits until its turn is over: its reply written to the client
     (or the flow failed). Rendering it meanwhile, in the worker process on the other core, took
     CPU from the turn it describes (issue 40: records on ÷ off 1.43x in the 200 KB loop)."""
-    nb, records = recording
+    hop, records = recording
     raw, _ = body_with_results()
     f = chat_flow(raw)
 
     async def run():
-        nb.request(f)
+        hop.request(f)
         await gone()
         assert f.metadata[META]["status"] in ("observed", "rewritten")  # the verdict is made
-        assert _written(nb, records) == [], "not while the request is upstream"
+        assert _written(hop, records) == [], "not while the request is upstream"
         if end == "response":
             f.response = tutils.tresp()
-            nb.responseheaders(f)
-            nb.response(f)
+            hop.responseheaders(f)
+            hop.response(f)
         else:
             f.error = flow.Error("connection closed")
-            assert nb.error(f) is None
-        assert _written(nb, records) == [], "not before the reply is written out"
+            assert hop.error(f) is None
+        assert _written(hop, records) == [], "not before the reply is written out"
         await gone()
-        assert _written(nb, records) == [f.id]
+        assert _written(hop, records) == [f.id]
 
     asyncio.run(run())
 
 
 @pytest.mark.parametrize("recording", ["observe"], indirect=True)
 def test_a_record_still_held_at_shutdown_is_written(recording):
-    nb, records = recording
+    hop, records = recording
     raw, _ = body_with_results()
     f = chat_flow(raw)
 
     async def run():
-        nb.request(f)
+        hop.request(f)
         await gone()
 
     asyncio.run(run())
-    recorder = nb.recorder
-    assert recorder is not None and _written(nb, records) == []
-    nb.done()
+    recorder = hop.recorder
+    assert recorder is not None and _written(hop, records) == []
+    hop.done()
     assert [orjson.loads(p.read_bytes())["flow_id"] for p in records.glob("*.json")] == [f.id]
     assert recorder.lost == 0
 
@@ -462,26 +462,26 @@ def test_headless_mitmdump_backs_up_a_rewritten_flow_only_when_a_flow_file_keeps
     async def run():
         master = DumpMaster(Options(), with_termlog=False)  # its dumper: flow_detail
         state = BridgeState()
-        nb = ChatHop(state)
-        master.addons.add(state, nb)
-        for addon in (state, nb):
+        hop = ChatHop(state)
+        master.addons.add(state, hop)
+        for addon in (state, hop):
             master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(master.options.keys())))
         master.options.update(bridge_mode="rewrite")
         try:
             f = chat_flow(raw)
-            assert nb.request(f) is None
+            assert hop.request(f) is None
             await gone()
             assert f.metadata[META]["status"] == "rewritten" and f._backup is None
             for option in ({"flow_detail": 3}, {"flow_detail": 1, "save_stream_file": str(tmp_path / "out.flows")}):
                 master.options.update(**option)
                 f = chat_flow(raw)
-                assert nb.request(f) is None
+                assert hop.request(f) is None
                 await gone()
                 assert f.metadata[META]["status"] == "rewritten" and f.modified(), option
                 f.revert()
                 assert f.request.content == raw
         finally:
-            nb.done()
+            hop.done()
             state.done()
         assert keeps_backups(WebMaster(Options(), with_termlog=False), Options())
 

@@ -103,12 +103,12 @@ def small_offload(monkeypatch):
 
 
 def _addon(mode: str):
-    nb = ChatHop()
-    ctx = taddons.context(nb)
+    hop = ChatHop()
+    ctx = taddons.context(hop)
     tctx = ctx.__enter__()
-    tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-    tctx.configure(nb, bridge_mode=mode)
-    return nb, ctx
+    tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+    tctx.configure(hop, bridge_mode=mode)
+    return hop, ctx
 
 
 def _flow(raw: bytes):
@@ -125,16 +125,16 @@ def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload
     s = Session("chat", parallel=1, seed=4)
     raws = [s.body(r) for r in (3, 4, 5)]
     assert all(len(r) >= dispatch.OFFLOAD_BYTES for r in raws)
-    nb, ctx = _addon(mode)
+    hop, ctx = _addon(mode)
     ref, ref_ctx = _addon(mode)
     try:
         for turn, raw in enumerate(raws):
             f, g = _flow(raw), _flow(raw)
-            pending = nb.request(f)
+            pending = hop.request(f)
             if turn and mode == "observe":
                 # The worker handed its reading back (a light memo entry): the next turns of the
                 # conversation are read here, their new part only.
-                assert pending is None and nb.memo.light and nb.memo.hits == turn
+                assert pending is None and hop.memo.light and hop.memo.hits == turn
             else:
                 assert pending is not None, "a large body must be awaited, not bridged on the loop"
                 assert META not in f.metadata  # nothing happened yet: the loop was free
@@ -149,16 +149,16 @@ def test_a_large_body_is_bridged_off_the_loop_with_the_same_result(small_offload
             assert f.metadata[META]["status"] == ("rewritten" if mode == "rewrite" else "observed")
         # the observations came back from the worker and were handed to the planner hop
         seen = bridge(Job(raws[-1], Config(), PATHS["chat"], UA, emit=False, record=False), None).observations
-        assert seen and all(nb.state.store.candidates(o.key) for o in seen)
+        assert seen and all(hop.state.store.candidates(o.key) for o in seen)
     finally:
-        for a, c in ((nb, ctx), (ref, ref_ctx)):
+        for a, c in ((hop, ctx), (ref, ref_ctx)):
             a.done()
             c.__exit__(None, None, None)
-    assert nb.state.dispatch.offloader is None
+    assert hop.state.dispatch.offloader is None
 
 
 def test_a_failing_worker_fails_open(small_offload, monkeypatch):
-    nb, ctx = _addon("rewrite")
+    hop, ctx = _addon("rewrite")
     try:
 
         async def broken(self, job):
@@ -167,11 +167,11 @@ def test_a_failing_worker_fails_open(small_offload, monkeypatch):
         monkeypatch.setattr(Offloader, "run", broken)
         raw = Session("chat", 1, 4).body(3)
         f = _flow(raw)
-        asyncio.run(nb.request(f))
+        asyncio.run(hop.request(f))
         assert f.request.raw_content == raw and not f.modified()
         assert f.metadata[META]["status"] == "error"
     finally:
-        nb.done()
+        hop.done()
         ctx.__exit__(None, None, None)
 
 
@@ -226,29 +226,29 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
     worker reads it; the reply (or the error) waits for the reading, so mitmweb and a -w
     capture, which write the flow at its reply, see the verdict."""
     raw = Session("chat", 1, 4).body(5)
-    nb, ctx = _addon("observe")
+    hop, ctx = _addon("observe")
     ref = _flow(raw)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(dispatch, "OFFLOAD_BYTES", 10**9)
-        assert nb.request(ref) is None  # inline, no loop: the reference verdict
-    nb.state.store.close()
-    nb.state.store = type(nb.state.store)()  # forget what the reference observed
-    nb.memo.clear()  # and its reading: this body must be read in full
+        assert hop.request(ref) is None  # inline, no loop: the reference verdict
+    hop.state.store.close()
+    hop.state.store = type(hop.state.store)()  # forget what the reference observed
+    hop.memo.clear()  # and its reading: this body must be read in full
 
     async def run():
         f = _flow(raw)  # live and unanswered: on its way upstream
-        assert nb.request(f) is None, "the request must not wait for the reading"
+        assert hop.request(f) is None, "the request must not wait for the reading"
         await gone()  # gone upstream: a reply can only come after this
-        assert f.request.raw_content == raw and META not in f.metadata and len(nb.readings()) == 1
+        assert f.request.raw_content == raw and META not in f.metadata and len(hop.readings()) == 1
         if ends == "reply":
             f.response = tflow.tresp()
-            waiting = nb.responseheaders(f)
+            waiting = hop.responseheaders(f)
         else:
             f.error = tflow.terr()
-            waiting = nb.error(f)
+            waiting = hop.error(f)
         assert waiting is not None, "the reply must wait for the reading"
         await waiting
-        assert not nb.readings()
+        assert not hop.readings()
         return f
 
     try:
@@ -256,9 +256,9 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
         assert f.metadata[META] == ref.metadata[META] and f.metadata[META]["status"] == "observed"
         assert f.comment == ref.comment and f.request.raw_content == raw and not f.modified()
         seen = bridge(Job(raw, Config(), PATHS["chat"], UA, emit=False, record=False), None).observations
-        assert seen and all(nb.state.store.candidates(o.key) for o in seen)
+        assert seen and all(hop.state.store.candidates(o.key) for o in seen)
     finally:
-        nb.done()
+        hop.done()
         ctx.__exit__(None, None, None)
 
 
@@ -267,26 +267,26 @@ def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_
     came and its new part is read on the loop right after (no worker, nothing to wait for)."""
     s = Session("chat", 1, 4)
     first, second = s.body(5), s.body(6)
-    nb, ctx = _addon("observe")
+    hop, ctx = _addon("observe")
     ref, ref_ctx = _addon("observe")
 
     async def run():
         f = _flow(first)
-        assert nb.request(f) is None
+        assert hop.request(f) is None
         await gone()  # gone upstream
-        assert len(nb.readings()) == 1  # a first sight: the worker reads it
+        assert len(hop.readings()) == 1  # a first sight: the worker reads it
         f.response = tflow.tresp()
-        await nb.responseheaders(f)
+        await hop.responseheaders(f)
         g = _flow(second)
-        assert nb.request(g) is None
+        assert hop.request(g) is None
         assert META not in g.metadata  # read once the request has gone
         await gone()
-        assert not nb.readings()  # read on the loop, at once
+        assert not hop.readings()  # read on the loop, at once
         return f, g
 
     try:
         f, g = asyncio.run(run())
-        assert nb.memo.hits == 1 and nb.state.dispatch.offloader is not None
+        assert hop.memo.hits == 1 and hop.state.dispatch.offloader is not None
         for flow, raw in ((f, first), (g, second)):
             again = _flow(raw)
             with pytest.MonkeyPatch.context() as mp:
@@ -296,7 +296,7 @@ def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_
             assert flow.request.raw_content == raw
         assert g.metadata[META]["status"] == "observed" and g.metadata[META]["steps"] > 0
     finally:
-        nb.done()
+        hop.done()
         ref.done()
         ctx.__exit__(None, None, None)
         ref_ctx.__exit__(None, None, None)
@@ -306,23 +306,23 @@ def test_a_large_body_whose_new_part_is_large_is_read_in_the_worker(small_offloa
     """A body that goes on from a remembered conversation but adds much (a fork from early on,
     a client back after many turns) is not read in place: its new part alone is a large body."""
     s = Session("chat", 1, 4)
-    nb, ctx = _addon("observe")
+    hop, ctx = _addon("observe")
     try:
         first = _flow(s.body(2))
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(dispatch, "OFFLOAD_BYTES", 10**9)
-            assert nb.request(first) is None  # read inline: the memo holds it
+            assert hop.request(first) is None  # read inline: the memo holds it
         far = s.body(12)
-        kept = nb.memo.continues(far)
+        kept = hop.memo.continues(far)
         assert kept and len(far) - kept >= dispatch.OFFLOAD_BYTES
-        pending = nb.request(_flow(far))
+        pending = hop.request(_flow(far))
         assert pending is not None, "a large new part must be read off the loop"
         asyncio.run(pending)
         near = s.body(13)
-        assert 0 < len(near) - nb.memo.continues(near) < dispatch.OFFLOAD_BYTES
-        assert nb.request(_flow(near)) is None  # its new part is small: read here
+        assert 0 < len(near) - hop.memo.continues(near) < dispatch.OFFLOAD_BYTES
+        assert hop.request(_flow(near)) is None  # its new part is small: read here
     finally:
-        nb.done()
+        hop.done()
         ctx.__exit__(None, None, None)
 
 

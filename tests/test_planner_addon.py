@@ -1,10 +1,11 @@
 """The planner hop's addon under mitmproxy's test context: selection, correction, ledger,
-metadata, views and commands on native flows (the real gateway's bodies)."""
+metadata, views and commands on planner-hop flows (the real gateway's bodies)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 from mitmproxy import contentviews, exceptions, hooks, http
 from mitmproxy.proxy import mode_specs
@@ -214,16 +215,44 @@ def test_views_show_the_changes_and_the_steps_sent(planner):
     assert any(line.startswith("-") and "npm run dev" in line for line in diff.splitlines())
 
 
-def test_diff_command_and_export_of_a_native_flow(planner, tmp_path: Path):
+def test_diff_command_and_export_of_a_planner_flow(planner, tmp_path: Path):
     pb, _ = planner
     f = planner_flow(fixture("grpc-turn1.bin"))
     pb.request(f)
     assert "npm run dev" in diff_flow(f)
     job = record_job(f)
-    assert job.dialect == "cascade" and isinstance(job.native, planner_record.PlannerJob)
+    assert job.dialect == "cascade" and isinstance(job.planner, planner_record.PlannerJob)
     rec = records.to_record(job)
-    assert len(rec["native"]["steps_before"]) == 4 and len(rec["native"]["steps_after"]) == 3
+    assert len(rec["planner"]["steps_before"]) == 4 and len(rec["planner"]["steps_after"]) == 3
     assert "wsk-FIXTURE-KEY" not in str(rec)
+
+
+def test_a_record_from_before_the_planner_key_reads_as_it_did(planner, tmp_path: Path):
+    """Records written before the planner hop's part was renamed hold it under ``native``: replay,
+    summary.py and the real-gateway report read them as they read a record of today."""
+    import summary
+    from native_bridge.inspect.replay import planner as planner_replay
+    from native_bridge.inspect.replay import read_sources
+    from support.real_gateway.report import report
+
+    pb, _ = planner
+    f = planner_flow(fixture("grpc-turn1.bin"))
+    pb.request(f)
+    rec = records.to_record(record_job(f))
+    assert "native" not in rec and rec["planner"]["changes"]
+    old = {("native" if k == "planner" else k): v for k, v in rec.items()}  # the old format, key order kept
+    assert planner_replay.from_record(old) == planner_replay.from_record(rec)
+    assert planner_replay.recheck(planner_replay.from_record(old)) == []
+    rows = {}
+    for name, r in (("today", rec), ("old", old)):
+        directory = tmp_path / name / "records" / "planner"
+        directory.mkdir(parents=True)
+        (directory / "r.json").write_bytes(orjson.dumps(r))
+        entries, _ = read_sources([str(directory)])
+        rows[name] = summary.render(entries)
+        (tmp_path / name / "out").mkdir()
+        assert report(tmp_path / name)["gateway_sent"] == [rec["planner"]["steps_before"]]
+    assert rows["old"] == rows["today"] and "1 planner-hop send in 1 cascade, 1 corrected" in rows["old"]
 
 
 def test_a_request_corrected_upstream_is_left_alone(planner):
@@ -329,10 +358,10 @@ def test_replay_steps_are_corrected_and_recorded_without_a_key(planner):
     assert meta["delta_start"] == 0
     assert len(_replay_steps(f.request.raw_content)) == 1
     rec = records.to_record(record_job(f))
-    assert rec["native"]["method"] == "ReplayGroundTruthTrajectory"
-    assert len(rec["native"]["steps_before"]) == 2 and len(rec["native"]["steps_after"]) == 1
+    assert rec["planner"]["method"] == "ReplayGroundTruthTrajectory"
+    assert len(rec["planner"]["steps_before"]) == 2 and len(rec["planner"]["steps_after"]) == 1
     assert kit.API_KEY.decode() not in str(rec) and kit.JWT.decode() not in str(rec)
-    assert kit.API_KEY not in bytes.fromhex(rec["native"]["body_hex"])
+    assert kit.API_KEY not in bytes.fromhex(rec["planner"]["body_hex"])
     text = contentviews.prettify_message(f.request, f, view_name="Bridge steps").text
     assert "ReplayGroundTruthTrajectory" in text and "npm test" in text
     assert "npm run dev" in diff_flow(f)
@@ -351,13 +380,13 @@ def test_an_interaction_goes_byte_identical_and_is_recorded_decoded(planner):
     assert meta["status"] == "unchanged" and meta["method"] == "HandleCascadeUserInteraction"
     assert "never rewritten" in meta["reason"]
     rec = records.to_record(record_job(f))
-    native = rec["native"]
-    assert native["method"] == "HandleCascadeUserInteraction" and native["cascade_id"] == "cascade-1"
-    run = native["interaction"]["interaction"]["runCommand"]
-    assert native["interaction"]["interaction"]["stepIndex"] == 7
+    part = rec["planner"]
+    assert part["method"] == "HandleCascadeUserInteraction" and part["cascade_id"] == "cascade-1"
+    run = part["interaction"]["interaction"]["runCommand"]
+    assert part["interaction"]["interaction"]["stepIndex"] == 7
     assert run["confirm"] is True and run["proposedCommandLine"] == "npm test"
     assert run["submittedCommandLine"] == "printf 'boom\\n'; exit 2"
-    assert bytes.fromhex(native["body_hex"]) == body
+    assert bytes.fromhex(part["body_hex"]) == body
     text = contentviews.prettify_message(f.request, f, view_name="Bridge steps").text
     assert "HandleCascadeUserInteraction" in text and "step 7" in text and "exit 2" in text
     assert pb.state.store.delivered("cascade-1").steps is None, "an interaction delivers no steps"

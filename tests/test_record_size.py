@@ -36,12 +36,12 @@ SESSIONS = {
 
 @pytest.fixture
 def bridge(tmp_path):
-    nb = ChatHop()
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
-        yield nb, tctx
-        nb.done()
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
+        yield hop, tctx
+        hop.done()
 
 
 def flow(body: bytes, path: str):
@@ -61,12 +61,12 @@ def only_record(directory: Path) -> tuple[bytes, dict]:
 
 @pytest.mark.parametrize("dialect", list(SESSIONS))
 def test_after_is_rebuilt_byte_for_byte_from_before_and_the_patch(bridge, tmp_path, dialect):
-    nb, _ = bridge
+    hop, _ = bridge
     path, session = SESSIONS[dialect]
     f = flow(session.read_bytes(), path)
-    nb.request(f)
+    hop.request(f)
     sent = f.request.get_content()  # exactly what went upstream
-    assert nb.recorder.flush(10)
+    assert hop.recorder.flush(10)
     _, rec = only_record(tmp_path / "records")
     assert rec["status"] == "rewritten" and "after" not in rec
     assert records.rebuild_after(rec) == sent
@@ -82,7 +82,7 @@ def test_after_is_rebuilt_byte_for_byte_from_before_and_the_patch(bridge, tmp_pa
 
 @pytest.mark.parametrize("dialect", list(SESSIONS))
 def test_each_body_is_stored_once(bridge, tmp_path, dialect):
-    nb, _ = bridge
+    hop, _ = bridge
     path, session = SESSIONS[dialect]
     doc = orjson.loads(session.read_bytes())
     marker = "An opening request that stays in the history: " + "q" * 2000
@@ -93,8 +93,8 @@ def test_each_body_is_stored_once(bridge, tmp_path, dialect):
     else:
         first["content"] = [{"type": "input_text" if dialect == "responses" else "text", "text": marker}]
     f = flow(orjson.dumps(doc), path)
-    nb.request(f)
-    assert nb.recorder.flush(10)
+    hop.request(f)
+    assert hop.recorder.flush(10)
     raw, rec = only_record(tmp_path / "records")
     assert rec["status"] == "rewritten"
     assert raw.count(marker.encode()) == 1  # in before only: after refers to it
@@ -105,13 +105,13 @@ def test_each_body_is_stored_once(bridge, tmp_path, dialect):
 
 
 def test_a_secret_in_the_body_is_redacted_and_the_rebuild_says_so(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     path, session = SESSIONS["chat"]
     doc = orjson.loads(session.read_bytes())
     doc["metadata"] = {"api_key": "sk-live-abcdef1234567890"}
     f = flow(orjson.dumps(doc), path)
-    nb.request(f)
-    assert nb.recorder.flush(10)
+    hop.request(f)
+    assert hop.recorder.flush(10)
     raw, rec = only_record(tmp_path / "records")
     assert b"sk-live-abcdef1234567890" not in raw
     rebuilt = records.rebuild_after(rec)
@@ -126,30 +126,30 @@ def test_a_secret_in_the_body_is_redacted_and_the_rebuild_says_so(bridge, tmp_pa
 
 
 def test_skipped_body_is_recorded_without_its_content_unless_asked(bridge, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_max_body=100)
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_max_body=100)
     body = orjson.dumps({"messages": [{"role": "user", "content": "x" * 1000}]})
-    nb.request(flow(body, "/v1/chat/completions"))
-    assert nb.recorder.flush(10)
+    hop.request(flow(body, "/v1/chat/completions"))
+    assert hop.recorder.flush(10)
     raw, rec = only_record(tmp_path / "records")
     assert rec["status"] == "skipped"
     assert rec["before"] is None and "before_text" not in rec and b"x" * 1000 not in raw
     assert rec["before_bytes"] == len(body)
     assert "not recorded" in rec["body_omitted"] and "bridge_records_skipped_bodies" in rec["body_omitted"]
-    tctx.configure(nb, bridge_records=str(tmp_path / "all"), bridge_records_skipped_bodies=True)
-    nb.request(flow(body, "/v1/chat/completions"))
-    assert nb.recorder.flush(10)
+    tctx.configure(hop, bridge_records=str(tmp_path / "all"), bridge_records_skipped_bodies=True)
+    hop.request(flow(body, "/v1/chat/completions"))
+    assert hop.recorder.flush(10)
     _, rec = only_record(tmp_path / "all")
     assert rec["before"] == orjson.loads(body) and "body_omitted" not in rec
 
 
 def test_a_record_over_max_record_keeps_its_verdict_without_bodies(bridge, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_records_max_record="12K")
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_records_max_record="12K")
     path, session = SESSIONS["chat"]
     f = flow(session.read_bytes(), path)
-    nb.request(f)
-    assert nb.recorder.flush(10)
+    hop.request(f)
+    assert hop.recorder.flush(10)
     raw, rec = only_record(tmp_path / "records")
     assert len(raw) <= 12 * 1024
     assert rec["status"] == "rewritten" and rec["summary"]["steps"] > 0
@@ -164,17 +164,17 @@ def big_chat() -> bytes:
     return session.body(rounds)
 
 
-async def bridged(nb: ChatHop, f) -> None:
+async def bridged(hop: ChatHop, f) -> None:
     """The request hook as mitmproxy runs it: a body this large is read in the worker process."""
-    pending = nb.request(f)
+    pending = hop.request(f)
     if pending is not None:
         await pending
     await gone()  # gone upstream: the reading has begun
-    await asyncio.gather(*nb.readings())
+    await asyncio.gather(*hop.readings())
     await gone()  # the verdict is made once the request went upstream (later.py)
     f.response = tutils.tresp()  # the reply: the turn is over, and its record is written
-    nb.responseheaders(f)
-    nb.response(f)
+    hop.responseheaders(f)
+    hop.response(f)
     await gone()
 
 
@@ -202,12 +202,12 @@ def read_back(rec: dict) -> tuple:
 
 async def test_a_1mb_rewritten_chat_request_makes_a_record_of_at_most_1_5_times_its_body(bridge, tmp_path, big_chat):
     """Issue 18 item 7: the steps' tool output is the tool output ``before`` holds; it is held once."""
-    nb, _ = bridge
+    hop, _ = bridge
     assert len(big_chat) >= 1_000_000
     f = flow(big_chat, "/v1/chat/completions")
-    await bridged(nb, f)
+    await bridged(hop, f)
     sent = f.request.get_content()
-    assert nb.recorder.flush(30)
+    assert hop.recorder.flush(30)
     raw, rec = only_record(tmp_path / "records")
     assert rec["status"] == "rewritten" and rec["summary"]["steps"] > 100
     assert len(raw) <= 1.5 * len(big_chat), f"{len(raw):,} bytes for a {len(big_chat):,}-byte body"
@@ -225,12 +225,12 @@ async def test_a_1mb_rewritten_chat_request_makes_a_record_of_at_most_1_5_times_
 
 
 async def test_a_1mb_observed_chat_request_makes_a_record_of_at_most_1_5_times_its_body(bridge, tmp_path, big_chat):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_mode="observe")
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_mode="observe")
     f = flow(big_chat, "/v1/chat/completions")
-    await bridged(nb, f)
+    await bridged(hop, f)
     assert f.request.get_content() == big_chat
-    assert nb.recorder.flush(30)
+    assert hop.recorder.flush(30)
     raw, rec = only_record(tmp_path / "records")
     assert rec["status"] == "observed" and rec["summary"]["steps"] > 100
     assert len(raw) <= 1.5 * len(big_chat), f"{len(raw):,} bytes for a {len(big_chat):,}-byte body"
@@ -240,7 +240,7 @@ async def test_a_1mb_observed_chat_request_makes_a_record_of_at_most_1_5_times_i
 
 
 def test_a_secret_in_a_tool_output_the_steps_refer_to_stays_redacted(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     secret = "sk-live-abcdef1234567890XYZ"
     output = "\n".join(f"line {i}: export OPENAI_API_KEY={secret} and Bearer {secret}" for i in range(40))
     doc = {
@@ -258,8 +258,8 @@ def test_a_secret_in_a_tool_output_the_steps_refer_to_stays_redacted(bridge, tmp
         ],
     }
     f = flow(orjson.dumps(doc), "/v1/chat/completions")
-    nb.request(f)
-    assert nb.recorder.flush(10)
+    hop.request(f)
+    assert hop.recorder.flush(10)
     raw, rec = only_record(tmp_path / "records")
     assert rec["status"] == "rewritten" and secret.encode() not in raw
     [step] = records.steps_of(rec)
@@ -271,12 +271,12 @@ def test_a_secret_in_a_tool_output_the_steps_refer_to_stays_redacted(bridge, tmp
 
 async def test_a_record_over_max_record_keeps_its_steps_whole_when_its_bodies_go(bridge, tmp_path, big_chat):
     """Without ``before`` the steps cannot refer to it: they are written in full (or not at all)."""
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_records_max_record="1M")
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_records_max_record="1M")
     f = flow(big_chat, "/v1/chat/completions")
-    await bridged(nb, f)
+    await bridged(hop, f)
     sent = f.request.get_content()
-    assert nb.recorder.flush(30)
+    assert hop.recorder.flush(30)
     raw, rec = only_record(tmp_path / "records")
     assert len(raw) <= 1 << 20 and rec["before"] is None and "bodies not recorded" in rec["body_omitted"]
     assert rec["steps"] == records.steps_of(rec) == orjson.loads(sent)["additional_steps"]
@@ -327,29 +327,29 @@ def test_sizes_and_ages_parse_and_bad_ones_are_refused(bridge):
     assert parse_size("0") == 0 and parse_size("512") == 512 and parse_size("16M") == 16 << 20
     assert parse_size("2G") == 2 << 30 and parse_size("1.5K") == 1536 and parse_size("64KiB") == 64 << 10
     assert parse_age("12h") == 43200 and parse_age("14d") == 14 * 86400 and parse_age("0") == 0
-    nb, tctx = bridge
+    hop, tctx = bridge
     for bad in ({"bridge_records_max_record": "lots"}, {"bridge_records_max_total": "-1"}):
         with pytest.raises(exceptions.OptionsError):
-            tctx.configure(nb, **bad)
+            tctx.configure(hop, **bad)
     with pytest.raises(exceptions.OptionsError, match="max_age"):
-        tctx.configure(nb, bridge_records_max_age="soon")
+        tctx.configure(hop, bridge_records_max_age="soon")
     with pytest.raises(exceptions.OptionsError, match="larger than"):
-        tctx.configure(nb, bridge_records_max_record="2G", bridge_records_max_total="1G")
+        tctx.configure(hop, bridge_records_max_record="2G", bridge_records_max_total="1G")
 
 
 def test_bad_records_directory_is_refused_at_start_up(bridge, tmp_path):
-    nb, tctx = bridge
+    hop, tctx = bridge
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     with pytest.raises(exceptions.OptionsError, match="bridge_records: cannot write records"):
-        tctx.configure(nb, bridge_records=str(blocker / "records"))
+        tctx.configure(hop, bridge_records=str(blocker / "records"))
     if os.geteuid() != 0:  # root writes anywhere
         ro = tmp_path / "read-only"
         ro.mkdir(mode=0o500)
         with pytest.raises(exceptions.OptionsError):
-            tctx.configure(nb, bridge_records=str(ro))
+            tctx.configure(hop, bridge_records=str(ro))
     fresh = tmp_path / "new" / "records"
-    tctx.configure(nb, bridge_records=str(fresh))
+    tctx.configure(hop, bridge_records=str(fresh))
     assert fresh.is_dir() and (fresh.stat().st_mode & 0o777) == 0o700  # created at start-up, private
 
 
@@ -369,26 +369,26 @@ def test_records_lost_are_counted_and_logged_at_shutdown(tmp_path, caplog):
 def test_bridge_stats_reports_the_record_counts(tmp_path):
     from native_bridge.inspect.commands import BridgeCommands
 
-    nb, cmds = ChatHop(), BridgeCommands()
-    with taddons.context(nb, cmds) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_records=str(tmp_path / "records"))
+    hop, cmds = ChatHop(), BridgeCommands()
+    with taddons.context(hop, cmds) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_records=str(tmp_path / "records"))
         f = flow(SESSIONS["chat"][1].read_bytes(), SESSIONS["chat"][0])
-        nb.request(f)
-        assert nb.recorder.flush(10)
+        hop.request(f)
+        assert hop.recorder.flush(10)
         text = cmds.stats([f])
         rows = {label.strip(): int(n) for label, n in (line.rsplit(None, 1) for line in text.splitlines())}
         assert rows["records written"] == 1 and rows["records lost"] == 0
         assert rows["records removed by retention"] == 0
-        nb.done()
+        hop.done()
 
 
 def test_json_records_are_still_readable_with_jq_shapes(bridge, tmp_path):
     """The README's jq lines keep working: steps and accounting are plain arrays at the top."""
-    nb, _ = bridge
+    hop, _ = bridge
     path, session = SESSIONS["chat"]
-    nb.request(flow(session.read_bytes(), path))
-    assert nb.recorder.flush(10)
+    hop.request(flow(session.read_bytes(), path))
+    assert hop.recorder.flush(10)
     _, rec = only_record(tmp_path / "records")
     assert isinstance(rec["steps"], list) and isinstance(rec["accounting"], list)
     json.dumps(rec)

@@ -61,21 +61,21 @@ def test_a_bad_tool_mapping_is_refused_with_a_clear_error(capsys) -> None:
 
 def _capture(tmp_path: Path, n: int = 3) -> tuple[Path, Path]:
     """Records and a -w flow file of the same flows, as the README's walkthrough makes them."""
-    nb = ChatHop()
+    hop = ChatHop()
     flows = []
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
         for i in range(n):
             f = tflow.tflow()
             f.request.method, f.request.path = "POST", "/v1/chat/completions"
             f.request.headers["content-type"] = "application/json"
             f.request.headers["x-session-id"] = f"s{i}"
             f.request.content = SESSION
-            nb.request(f)
+            hop.request(f)
             flows.append(f)
-        assert nb.recorder.flush(10)
-        nb.done()
+        assert hop.recorder.flush(10)
+        hop.done()
     capture = tmp_path / "capture.flows"
     with capture.open("wb") as fo:
         w = io.FlowWriter(fo)

@@ -115,15 +115,15 @@ def planted(data: bytes | str) -> list[str]:
 
 @pytest.fixture
 def bridge(tmp_path: Path):
-    nb = ChatHop()
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
-        yield nb, tmp_path / "records"
-        nb.done()
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
+        yield hop, tmp_path / "records"
+        hop.done()
 
 
-def send(nb: ChatHop, body: bytes, path: str = "/v1/chat/completions" + QUERY, headers=SECRET_HEADERS):
+def send(hop: ChatHop, body: bytes, path: str = "/v1/chat/completions" + QUERY, headers=SECRET_HEADERS):
     f = tflow.tflow()
     f.request.method, f.request.path = "POST", path
     f.request.headers["content-type"] = "application/json"
@@ -131,7 +131,7 @@ def send(nb: ChatHop, body: bytes, path: str = "/v1/chat/completions" + QUERY, h
     for k, v in headers.items():
         f.request.headers[k] = v
     f.request.content = body
-    nb.request(f)
+    hop.request(f)
     return f
 
 
@@ -159,10 +159,10 @@ BODIES = {
 
 @pytest.mark.parametrize("case", list(BODIES))
 def test_record_holds_no_planted_secret(bridge, case: str) -> None:
-    nb, directory = bridge
-    f = send(nb, BODIES[case])
+    hop, directory = bridge
+    f = send(hop, BODIES[case])
     assert f.metadata[META]["status"] == case.split()[0]
-    assert nb.recorder.flush(10)
+    assert hop.recorder.flush(10)
     (path,) = written(directory)
     data = path.read_bytes()
     assert planted(data) == []
@@ -179,24 +179,24 @@ def test_record_holds_no_planted_secret(bridge, case: str) -> None:
 
 def test_record_of_an_error_holds_no_planted_secret(bridge, monkeypatch) -> None:
     """The fail-open path: the exception text (which may quote the body) is redacted too."""
-    nb, directory = bridge
+    hop, directory = bridge
 
     def boom(raw, config, path):
         raise ValueError(f"cannot handle Authorization: Bearer {MARK}-exception-0019 in {raw[:20]!r}")
 
     monkeypatch.setattr("native_bridge.chat_hop.request.rewrite", boom)
-    f = send(nb, BODIES["rewritten"])
+    f = send(hop, BODIES["rewritten"])
     assert f.metadata[META]["status"] == "error"
-    assert nb.recorder.flush(10)
+    assert hop.recorder.flush(10)
     (path,) = written(directory)
     assert planted(path.read_bytes()) == []
 
 
 def test_flow_annotations_that_go_into_w_files_hold_no_planted_secret(bridge) -> None:
     """What the bridge adds to a flow (comment, metadata) is written by mitmproxy to -w files."""
-    nb, _ = bridge
+    hop, _ = bridge
     for body in BODIES.values():
-        f = send(nb, body)
+        f = send(hop, body)
         assert planted(f.comment) == []
         assert planted(orjson.dumps(f.metadata[META])) == []
 
@@ -204,8 +204,8 @@ def test_flow_annotations_that_go_into_w_files_hold_no_planted_secret(bridge) ->
 def test_w_file_holds_only_the_clients_own_secrets(bridge, tmp_path: Path) -> None:
     """A -w file is mitmproxy's capture of the request as sent: the client's own credentials are in it
     (replays need them); the bridge adds none. The documented decision: -w files are not redacted."""
-    nb, _ = bridge
-    f = send(nb, BODIES["rewritten"])
+    hop, _ = bridge
+    f = send(hop, BODIES["rewritten"])
     out = tmp_path / "flows"
     with out.open("wb") as fh:
         io.FlowWriter(fh).add(f)
@@ -249,7 +249,7 @@ SAFE_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6})-[A-Za-z0-9_-]+\.json$")
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_values_never_reach_a_file_name(bridge, value: str, tmp_path: Path) -> None:
     """Every value a client controls (headers, body fields, path, query) and the flow id."""
-    nb, directory = bridge
+    hop, directory = bridge
     body = orjson.dumps(
         planted_body(model=value, user=value, metadata={"user_id": value, "session_id": value}, prompt_cache_key=value)
     )
@@ -260,8 +260,8 @@ def test_hostile_values_never_reach_a_file_name(bridge, value: str, tmp_path: Pa
     for k, v in headers.items():
         f.request.headers[k] = v
     f.request.content = body
-    nb.request(f)
-    assert nb.recorder.flush(10)
+    hop.request(f)
+    assert hop.recorder.flush(10)
     names = [p.name for p in directory.iterdir()]
     assert len(names) == 1 and SAFE_NAME.match(names[0]), names
     everything = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
@@ -311,8 +311,8 @@ def test_doctored_flow_file_ids_stay_inside_the_records_directory(tmp_path: Path
 
 
 def test_export_command_is_redacted(bridge, tmp_path: Path) -> None:
-    nb, _ = bridge
-    flows = [send(nb, body) for body in BODIES.values()]
+    hop, _ = bridge
+    flows = [send(hop, body) for body in BODIES.values()]
     out = tmp_path / "export"
     commands.BridgeCommands().export(flows, str(out))
     files = written(out)
@@ -323,8 +323,8 @@ def test_export_command_is_redacted(bridge, tmp_path: Path) -> None:
 
 
 def test_diff_command_output_is_redacted(bridge) -> None:
-    nb, _ = bridge
-    f = send(nb, BODIES["rewritten"])
+    hop, _ = bridge
+    f = send(hop, BODIES["rewritten"])
     assert planted(commands.BridgeCommands().diff([f])) == []
 
 
@@ -468,12 +468,12 @@ def test_demo_output_holds_no_planted_secret(demo_run) -> None:
 def planted_flows(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A -w file made behind the bridge: every planted body, plus a flow the bridge never saw."""
     path = tmp_path_factory.mktemp("flows") / "planted.flows"
-    nb = ChatHop()
-    with taddons.context(nb) as tctx, path.open("wb") as fh:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
+    hop = ChatHop()
+    with taddons.context(hop) as tctx, path.open("wb") as fh:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
         w = io.FlowWriter(fh)
         for body in BODIES.values():
-            f = send(nb, body)
+            f = send(hop, body)
             f.response = tflow.tresp()
             w.add(f)
         f = tflow.tflow(resp=True)

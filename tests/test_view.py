@@ -68,12 +68,12 @@ def registered():
 
 @pytest.fixture
 def bridge():
-    nb = ChatHop()
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode="rewrite")
-        yield nb, tctx
-        nb.done()
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="rewrite")
+        yield hop, tctx
+        hop.done()
 
 
 def flow_of(content: bytes, path: str = CHAT, headers: dict[str, str] | None = None) -> http.HTTPFlow:
@@ -88,11 +88,11 @@ def flow_of(content: bytes, path: str = CHAT, headers: dict[str, str] | None = N
     return f
 
 
-def bridged(nb: ChatHop, content: bytes = SESSION, **kwargs: Any) -> http.HTTPFlow:
+def bridged(hop: ChatHop, content: bytes = SESSION, **kwargs: Any) -> http.HTTPFlow:
     # Each body is sent with its client's user agent, as the client sends it.
     kwargs.setdefault("headers", {SESSION: CLAUDE, ANTHROPIC_SESSION: CLAUDE, MIXED: QWEN}.get(content, {}))
     f = flow_of(content, **kwargs)
-    nb.request(f)
+    hop.request(f)
     return f
 
 
@@ -116,8 +116,8 @@ def section(text: str, title: str) -> list[str]:
 
 
 def test_steps_view_is_picked_for_a_rewritten_request_and_shows_steps_and_exit_codes(bridge):
-    nb, _ = bridge
-    f = bridged(nb)
+    hop, _ = bridge
+    f = bridged(hop)
     got = pretty(f)
     assert got.view_name == "Bridge steps"
     text = got.text
@@ -143,8 +143,8 @@ def test_steps_view_is_picked_for_a_rewritten_request_and_shows_steps_and_exit_c
 
 def test_steps_view_shows_the_exit_codes_claude_code_states(bridge):
     """Over its own Messages API Claude Code flags a failure is_error and states its code first."""
-    nb, _ = bridge
-    f = bridged(nb, ANTHROPIC_SESSION, path="/v1/messages")
+    hop, _ = bridge
+    f = bridged(hop, ANTHROPIC_SESSION, path="/v1/messages")
     text = pretty(f).text
     assert (
         text.splitlines()[0] == "bridge: 19 steps (2 failed: exit 1 ×1, exit 2 ×1), 21 kept as messages, 1 unobserved"
@@ -161,8 +161,8 @@ def test_steps_view_shows_the_exit_codes_claude_code_states(bridge):
 
 
 def test_steps_view_accounts_for_every_call_and_result_once(bridge):
-    nb, _ = bridge
-    f = bridged(nb)
+    hop, _ = bridge
+    f = bridged(hop)
     text = pretty(f).text
     plan = rewrite(SESSION, path=CHAT, client_hint=CLAUDE["user-agent"]).plan
     assert plan is not None
@@ -178,8 +178,8 @@ def test_steps_view_accounts_for_every_call_and_result_once(bridge):
 
 
 def test_diff_view_shows_the_history_before_and_after(bridge):
-    nb, _ = bridge
-    f = bridged(nb)
+    hop, _ = bridge
+    f = bridged(hop)
     got = pretty(f, view_name="Bridge diff")
     assert got.view_name == "Bridge diff"
     lines = got.text.splitlines()
@@ -200,14 +200,14 @@ def test_diff_view_shows_the_history_before_and_after(bridge):
 
 
 def test_views_fall_back_for_anything_the_bridge_did_not_rewrite(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     plain = flow_of(orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
-    nb.request(plain)  # unchanged: no tool history
+    hop.request(plain)  # unchanged: no tool history
     assert plain.metadata["bridge"]["status"] == "unchanged"
     unseen = flow_of(MIXED, path="/v1/embeddings")
-    nb.request(unseen)
+    hop.request(unseen)
     assert "bridge" not in unseen.metadata
-    rewritten = bridged(nb, MIXED)
+    rewritten = bridged(hop, MIXED)
     for f, message in ((plain, plain.request), (unseen, unseen.request), (rewritten, rewritten.response)):
         meta = contentviews.Metadata(flow=f, http_message=message, content_type="application/json")
         assert view.steps_view.render_priority(b"{}", meta) < 0
@@ -221,7 +221,7 @@ def test_views_fall_back_for_anything_the_bridge_did_not_rewrite(bridge):
 
 
 def test_failed_read_and_error_flag_in_anthropic_dialect(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     body = orjson.dumps(
         {
             "model": "claude",
@@ -241,7 +241,7 @@ def test_failed_read_and_error_flag_in_anthropic_dialect(bridge):
             ],
         }
     )
-    f = bridged(nb, body, path="/v1/messages")
+    f = bridged(hop, body, path="/v1/messages")
     got = pretty(f)
     assert got.view_name == "Bridge steps"
     assert "dialect anthropic" in got.text
@@ -253,7 +253,7 @@ def test_failed_read_and_error_flag_in_anthropic_dialect(bridge):
 
 
 def test_responses_dialect(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     body = orjson.dumps(
         {
             "model": "gpt-5",
@@ -269,7 +269,7 @@ def test_responses_dialect(bridge):
             ],
         }
     )
-    f = bridged(nb, body, path="/v1/responses")
+    f = bridged(hop, body, path="/v1/responses")
     assert f.metadata["bridge"]["status"] == "rewritten", f.metadata["bridge"]
     text = pretty(f).text
     assert "dialect responses" in text and "run_command" in text and "$ ls" in text
@@ -278,7 +278,7 @@ def test_responses_dialect(bridge):
 
 
 def test_gemini_dialect(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     call = {"functionCall": {"id": "g1", "name": "run_shell_command", "args": {"command": "ls"}}}
     result = {"functionResponse": {"id": "g1", "name": "run_shell_command", "response": {"output": "a.txt"}}}
     body = orjson.dumps(
@@ -292,7 +292,7 @@ def test_gemini_dialect(bridge):
             ],
         }
     )
-    f = bridged(nb, body, path="/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
+    f = bridged(hop, body, path="/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
     assert f.metadata["bridge"]["status"] == "rewritten", f.metadata["bridge"]
     text = pretty(f).text
     assert "dialect gemini" in text and "run_command" in text and "$ ls" in text
@@ -304,10 +304,10 @@ def test_gemini_dialect(bridge):
 
 
 def test_view_reads_an_encoded_original_from_the_backup(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = flow_of(b"", headers={"content-encoding": "gzip", **QWEN})
     f.request.raw_content = gzip.compress(MIXED)
-    nb.request(f)
+    hop.request(f)
     assert f.metadata["bridge"]["status"] == "rewritten"
     assert view.original_body(f) == MIXED
     text = pretty(f).text
@@ -316,18 +316,18 @@ def test_view_reads_an_encoded_original_from_the_backup(bridge):
 
 def test_views_identify_the_client_by_the_user_agent_the_addon_saw(bridge):
     """Qwen Code is told only by its user agent here: the views re-derive with it, in both modes."""
-    nb, tctx = bridge
+    hop, tctx = bridge
     for mode in ("rewrite", "observe"):
-        tctx.configure(nb, bridge_mode=mode)
-        f = bridged(nb, MIXED)
+        tctx.configure(hop, bridge_mode=mode)
+        f = bridged(hop, MIXED)
         text = pretty(f).text
         assert "exit 2" in text and "$ make" in text, mode
         assert "became step #0 (run_command)" in text and "accounting not shown" not in text, mode
 
 
 def test_view_survives_a_flow_file_round_trip(bridge, tmp_path):
-    nb, _ = bridge
-    f = bridged(nb)
+    hop, _ = bridge
+    f = bridged(hop)
     before = pretty(f).text
     path = tmp_path / "out.flows"
     with path.open("wb") as fo:
@@ -339,8 +339,8 @@ def test_view_survives_a_flow_file_round_trip(bridge, tmp_path):
 
 
 def test_edited_request_shows_steps_but_not_a_stale_accounting(bridge):
-    nb, _ = bridge
-    f = bridged(nb, MIXED)
+    hop, _ = bridge
+    f = bridged(hop, MIXED)
     doc = json.loads(f.request.content)
     doc["additional_steps"][0]["runCommand"]["commandLine"] = "make -k"  # edited in mitmweb after the rewrite
     f.request.content = orjson.dumps(doc)
@@ -351,16 +351,16 @@ def test_edited_request_shows_steps_but_not_a_stale_accounting(bridge):
 
 
 def test_reverted_flow_is_no_longer_a_bridge_flow(bridge):
-    nb, _ = bridge
-    f = bridged(nb, MIXED)
+    hop, _ = bridge
+    f = bridged(hop, MIXED)
     f.revert()
     assert "bridge" not in f.metadata
     assert pretty(f).view_name == "JSON"
 
 
 def test_flow_without_a_backup_still_shows_its_steps(bridge):
-    nb, _ = bridge
-    f = bridged(nb, MIXED)
+    hop, _ = bridge
+    f = bridged(hop, MIXED)
     f._backup = None
     text = pretty(f).text
     assert "exit 2" in text and "$ make" in text
@@ -369,13 +369,13 @@ def test_flow_without_a_backup_still_shows_its_steps(bridge):
 
 
 def test_view_uses_the_running_bridge_options(bridge):
-    nb, tctx = bridge
+    hop, tctx = bridge
     tctx.options.bridge_tools = ["acme_run=run_command"]
     body = chat_body(
         {"role": "assistant", "content": None, "tool_calls": [chat_call("a1", "acme_run", command="ls")]},
         {"role": "tool", "tool_call_id": "a1", "content": "a.txt"},
     )
-    f = bridged(nb, body)
+    f = bridged(hop, body)
     text = pretty(f).text
     assert "accounting not shown" not in text
     assert "became step #0 (run_command)" in text

@@ -72,25 +72,25 @@ def ws_flow(path: str = "/v1/responses", ua: str = CODEX_UA) -> http.HTTPFlow:
     return f
 
 
-def send(nb: ChatHop, f: http.HTTPFlow, content: bytes, from_client: bool = True, text: bool = True) -> int:
+def send(hop: ChatHop, f: http.HTTPFlow, content: bytes, from_client: bool = True, text: bool = True) -> int:
     """Deliver one message as mitmproxy does: append it, then run the websocket_message hook."""
     f.websocket.messages.append(WebSocketMessage(Opcode.TEXT if text else Opcode.BINARY, from_client, content))
-    nb.websocket_message(f)
+    hop.websocket_message(f)
     return len(f.websocket.messages) - 1
 
 
 @pytest.fixture
 def bridge(tmp_path: Path):
-    nb = ChatHop()
-    with taddons.context(nb) as tctx:
-        tctx.master.addons.invoke_addon_sync(nb, hooks.ConfigureHook(set(tctx.options.keys())))
-        tctx.configure(nb, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
-        yield nb, tctx
-        nb.done()
+    hop = ChatHop()
+    with taddons.context(hop) as tctx:
+        tctx.master.addons.invoke_addon_sync(hop, hooks.ConfigureHook(set(tctx.options.keys())))
+        tctx.configure(hop, bridge_mode="rewrite", bridge_records=str(tmp_path / "records"))
+        yield hop, tctx
+        hop.done()
 
 
-def records(nb: ChatHop, tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
-    assert nb.recorder is not None and nb.recorder.flush()
+def records(hop: ChatHop, tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
+    assert hop.recorder is not None and hop.recorder.flush()
     files = sorted((tmp_path / "records").glob("*.json"))
     return [(p.name, json.loads(p.read_text())) for p in files]
 
@@ -99,43 +99,43 @@ def records(nb: ChatHop, tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_default_filter_selects_the_websocket_handshake_of_responses_only(bridge):
-    nb, _ = bridge
-    assert nb.filter(ws_flow())
-    assert nb.filter(ws_flow("/v1/responses?client=codex"))
-    assert nb.filter(ws_flow("/backend-api/codex/responses"))
-    assert not nb.filter(ws_flow("/v1/realtime"))
-    assert not nb.filter(ws_flow("/v1/responses/extra"))
+    hop, _ = bridge
+    assert hop.filter(ws_flow())
+    assert hop.filter(ws_flow("/v1/responses?client=codex"))
+    assert hop.filter(ws_flow("/backend-api/codex/responses"))
+    assert not hop.filter(ws_flow("/v1/realtime"))
+    assert not hop.filter(ws_flow("/v1/responses/extra"))
     plain = tflow.tflow()  # GET /v1/responses without an upgrade: no WebSocket, not selected
     plain.request.method, plain.request.path = "GET", "/v1/responses"
-    assert not nb.filter(plain)
+    assert not hop.filter(plain)
     upgrade_asked = tflow.tflow()  # asked to upgrade but never became a WebSocket (no 101)
     upgrade_asked.request.method, upgrade_asked.request.path = "GET", "/v1/responses"
     upgrade_asked.request.headers["upgrade"] = "websocket"
-    assert not nb.filter(upgrade_asked)
+    assert not hop.filter(upgrade_asked)
     post = tflow.tflow()
     post.request.method, post.request.path = "POST", "/v1/responses"
-    assert nb.filter(post)
+    assert hop.filter(post)
 
 
 def test_the_handshake_request_is_not_bridged_as_a_request(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
-    nb.request(f)  # -nr replays the request hook of a saved WebSocket flow
+    hop.request(f)  # -nr replays the request hook of a saved WebSocket flow
     live = ws_flow()
     live.websocket = None  # live: the request hook runs before the 101
     live.response = None
-    nb.request(live)
+    hop.request(live)
     assert META not in f.metadata and META not in live.metadata
-    assert records(nb, tmp_path) == []
+    assert records(hop, tmp_path) == []
 
 
 # ---- rewrite and observe -------------------------------------------------------------------------
 
 
 def test_a_response_create_frame_is_rewritten_in_place(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
-    i = send(nb, f, FAILED)
+    i = send(hop, f, FAILED)
     sent = json.loads(f.websocket.messages[i].content)
     assert sent["type"] == "response.create" and next(iter(sent)) == "type"
     assert [(s["runCommand"]["commandLine"], s["runCommand"].get("exitCode")) for s in sent["additional_steps"]] == [
@@ -152,12 +152,12 @@ def test_a_response_create_frame_is_rewritten_in_place(bridge, tmp_path):
 
 
 def test_observe_mode_leaves_the_frame_and_shares_what_it_states(bridge, monkeypatch):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_mode="observe")
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_mode="observe")
     shared: list[Any] = []
-    monkeypatch.setattr(nb.state.store, "observe", shared.extend)
+    monkeypatch.setattr(hop.state.store, "observe", shared.extend)
     f = ws_flow()
-    i = send(nb, f, FAILED)
+    i = send(hop, f, FAILED)
     assert sorted((o.exit_code, o.client) for o in shared) == [(0, "codex"), (2, "codex")]  # the planner hop's
     assert f.websocket.messages[i].content == FAILED
     entry = f.metadata[WS_META][str(i)]
@@ -167,14 +167,14 @@ def test_observe_mode_leaves_the_frame_and_shares_what_it_states(bridge, monkeyp
 
 
 def test_server_frames_and_other_client_frames_are_left_alone(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
     event = orjson.dumps({"type": "response.completed", "response": {"output": [shell("c9", "rm -rf /")]}})
-    send(nb, f, event, from_client=False)
-    send(nb, f, FAILED, from_client=False)  # even one that looks like a request
-    send(nb, f, orjson.dumps({"type": "response.cancel"}))
-    send(nb, f, b"not json, says response.create")
-    send(nb, f, FAILED, text=False)  # binary: Codex sends text frames
+    send(hop, f, event, from_client=False)
+    send(hop, f, FAILED, from_client=False)  # even one that looks like a request
+    send(hop, f, orjson.dumps({"type": "response.cancel"}))
+    send(hop, f, b"not json, says response.create")
+    send(hop, f, FAILED, text=False)  # binary: Codex sends text frames
     assert [m.content for m in f.websocket.messages] == [
         event,
         FAILED,
@@ -183,31 +183,31 @@ def test_server_frames_and_other_client_frames_are_left_alone(bridge, tmp_path):
         FAILED,
     ]
     assert WS_META not in f.metadata and not f.comment
-    assert records(nb, tmp_path) == []
+    assert records(hop, tmp_path) == []
 
 
 def test_an_unselected_websocket_is_left_alone(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow("/socket")
-    i = send(nb, f, FAILED)
+    i = send(hop, f, FAILED)
     assert f.websocket.messages[i].content == FAILED and WS_META not in f.metadata
-    assert records(nb, tmp_path) == []
+    assert records(hop, tmp_path) == []
 
 
 def test_bridge_off_leaves_frames_alone(bridge):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge=False)
+    hop, tctx = bridge
+    tctx.configure(hop, bridge=False)
     f = ws_flow()
-    i = send(nb, f, FAILED)
+    i = send(hop, f, FAILED)
     assert f.websocket.messages[i].content == FAILED and WS_META not in f.metadata
 
 
 def test_previous_response_id_frames_send_every_step_as_the_delta(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
-    send(nb, f, WARMUP)
+    send(hop, f, WARMUP)
     nxt = frame(shell("c1", "make"), out("c1", codex_json("boom", 2)), previous_response_id="resp_1")
-    i = send(nb, f, nxt)
+    i = send(hop, f, nxt)
     sent = json.loads(f.websocket.messages[i].content)
     assert sent["previous_response_id"] == "resp_1"
     assert sent["additional_steps_delta_start"] == 0
@@ -216,11 +216,11 @@ def test_previous_response_id_frames_send_every_step_as_the_delta(bridge):
 
 
 def test_a_frame_is_never_rewritten_twice(bridge, tmp_path):
-    nb, tctx = bridge
+    hop, tctx = bridge
     f = ws_flow()
-    i = send(nb, f, FAILED)
+    i = send(hop, f, FAILED)
     once = f.websocket.messages[i].content
-    nb.websocket_message(f)  # the hook again for the same message (an addon re-invoking it)
+    hop.websocket_message(f)  # the hook again for the same message (an addon re-invoking it)
     assert f.websocket.messages[i].content == once
     # mitmdump -nr: a saved flow's hooks run again, its frames already the rewritten ones
     path = tmp_path / "flows"
@@ -229,14 +229,14 @@ def test_a_frame_is_never_rewritten_twice(bridge, tmp_path):
     with path.open("rb") as fo:
         (loaded,) = list(io.FlowReader(fo).stream())
     for hook in eventsequence.iterate(loaded):
-        tctx.master.addons.invoke_addon_sync(nb, hook)
+        tctx.master.addons.invoke_addon_sync(hop, hook)
     assert [m.content for m in loaded.websocket.messages] == [once]
     assert loaded.metadata[WS_META][str(i)]["original"] == FAILED
-    assert len(records(nb, tmp_path)) == 1
+    assert len(records(hop, tmp_path)) == 1
 
 
 def test_a_saved_flow_captured_without_the_bridge_is_bridged_on_replay(bridge, tmp_path):
-    nb, tctx = bridge
+    hop, tctx = bridge
     f = ws_flow()
     f.websocket.messages = [
         WebSocketMessage(Opcode.TEXT, True, WARMUP),
@@ -244,14 +244,14 @@ def test_a_saved_flow_captured_without_the_bridge_is_bridged_on_replay(bridge, t
         WebSocketMessage(Opcode.TEXT, True, FAILED),
     ]
     for hook in eventsequence.iterate(f):
-        tctx.master.addons.invoke_addon_sync(nb, hook)
+        tctx.master.addons.invoke_addon_sync(hop, hook)
     assert sorted(f.metadata[WS_META]) == ["0", "2"]
     assert "additional_steps" in json.loads(f.websocket.messages[2].content)
-    assert [r["websocket_message"] for _, r in records(nb, tmp_path)] == [0, 2]
+    assert [r["websocket_message"] for _, r in records(hop, tmp_path)] == [0, 2]
 
 
 def test_fail_open_leaves_the_frame_logs_and_records(bridge, tmp_path, monkeypatch, caplog):
-    nb, _ = bridge
+    hop, _ = bridge
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("core fault")
@@ -260,23 +260,23 @@ def test_fail_open_leaves_the_frame_logs_and_records(bridge, tmp_path, monkeypat
     monkeypatch.setattr(ws_module.logger, "disabled", False)  # whatever logging setup ran before
     caplog.set_level(logging.ERROR, logger=ws_module.logger.name)
     f = ws_flow()
-    i = send(nb, f, FAILED)
+    i = send(hop, f, FAILED)
     assert f.websocket.messages[i].content == FAILED
     assert f.metadata[WS_META][str(i)]["status"] == "error"
     assert "core fault" in f.comment
     assert any("rewrite failed, sending the original frame" in r.getMessage() for r in caplog.records)
-    ((_, rec),) = records(nb, tmp_path)
+    ((_, rec),) = records(hop, tmp_path)
     assert rec["status"] == "error" and rec["before"]["type"] == "response.create"
 
 
 def test_a_frame_larger_than_max_body_passes_and_is_recorded(bridge, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_max_body=100)
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_max_body=100)
     f = ws_flow()
-    i = send(nb, f, FAILED)
+    i = send(hop, f, FAILED)
     assert f.websocket.messages[i].content == FAILED
     assert f.metadata[WS_META][str(i)]["status"] == "skipped"
-    ((_, rec),) = records(nb, tmp_path)
+    ((_, rec),) = records(hop, tmp_path)
     assert rec["status"] == "skipped" and "bridge_max_body" in rec["reason"]
 
 
@@ -284,13 +284,13 @@ def test_a_frame_larger_than_max_body_passes_and_is_recorded(bridge, tmp_path):
 
 
 def test_one_record_per_frame_with_distinct_names(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
     f.request.headers["authorization"] = "Bearer sk-secret-token-value-1234567890"
-    send(nb, f, WARMUP)
-    send(nb, f, b'{"type":"response.created"}', from_client=False)
-    send(nb, f, FAILED)
-    got = records(nb, tmp_path)
+    send(hop, f, WARMUP)
+    send(hop, f, b'{"type":"response.created"}', from_client=False)
+    send(hop, f, FAILED)
+    got = records(hop, tmp_path)
     assert [name.endswith(f"-{f.id}-m{i}.json") for (name, _), i in zip(got, (0, 2), strict=True)] == [True, True]
     (_, warm), (_, rec) = got
     assert warm["status"] == "unchanged" and warm["websocket_message"] == 0
@@ -310,10 +310,10 @@ def _meta(f: http.HTTPFlow, i: int) -> Metadata:
 
 
 def test_views_show_a_bridged_frame_and_leave_server_frames(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
-    send(nb, f, b'{"type":"response.created"}', from_client=False)
-    i = send(nb, f, FAILED)
+    send(hop, f, b'{"type":"response.created"}', from_client=False)
+    i = send(hop, f, FAILED)
     m = f.websocket.messages
     assert view.steps_view.render_priority(m[i].content, _meta(f, i)) == view.PRIORITY
     assert view.steps_view.render_priority(m[0].content, _meta(f, 0)) == -1
@@ -326,10 +326,10 @@ def test_views_show_a_bridged_frame_and_leave_server_frames(bridge):
 
 
 def test_views_undo_the_escapes_of_a_long_non_ascii_frame(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
     long = frame(user("é" * 5000), shell("c1", "make"), out("c1", codex_json("boom ✗", 2)))
-    i = send(nb, f, long)
+    i = send(hop, f, long)
     sent = f.websocket.messages[i].content
     assert sent.isascii() and json.loads(sent)["input"][0]["content"][0]["text"] == "é" * 5000
     diff = view.diff_view.prettify(sent, _meta(f, i))
@@ -337,19 +337,19 @@ def test_views_undo_the_escapes_of_a_long_non_ascii_frame(bridge):
 
 
 def test_observe_mode_views_re_derive_the_steps(bridge):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_mode="observe")
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_mode="observe")
     f = ws_flow()
-    i = send(nb, f, FAILED)
+    i = send(hop, f, FAILED)
     text = view.steps_view.prettify(FAILED, _meta(f, i))
     assert "observe mode" in text and "make" in text
 
 
 def test_bridge_diff_stats_and_export_cover_websocket_frames(bridge, tmp_path):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
-    send(nb, f, WARMUP)
-    send(nb, f, FAILED)
+    send(hop, f, WARMUP)
+    send(hop, f, FAILED)
     diff = commands.diff_flow(f)
     assert "websocket message 0" in diff and "websocket message 1" in diff and "make" in diff
     stats = commands.stats_text([f])
@@ -422,23 +422,23 @@ def exec_out(call_id: str, code: int, text: str = "") -> dict[str, Any]:
 
 @pytest.mark.parametrize("with_output", [True, False], ids=["completed-output", "output-item-done"])
 def test_outputs_answering_server_held_calls_become_steps(bridge, tmp_path, with_output):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
-    send(nb, f, WARMUP)
+    send(hop, f, WARMUP)
     for event in server_response("resp_0"):
-        send(nb, f, event, from_client=False)
-    send(nb, f, frame(user("run it"), previous_response_id="resp_0"))
+        send(hop, f, event, from_client=False)
+    send(hop, f, frame(user("run it"), previous_response_id="resp_0"))
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
     for event in server_response("resp_1", reasoning, exec_call("k1", "ls /nope"), with_output=with_output):
-        send(nb, f, event, from_client=False)
+        send(hop, f, event, from_client=False)
     answer = frame(exec_out("k1", 2, "ls: cannot access '/nope'\n"), previous_response_id="resp_1")
-    i = send(nb, f, answer)
+    i = send(hop, f, answer)
     sent = json.loads(f.websocket.messages[i].content)
     assert [s["runCommand"]["exitCode"] for s in sent["additional_steps"]] == [2]
     assert sent["input"] == [] and sent["previous_response_id"] == "resp_1"  # the call stays server-held
     entry = f.metadata[WS_META][str(i)]
     assert entry["context"] == [exec_call("k1", "ls /nope")] and entry["original"] == answer
-    rec = records(nb, tmp_path)[-1][1]
+    rec = records(hop, tmp_path)[-1][1]
     assert rec["before"] == json.loads(answer) and rec["websocket_context"] == [exec_call("k1", "ls /nope")]
     assert [(a["item"], a["id"], a.get("step")) for a in rec["accounting"]] == [("call", "k1", 0), ("result", "k1", 0)]
     text = view.steps_view.prettify(sent, _meta(f, i))
@@ -446,11 +446,11 @@ def test_outputs_answering_server_held_calls_become_steps(bridge, tmp_path, with
 
 
 def test_a_kept_server_held_call_is_not_sent_again(bridge, tmp_path):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_tools=["exec_command="])  # exec_command pairs stay messages
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_tools=["exec_command="])  # exec_command pairs stay messages
     f = ws_flow()
     for event in server_response("resp_1", exec_call("k1", "ls"), exec_call("k2", "pwd")):
-        send(nb, f, event, from_client=False)
+        send(hop, f, event, from_client=False)
     # the output of k1 (kept: unmapped tool) and a shell pair of the frame's own (a step)
     answer = frame(
         exec_out("k1", 0, "a.txt\n"),
@@ -458,7 +458,7 @@ def test_a_kept_server_held_call_is_not_sent_again(bridge, tmp_path):
         out("c1", codex_json("boom", 2)),
         previous_response_id="resp_1",
     )
-    i = send(nb, f, answer)
+    i = send(hop, f, answer)
     entry = f.metadata[WS_META][str(i)]
     assert entry["status"] == "rewritten"
     assert entry["context"] == [exec_call("k1", "ls")]  # only the calls the frame answers
@@ -467,25 +467,25 @@ def test_a_kept_server_held_call_is_not_sent_again(bridge, tmp_path):
     assert [s["runCommand"]["exitCode"] for s in sent["additional_steps"]] == [2]
     diff = view.diff_view.prettify(f.websocket.messages[i].content, _meta(f, i))
     assert "no longer give" not in diff
-    rec = records(nb, tmp_path)[-1][1]
+    rec = records(hop, tmp_path)[-1][1]
     assert rec["websocket_context"] == [exec_call("k1", "ls")]
 
 
 def test_a_previous_response_not_on_this_connection_leaves_outputs_orphans(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
     answer = frame(exec_out("k1", 2), previous_response_id="resp_elsewhere")
-    i = send(nb, f, answer)
+    i = send(hop, f, answer)
     assert f.websocket.messages[i].content == answer
     assert f.metadata[WS_META][str(i)]["status"] == "unchanged" and "context" not in f.metadata[WS_META][str(i)]
 
 
 def test_a_call_id_the_server_never_sent_is_not_matched(bridge):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
     for event in server_response("resp_1", exec_call("k1", "ls")):
-        send(nb, f, event, from_client=False)
-    i = send(nb, f, frame(exec_out("zz", 2), previous_response_id="resp_1"))
+        send(hop, f, event, from_client=False)
+    i = send(hop, f, frame(exec_out("zz", 2), previous_response_id="resp_1"))
     assert "context" not in f.metadata[WS_META][str(i)]
     assert f.metadata[WS_META][str(i)]["steps"] == 0
 
@@ -494,11 +494,11 @@ def test_mitmweb_picks_bridge_steps_for_a_bridged_frame_only(bridge):
     """As mitmweb's messages tab renders each WebSocket message (view "auto")."""
     from mitmproxy import contentviews
 
-    nb, _ = bridge
+    hop, _ = bridge
     view.register()
     f = ws_flow()
-    send(nb, f, b'{"type":"response.created","response":{"id":"r"}}', from_client=False)
-    i = send(nb, f, FAILED)
+    send(hop, f, b'{"type":"response.created","response":{"id":"r"}}', from_client=False)
+    i = send(hop, f, FAILED)
     picked = contentviews.prettify_message(f.websocket.messages[i], f)
     assert picked.view_name == "Bridge steps" and "exit 2" in picked.text
     assert contentviews.prettify_message(f.websocket.messages[0], f).view_name != "Bridge steps"
@@ -509,10 +509,10 @@ def test_mitmweb_picks_bridge_steps_for_a_bridged_frame_only(bridge):
 def test_items_with_odd_types_and_ids_never_raise(bridge):
     """A client may send anything under "type" and "call_id" (found by review after the fuzzer found
     the same in the dialect writers): such items are not calls or outputs, and the frame is handled."""
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
     odd = [{"type": ["function_call"], "call_id": "x"}, {"type": "function_call_output", "call_id": ["c1"]}]
-    i = send(nb, f, frame(user("go"), *odd, previous_response_id="resp_1"))
+    i = send(hop, f, frame(user("go"), *odd, previous_response_id="resp_1"))
     verdict = f.metadata["bridge_ws"][str(i)]
     assert verdict["status"] != "error", verdict
 
@@ -520,16 +520,16 @@ def test_items_with_odd_types_and_ids_never_raise(bridge):
 # ---- large frames: parsed and bridged in the worker process, off the event loop --------------
 
 
-def send_held(nb: ChatHop, f: http.HTTPFlow, content: bytes):
+def send_held(hop: ChatHop, f: http.HTTPFlow, content: bytes):
     """Deliver a client frame whose hook may return an awaitable (mitmproxy holds the frame until it is done)."""
     f.websocket.messages.append(WebSocketMessage(Opcode.TEXT, True, content))
-    return len(f.websocket.messages) - 1, nb.websocket_message(f)
+    return len(f.websocket.messages) - 1, hop.websocket_message(f)
 
 
-def conversation(nb: ChatHop, f: http.HTTPFlow) -> bytes:
+def conversation(hop: ChatHop, f: http.HTTPFlow) -> bytes:
     """Server events of a response holding a call, then the frame that answers it (and has a pair of its own)."""
     for event in server_response("resp_1", exec_call("k1", "ls /nope")):
-        send(nb, f, event, from_client=False)
+        send(hop, f, event, from_client=False)
     return frame(
         exec_out("k1", 2, "ls: cannot access '/nope'\n"),
         shell("c1", "make"),
@@ -540,45 +540,46 @@ def conversation(nb: ChatHop, f: http.HTTPFlow) -> bytes:
 
 @pytest.mark.parametrize("mode", ["rewrite", "observe"])
 def test_a_large_frame_is_bridged_in_the_worker_as_on_the_loop(bridge, tmp_path, monkeypatch, mode):
-    nb, tctx = bridge
-    tctx.configure(nb, bridge_mode=mode)
+    hop, tctx = bridge
+    tctx.configure(hop, bridge_mode=mode)
     ref = ws_flow()
-    i_ref = send(nb, ref, conversation(nb, ref))  # small: on the loop
+    i_ref = send(hop, ref, conversation(hop, ref))  # small: on the loop
     monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", 200)  # now it counts as large
     f = ws_flow()
-    raw = conversation(nb, f)
-    i, pending = send_held(nb, f, raw)
+    raw = conversation(hop, f)
+    i, pending = send_held(hop, f, raw)
     assert pending is not None, "a large frame must not be parsed on the loop"
     assert f.websocket.messages[i].content == raw and WS_META not in f.metadata  # nothing happened yet
     asyncio.run(pending)
-    assert nb.state.dispatch.offloader is not None and nb.state.dispatch.offloader.pid is not None  # the worker did it
+    offloader = hop.state.dispatch.offloader
+    assert offloader is not None and offloader.pid is not None  # the worker did it
     assert f.websocket.messages[i].content == ref.websocket.messages[i_ref].content
     assert f.metadata[WS_META][str(i)] == ref.metadata[WS_META][str(i_ref)]
     assert f.metadata[WS_META][str(i)]["context"] == [exec_call("k1", "ls /nope")]
     assert (f.comment, f.marked) == (ref.comment, ref.marked)
-    kept = records(nb, tmp_path)
+    kept = records(hop, tmp_path)
     a, b = kept[-2][1], kept[-1][1]  # the reference's record, then the worker's
     for key in ("status", "summary", "accounting", "websocket_context", "after"):
         assert a.get(key) == b.get(key), key
 
 
 def test_a_large_frame_that_is_no_model_call_is_left_alone(bridge, monkeypatch):
-    nb, _ = bridge
+    hop, _ = bridge
     monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", 200)
     f = ws_flow()
     other = orjson.dumps({"type": "session.update", "note": "response.create " + "x" * 400})
-    i, pending = send_held(nb, f, other)
+    i, pending = send_held(hop, f, other)
     assert pending is not None
     asyncio.run(pending)
     assert f.websocket.messages[i].content == other and WS_META not in f.metadata
-    i, pending = send_held(nb, f, b"[" + b"1," * 300 + b"1]")  # no frame type named at all: not even sent over
+    i, pending = send_held(hop, f, b"[" + b"1," * 300 + b"1]")  # no frame type named at all: not even sent over
     assert pending is None and WS_META not in f.metadata
 
 
 def test_a_large_frame_fails_open(bridge, tmp_path, monkeypatch):
-    nb, _ = bridge
+    hop, _ = bridge
     monkeypatch.setattr(dispatch, "OFFLOAD_BYTES", 200)
-    job = ws_module.FrameJob(FAILED, {}, nb.config, "/v1/responses", CODEX_UA, True, False)
+    job = ws_module.FrameJob(FAILED, {}, hop.config, "/v1/responses", CODEX_UA, True, False)
 
     def boom(*args: Any) -> Any:
         raise ValueError("boom")
@@ -591,13 +592,13 @@ def test_a_large_frame_fails_open(bridge, tmp_path, monkeypatch):
         async def run(self, job: Any) -> Any:
             raise JobFailed("ValueError: boom")
 
-    monkeypatch.setattr(nb.state.dispatch, "offloader", Failing())
+    monkeypatch.setattr(hop.state.dispatch, "offloader", Failing())
     f = ws_flow()
-    i, pending = send_held(nb, f, FAILED)
+    i, pending = send_held(hop, f, FAILED)
     asyncio.run(pending)
     assert f.websocket.messages[i].content == FAILED  # as the client sent it
     assert f.metadata[WS_META][str(i)]["status"] == "error" and "boom" in f.metadata[WS_META][str(i)]["reason"]
-    assert records(nb, tmp_path)[-1][1]["status"] == "error"
+    assert records(hop, tmp_path)[-1][1]["status"] == "error"
 
 
 # ---- the server-held calls are read only as far back as the response they belong to ---------
@@ -650,13 +651,13 @@ def test_the_lazy_reading_of_server_events_gives_the_straightforward_answer(seed
 
 
 def test_a_long_session_is_read_only_back_to_the_answered_response(bridge, monkeypatch):
-    nb, _ = bridge
+    hop, _ = bridge
     f = ws_flow()
     for n in range(100):  # 100 earlier responses, each with many streamed deltas
         for event in server_response(f"resp_{n}", exec_call(f"k{n}", "ls")):
-            send(nb, f, event, from_client=False)
+            send(hop, f, event, from_client=False)
         for _ in range(20):
-            send(nb, f, orjson.dumps({"type": "response.output_text.delta", "delta": "response.completed"}), False)
+            send(hop, f, orjson.dumps({"type": "response.output_text.delta", "delta": "response.completed"}), False)
     parsed = []
     loads = orjson.loads
 
@@ -670,6 +671,6 @@ def test_a_long_session_is_read_only_back_to_the_answered_response(bridge, monke
             return loads(data)
 
     monkeypatch.setattr(ws_module, "orjson", Counting)
-    i = send(nb, f, frame(exec_out("k99", 2, "no such file\n"), previous_response_id="resp_99"))
+    i = send(hop, f, frame(exec_out("k99", 2, "no such file\n"), previous_response_id="resp_99"))
     assert f.metadata[WS_META][str(i)]["context"] == [exec_call("k99", "ls")]
     assert len(parsed) < 30, f"{len(parsed)} frames parsed for one answer"

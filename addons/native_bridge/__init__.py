@@ -1,4 +1,4 @@
-"""native_bridge: truthful native tool history for Cascade planners.
+"""native_bridge: truthful tool history for Cascade planners.
 
 Two pure layers and the mitmproxy addons around them:
 

@@ -36,17 +36,17 @@ class AddonHarness:
         from mitmproxy.test import taddons
         from native_bridge.chat_hop.addon import ChatHop
 
-        self.nb = ChatHop()
-        self._ctx = taddons.context(self.nb)
+        self.hop = ChatHop()
+        self._ctx = taddons.context(self.hop)
         self.tctx = self._ctx.__enter__()
-        self.tctx.master.addons.invoke_addon_sync(self.nb, hooks.ConfigureHook(set(self.tctx.options.keys())))
-        self.tctx.configure(self.nb, bridge_mode="rewrite", bridge_max_body=2 * 1024 * 1024)
+        self.tctx.master.addons.invoke_addon_sync(self.hop, hooks.ConfigureHook(set(self.tctx.options.keys())))
+        self.tctx.configure(self.hop, bridge_mode="rewrite", bridge_max_body=2 * 1024 * 1024)
         self.jobs = _Jobs()
-        self.nb.recorder = self.jobs  # type: ignore[assignment]
+        self.hop.recorder = self.jobs  # type: ignore[assignment]
 
     def close(self) -> None:
-        self.nb.recorder = None
-        self.nb.done()  # the offload worker, if a big body started one
+        self.hop.recorder = None
+        self.hop.done()  # the offload worker, if a big body started one
         self._ctx.__exit__(None, None, None)
 
     def check(self, case: Case) -> list[str]:
@@ -76,11 +76,11 @@ class AddonHarness:
             decoded = req.get_content()
         except ValueError:
             decoded = None
-        selected = bool(self.nb.filter and self.nb.filter(f))
-        self.nb.config = case.config
+        selected = bool(self.hop.filter and self.hop.filter(f))
+        self.hop.config = case.config
         self.jobs.jobs.clear()
         try:
-            pending = self.nb.request(f)
+            pending = self.hop.request(f)
             if pending is not None:  # a big body is bridged in a worker: mitmproxy awaits the hook
                 asyncio.run(pending)  # type: ignore[arg-type]
         except BaseException as e:

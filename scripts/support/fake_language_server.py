@@ -34,7 +34,7 @@ In-process (tests)::
 
 Planner behaviour per cascade: the first SendUserCascadeMessage whose cascade_config
 allow-lists run_command gets [user_input (DONE), run_command ``tool_command`` (GENERATING)],
-which the gateway surfaces as a native tool call; any other send gets [user_input (DONE),
+which the gateway surfaces to the agent as a tool call; any other send gets [user_input (DONE),
 planner_response ``final_text`` (DONE)]. GetCascadeTrajectory reports RUNNING on the first
 poll after a send, IDLE afterwards. ReplayGroundTruthTrajectory makes its replay_steps (2) the
 cascade's (cascade_id 3) trajectory; HandleCascadeUserInteraction is accepted and executes nothing.
@@ -183,12 +183,12 @@ class Planner:
             c["sends"] += 1
             c["polls"] = 0
             config_field = _first(request, 5, wire.LEN)
-            native_tools = config_field is not None and b"run_command" in wire.value(request, config_field)
+            run_command_allowed = config_field is not None and b"run_command" in wire.value(request, config_field)
             items = _first(request, 2, wire.LEN)
             query = _string(wire.value(request, items), 1) if items is not None else ""
             if cfg["user_input_step"]:
                 c["steps"].append(user_input_step(query))
-            if native_tools and c["sends"] == 1 and cfg["tool_command"]:
+            if run_command_allowed and c["sends"] == 1 and cfg["tool_command"]:
                 if cfg["tool_preface"]:
                     c["steps"].append(planner_step(cfg["tool_preface"]))
                 c["steps"].append(run_command_step(cfg["tool_command"], cfg["tool_cwd"]))

@@ -219,9 +219,10 @@ def metadata(api_key: str, request_id: int, session_id: str) -> bytes:
 
 
 def cascade_config(model: str) -> bytes:
-    """CascadeConfig (request field 5) in the shape the gateway sends with its native tool bridge on:
-    the planner config with the model twice, a token budget, and run_command allow-listed (the
-    stand-in language server proposes a command only when it sees that name)."""
+    """CascadeConfig (request field 5) in the shape the gateway sends with its tool bridge
+    (WINDSURFAPI_NATIVE_TOOL_BRIDGE) on: the planner config with the model twice, a token budget,
+    and run_command allow-listed (the stand-in language server proposes a command only when it
+    sees that name)."""
     tools = wire.len_field(8, b"") + wire.len_field(32, b"run_command")
     planner = b"".join(
         [
@@ -261,7 +262,7 @@ def without_result(step_json: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def native_step(step_json: Mapping[str, Any]) -> bytes:
+def gateway_step(step_json: Mapping[str, Any]) -> bytes:
     """One step of the known translation (proto3 JSON) as the gateway writes it: typed by its body's
     field number (run_command 28, officially COMMAND_STATUS), not by the official type, and a
     run_command body's fields in the gateway's order."""
@@ -527,7 +528,7 @@ class Gateway:
         known = known_gateway.translate({"messages": messages})
         answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
         steps = [
-            native_step(s if call in answered else without_result(s))
+            gateway_step(s if call in answered else without_result(s))
             for s, call in zip(known.steps, known.step_calls, strict=True)
         ]
         cascade_id, resumed = self.cascade_for(conversation_key(messages, caller))

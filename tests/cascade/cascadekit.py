@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 from native_bridge._proto import cortex_pb2 as pb
-from native_bridge.cascade.steps import DONE, FIELD_BY_KIND, OFFICIAL_TYPE
+from native_bridge.cascade.steps import DONE, KIND_BY_FIELD, OFFICIAL_TYPE
 from native_bridge.cascade.wire import len_field, varint_field
 from native_bridge.evidence import Observation
 
+# kind name -> its oneof field number (the known gateway types a step by it).
+FIELD_BY_KIND = {name: number for number, name in KIND_BY_FIELD.items()}
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "gateway-3.9.27"
 GRPC = "application/grpc"
 CONNECT = "application/connect+proto"

@@ -24,7 +24,7 @@ from native_bridge._proto import cortex_pb2 as pb
 from native_bridge.cascade.calls import CALLS, INTERACTION, REPLAY, SEND, call_of, decode_interaction
 from native_bridge.cascade.correct import correct_request, redact_body
 from native_bridge.cascade.ledger import step_digest
-from native_bridge.cascade.request import parse_request, redacted, secret_spans, splice
+from native_bridge.cascade.request import parse_request, redacted, splice
 from native_bridge.cascade.steps import run_command, view
 from native_bridge.cascade.wire import WireError, fields
 
@@ -109,7 +109,6 @@ def test_a_replay_is_redacted_in_its_metadata_field_1() -> None:
     clean = redacted(payload, REPLAY)
     assert API_KEY not in clean and JWT not in clean and b"<redacted>" in clean
     assert outside(clean, 1) == outside(payload, 1), "cascade_id 3 and the steps are kept"
-    assert sorted(payload[a:b] for a, b in secret_spans(payload, REPLAY)) == sorted([API_KEY, JWT])
     body = redact_body(grpc(payload), GRPC, {}, call=REPLAY)
     assert body is not None and API_KEY not in body and JWT not in body
     assert parse_request(envelope_payload(body), REPLAY).cascade_id == "cascade-1"

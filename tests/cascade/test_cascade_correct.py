@@ -487,7 +487,7 @@ def test_a_step_typed_8_with_a_run_command_body_becomes_21() -> None:
     ],
 )
 def test_every_known_body_gets_its_official_type(kind: str, body: bytes, official: int) -> None:
-    from native_bridge.cascade.steps import FIELD_BY_KIND
+    from cascadekit import FIELD_BY_KIND
 
     s = raw_step(kind, body, type_=FIELD_BY_KIND[kind])  # the known gateway's numbering
     fixed = correct([s])

@@ -63,7 +63,7 @@ def test_demo_runs_and_shows_the_difference(tmp_path: Path) -> None:
     assert "kept as messages (3 of 3)" in row(out, "unmapped/orphan"), report
     assert "dropped (3 of 3)" in row(out, "unmapped/orphan"), report
     # The records went where it says, one per request, owner-only, and a jq line to read them.
-    chat_part, native_part = out.split("(c) Records", 1)[1].split("(d) Planner hop", 1)
+    chat_part, planner_part = out.split("(c) Records", 1)[1].split("(d) Planner hop", 1)
     (record,) = [p for p in records.glob("*.json") if p.name in chat_part]
     assert "jq '" in chat_part, report
     assert stat.S_IMODE(record.stat().st_mode) == 0o600
@@ -72,19 +72,19 @@ def test_demo_runs_and_shows_the_difference(tmp_path: Path) -> None:
 
     # (d) The planner hop: the real gateway's gRPC sends through the same mitmdump, the four defects.
     def cells(label: str) -> list[str]:
-        return [c.strip() for c in row(native_part, label).split("  ") if c.strip()][-2:]
+        return [c.strip() for c in row(planner_part, label).split("  ") if c.strip()][-2:]
 
     assert cells("failed command -> exit_code (truth: 1, 2)") == ["0, 0", "1, 2"], report
     assert cells("output: stdout (4) repeats") == ["3 of 3 run_command steps", "0 of 2 run_command steps"], report
     assert cells("call with no result (npm run dev)") == ["1 x DONE step", "no step"], report
     assert cells("resumed cascade (turn 2)") == ["all 5 again", "1 (only the new: cat test_x.py)"], report
     assert "OK: the language server accepted both corrected sends" in out, report
-    native = [p for p in records.glob("*.json") if p.name in native_part]
-    assert len(native) == 2, report
-    for p in native:
+    planner_records = [p for p in records.glob("*.json") if p.name in planner_part]
+    assert len(planner_records) == 2, report
+    for p in planner_records:
         rec = orjson.loads(p.read_bytes())
         assert (rec["dialect"], rec["status"]) == ("cascade", "corrected")
-        assert all(c["reason"] for c in rec["native"]["changes"])
+        assert all(c["reason"] for c in rec["planner"]["changes"])
         assert stat.S_IMODE(p.stat().st_mode) == 0o600
     # The shipped gateway bodies carry a planted key (Metadata.api_key): no record holds it.
     assert not [p for p in records.glob("*.json") if b"wsk-FIXTURE-KEY" in p.read_bytes()]

@@ -705,7 +705,7 @@ def planner_records(directory: Path, cascade_id: str, count: int, timeout: float
         for p in sorted(directory.glob("[!.]*.json")):
             with contextlib.suppress(ValueError, OSError):
                 rec = json.loads(p.read_text())
-                if (rec.get("native") or {}).get("cascade_id") == cascade_id:
+                if (rec.get("planner") or {}).get("cascade_id") == cascade_id:
                     found.append(rec)
         if len(found) >= count or time.monotonic() > deadline:
             assert len(found) == count, (
@@ -767,7 +767,7 @@ def test_c_a_resumed_cascade_gets_only_its_new_steps(deployment):
     assert commands(turn2) == expected(*second), deployment.context()
     # What the gateway itself sent the second time: every step again, run_command exit 0 (its lie).
     sent = planner_records(deployment.instances[where1].dir / "records", cascade, 2)
-    before = [s["runCommand"] for s in sent[-1]["native"]["steps_before"]]
+    before = [s["runCommand"] for s in sent[-1]["planner"]["steps_before"]]
     assert [(s["commandLine"], s.get("exitCode")) for s in before] == [
         ("npm test", 0), ("npm run dev", None), ("ls /nope", 0), ("npm run build", 0)
     ]  # fmt: skip
@@ -806,8 +806,8 @@ def test_d_after_its_planner_hop_restarts_on_an_empty_disk_a_resumed_cascade_sti
     # Only the new steps; the bare failure's 1 from the chat hop's observation, on the server too.
     assert commands(turn2) == expected(*second), deployment.context()
     [record] = planner_records(gw3.dir / f"records-{len(gw3.planners)}", cascade, 1)
-    assert len(record["native"]["steps_before"]) == 3, "the gateway sent every step again"
-    assert [c["action"] for c in record["native"]["changes"]].count("already_delivered") == 1
+    assert len(record["planner"]["steps_before"]) == 3, "the gateway sent every step again"
+    assert [c["action"] for c in record["planner"]["changes"]].count("already_delivered") == 1
 
 
 # ---------------------------------------------------------------- (e): the server away, then slow

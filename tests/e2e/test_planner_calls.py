@@ -81,12 +81,12 @@ def test_replay_is_corrected_the_ledger_learns_it_and_the_interaction_passes_as_
     assert got_interaction == interaction
     # The send after the replay: the ledger holds the replayed steps, so only the new one goes.
     assert commands(parse_request(got_send).steps) == [("cat x", None)]
-    by_method = {r["native"]["method"]: r for r in recs}
+    by_method = {r["planner"]["method"]: r for r in recs}
     assert set(by_method) == {"ReplayGroundTruthTrajectory", "HandleCascadeUserInteraction", "SendUserCascadeMessage"}
     assert by_method["ReplayGroundTruthTrajectory"]["status"] == "corrected"
-    assert len(by_method["ReplayGroundTruthTrajectory"]["native"]["steps_after"]) == 2
-    assert by_method["SendUserCascadeMessage"]["native"]["delta_start"] == 3
-    shown = by_method["HandleCascadeUserInteraction"]["native"]["interaction"]["interaction"]
+    assert len(by_method["ReplayGroundTruthTrajectory"]["planner"]["steps_after"]) == 2
+    assert by_method["SendUserCascadeMessage"]["planner"]["delta_start"] == 3
+    shown = by_method["HandleCascadeUserInteraction"]["planner"]["interaction"]["interaction"]
     assert shown["stepIndex"] == 4 and shown["runCommand"]["submittedCommandLine"] == "printf 'boom\\n'; exit 2"
     assert shown["runCommand"]["confirm"] is True
     for secret in (API_KEY, JWT):  # no key in any record (a replay's Metadata is field 1), nor in body_hex
@@ -102,4 +102,4 @@ def test_an_itemless_resend_of_delivered_steps_reaches_the_language_server_as_se
         recs = [r for r in p.records_json(2) if r.get("dialect") == "cascade"]
     assert sent[1] == first, "no request with neither items nor steps"
     [again] = [r for r in recs if r["status"] == "skipped"]
-    assert "neither items nor steps" in again["reason"] and again["native"]["held"] == 2
+    assert "neither items nor steps" in again["reason"] and again["planner"]["held"] == 2

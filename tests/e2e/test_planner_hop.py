@@ -324,18 +324,18 @@ def test_records_hold_the_corrections_and_no_key(tmp_path: Path):
     with Planner(tmp_path) as p:
         call(p.port, payload("grpc-turn1.bin"))
         [rec] = [r for r in p.records_json() if r.get("dialect") == "cascade"]
-    native = rec["native"]
-    actions = sorted(c["action"] for c in native["changes"])
+    part = rec["planner"]
+    actions = sorted(c["action"] for c in part["changes"])
     assert "dropped" in actions and "stdout_deduplicated" in actions
-    assert all(c["reason"] for c in native["changes"])
-    assert len(native["steps_before"]) == 4 and len(native["steps_after"]) == 3
+    assert all(c["reason"] for c in part["changes"])
+    assert len(part["steps_before"]) == 4 and len(part["steps_after"]) == 3
     raw = b"".join(f.read_bytes() for f in p.records.rglob("*") if f.is_file())
     assert b"wsk-FIXTURE-KEY" not in raw
-    assert b"wsk-FIXTURE-KEY" not in bytes.fromhex(native["body_hex"])
-    framed = unframe(bytes.fromhex(native["body_hex"]), "application/grpc", {}, 1 << 20)
+    assert b"wsk-FIXTURE-KEY" not in bytes.fromhex(part["body_hex"])
+    framed = unframe(bytes.fromhex(part["body_hex"]), "application/grpc", {}, 1 << 20)
     # the gateway's body, with its type 28 (officially COMMAND_STATUS); sent on as RUN_COMMAND
     assert next(to_json(s)["type"] for s in parse_request(framed.payload).steps) == "CORTEX_STEP_TYPE_COMMAND_STATUS"
-    assert native["steps_after"][0]["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
+    assert part["steps_after"][0]["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
     assert "type" in actions
 
 

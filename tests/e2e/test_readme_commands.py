@@ -133,7 +133,7 @@ def test_the_proxy_set_up_commands_start_as_typed(fresh: Path, planner: Referenc
     typed = [
         *block_after("**Reverse proxy**"),
         *[c for c in block_after("**Regular (forward) proxy**") if c.startswith(".venv/")],
-        *block_after("**Native frames.**"),
+        *block_after("**Planner frames.**"),
     ]
     assert len(typed) == 3
     for command in typed:

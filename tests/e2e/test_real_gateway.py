@@ -196,7 +196,8 @@ def test_the_exit_codes_came_from_the_chat_hop_through_the_shared_state(run: Run
     the planner hop could not state these codes (the field would be absent)."""
     shim_toml = (run.state / "gwhome" / ".config" / "native-bridge" / "shim.toml").read_text()
     assert "client" not in shim_toml
-    reasons = [c["reason"] for r in run.planner_records() for c in r["native"]["changes"] if c["action"] == "exit_code"]
+    changes = [c for r in run.planner_records() for c in r["planner"]["changes"]]
+    reasons = [c["reason"] for c in changes if c["action"] == "exit_code"]
     assert len(reasons) == 2, (reasons, run.untouched())
     assert all("the chat hop observed" in reason for reason in reasons), reasons
     assert (run.state / "bridge.sqlite").exists() and list(run.state.glob("bridge.sqlite-obs-*"))
@@ -294,7 +295,7 @@ def test_codex_turn_two_the_resumed_cascade_gets_exit_1_only(codex_run: Run):
 
 def test_codex_the_exit_codes_came_from_the_frames(codex_run: Run):
     """Nothing observed the results but the gateway: the codes are read from its own steps."""
-    changes = [c for r in codex_run.planner_records() for c in r["native"]["changes"]]
+    changes = [c for r in codex_run.planner_records() for c in r["planner"]["changes"]]
     reasons = [c["reason"] for c in changes if c["action"] == "exit_code"]
     assert len(reasons) == 2, (reasons, codex_run.untouched())
     assert [r.split(":")[0] for r in reasons] == ["exit_code 0 -> 2", "exit_code 0 -> 1"], reasons

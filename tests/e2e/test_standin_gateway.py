@@ -117,9 +117,9 @@ class GatewayRun:
         while len(found) < count and time.monotonic() < deadline:
             time.sleep(0.05)
             found = [json.loads(p.read_text()) for p in sorted(self.records.glob("[!.]*.json"))]
-            found = [r for r in found if (r.get("native") or {}).get("cascade_id") == cascade_id]
+            found = [r for r in found if (r.get("planner") or {}).get("cascade_id") == cascade_id]
         assert len(found) == count, f"{len(found)} planner-hop records of {cascade_id}, expected {count}"
-        return [r["native"]["steps_before"] for r in found]
+        return [r["planner"]["steps_before"] for r in found]
 
     def children(self) -> set[int]:
         return procs.descendants(self.proc.pid)

@@ -12,7 +12,7 @@ request goes as it came (``skipped``), and the ledger is not written by it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .calls import SEND, Call
@@ -189,24 +189,27 @@ def _correct(
     if req.steps and not fixed.steps and not req.items:
         return _withheld(framed, req, start, fixed.changes)
     # mutation: planner-ledger-of-corrected-steps
-    common = dict(
+    unchanged = PlannerResult(
+        "unchanged",
+        "nothing to correct",
         cascade_id=req.cascade_id,
         protocol=framed.protocol,
         delivery=Delivery(req.steps, known),
         delta_start=start,
         steps_before=req.steps,
+        steps_after=req.steps,
         method=call.method,
         held=start,
     )
     if not start and not fixed.changes:
-        return PlannerResult("unchanged", "nothing to correct", steps_after=req.steps, **common)  # type: ignore[arg-type]
-    return PlannerResult(
-        "corrected",
-        ", ".join(f"{n} {a}" for a, n in _counts(start, fixed.changes).items()),
+        return unchanged
+    return replace(
+        unchanged,
+        status="corrected",
+        reason=", ".join(f"{n} {a}" for a, n in _counts(start, fixed.changes).items()),
         body=reframe(framed, splice(framed.payload, req, fixed.steps)),
         corrections=fixed.changes,
         steps_after=fixed.steps,
-        **common,  # type: ignore[arg-type]
     )
 
 

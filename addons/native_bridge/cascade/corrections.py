@@ -170,7 +170,7 @@ def _command_lines(views: Sequence[StepView]) -> dict[str, str]:
 def _lookup_of(evidence: Evidence | Lookup | None) -> Lookup | None:
     if evidence is None:
         return None
-    return evidence.lookup if hasattr(evidence, "lookup") else evidence  # type: ignore[union-attr,return-value]
+    return evidence.lookup if hasattr(evidence, "lookup") else evidence
 
 
 def _dropped(i: int, step: bytes, reason: str) -> tuple[None, list[Change]]:
@@ -309,7 +309,7 @@ def _outcome(
     # The exit code's change ends where the deduplication starts: that step is made only
     # when a record or view asks for it.
     twice = shell.twice is not None
-    middle: bytes | StepEdit = StepEdit(step, drop - {shell.twice}, varint) if twice else fixed  # type: ignore[operator]
+    middle: bytes | StepEdit = StepEdit(step, drop - {shell.twice}, varint) if twice else fixed
     if _exit_code_edited(body, v.body_fields, claim.code, shell.exit_field):
         was = "absent" if shell.exit_code is None else str(shell.exit_code)
         now = "absent" if claim.code is None else str(claim.code)

@@ -72,17 +72,6 @@ def splice(payload: bytes, req: CascadeRequest, new_steps: Sequence[bytes]) -> b
     return bytes(out)
 
 
-def secret_spans(payload: bytes, call: Call = SEND) -> list[tuple[int, int]]:
-    """Where the credentials' values sit in ``payload`` (Metadata api_key, user_jwt)."""
-    spans = []
-    for f in fields(payload):
-        if f.number == call.metadata and f.wire_type == LEN:
-            for g in fields(payload[f.value_start : f.end]):
-                if g.number in SECRET_METADATA_FIELDS:
-                    spans.append((f.value_start + g.value_start, f.value_start + g.end))
-    return spans
-
-
 def redacted(payload: bytes, call: Call = SEND) -> bytes:
     """``payload`` with each credential's value replaced by ``<redacted>`` (lengths re-encoded).
 

@@ -27,7 +27,6 @@ STATUS = _STEP.fields_by_name["status"].number
 DONE = cortex_pb2.CortexStepStatus.Value("CORTEX_STEP_STATUS_DONE")
 # oneof field number -> kind name (the oneof field's name), from proto/cortex.proto.
 KIND_BY_FIELD: Mapping[int, str] = {f.number: f.name for f in _STEP.oneofs_by_name["step"].fields}
-FIELD_BY_KIND: Mapping[str, int] = {name: number for number, name in KIND_BY_FIELD.items()}
 
 
 def _official_types() -> dict[int, int]:
@@ -53,6 +52,8 @@ def type_name(number: int | None) -> str:
 
 def _numbers(kind: str, *names: str) -> tuple[int, ...]:
     body = _STEP.fields_by_name[kind].message_type
+    if body is None:
+        raise TypeError(f"{kind} is not a message field of the step")
     return tuple(body.fields_by_name[n].number for n in names)
 
 
@@ -107,11 +108,7 @@ CS_STDERR = _STATUS_BODY["stderr"].number
 CS_EXIT_CODE = _STATUS_BODY["exit_code"].number
 CS_COMBINED = _STATUS_BODY["combined"].number
 CS_DELTA = _STATUS_BODY["delta"].number
-# Statuses in which a step is not over yet (officially): it claims no outcome of its own.
 _STATUS = cortex_pb2.CortexStepStatus
-UNFINISHED = frozenset(
-    _STATUS.Value(f"CORTEX_STEP_STATUS_{n}") for n in ("UNSPECIFIED", "PENDING", "RUNNING", "GENERATING", "WAITING")
-)
 
 
 @dataclass(frozen=True, slots=True)

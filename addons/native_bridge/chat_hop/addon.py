@@ -278,7 +278,7 @@ class ChatHop:
             getattr(opts, "store_streamed_bodies", False),  # mitmproxy's (its StreamBodies addon); absent in tests
         )
         light = not emit and self.recorder is None
-        if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
+        if light != self.memo.light:  # a light memo can neither write a body nor record steps (core/memo/light.py)
             self.state.memo = Memo(light=light, light_from=LIGHT_FROM)
         if "stream_large_bodies" in updated and opts.stream_large_bodies and opts.bridge:
             logger.warning("bridge: stream_large_bodies is set; streamed request bodies cannot be rewritten")

@@ -97,7 +97,8 @@ class Tally:
         if new:  # a resumed turn's pairs mostly all became steps: then nothing here changes
             kept = dict(kept_by_code)
             for p in new:
-                kept[p.code] = kept.get(p.code, 0) + 1  # type: ignore[index]
+                assert p.code is not None, "a placement that is no step was kept with a code"
+                kept[p.code] = kept.get(p.code, 0) + 1
                 unobserved += p.item == "call" and p.code == "unobserved"
             kept_by_code = tuple(sorted(kept.items()))
         return Tally(
@@ -111,7 +112,12 @@ class Tally:
 
 def exit_code(doc: dict[str, Any]) -> int | None:
     """The exit code a step states (run_command only)."""
-    return doc.get("runCommand", {}).get("exitCode")
+    code = doc.get("runCommand", {}).get("exitCode")
+    return code if isinstance(code, int) else None
+
+
+# What a step is built from: encode_step's (kind, inputs, observed).
+Source = tuple[Kind, dict[str, Any], dict[str, Any] | None]
 
 
 @dataclass(slots=True)
@@ -122,7 +128,7 @@ class Plan:
     delta_start: int
     stepped_at: list[int] = field(default_factory=list)  # sorted pos of the calls and results now in steps
     # What each step was built from: the protobuf messages are made only when asked for.
-    sources: list[tuple[Kind, dict[str, Any], dict[str, Any]]] = field(default_factory=list, repr=False)
+    sources: list[Source] = field(default_factory=list, repr=False)
     _steps: list[cortex_pb2.CortexTrajectoryStep] | None = field(default=None, repr=False, compare=False)
     # The tally of docs[:tally.steps] and accounting[:tally.placed] (a resumed plan's), if any.
     tally: Tally | None = field(default=None, repr=False, compare=False)
@@ -238,7 +244,7 @@ def decide(history: History, kinds: Collection[str], tool_kinds: Mapping[str, st
         if kind is None:
             d.code, d.reason = "unmapped", f"tool {call.name!r} maps to no step kind"
             continue
-        arguments = call.arguments
+        arguments: Mapping[str, Any] | None = call.arguments
         shape = shape_of(tool_kinds, call.name)
         if shape is not None:  # a shell tool by its declared schema (mapping.py)
             d.mapped = shape.why
@@ -265,8 +271,9 @@ def _kept(decisions: list[_Decision], keep: Mapping[int, str]) -> list[_Decision
     is never changed once made: a kept one is a new one)."""
     out = []
     for d in decisions:
-        if d.kind is not None and (d.call.pos in keep or d.result.pos in keep):  # type: ignore[union-attr]
-            why = keep.get(d.call.pos) or keep[d.result.pos]  # type: ignore[union-attr]
+        result = d.result  # a step's decision has its result
+        if d.kind is not None and result is not None and (d.call.pos in keep or result.pos in keep):
+            why = keep.get(d.call.pos) or keep[result.pos]
             d = _Decision(d.call, d.result, None, d.inputs, d.observed, "validity", why, d.mapped)
         out.append(d)
     return out
@@ -277,6 +284,8 @@ def _result_placement(result: ToolResult, by_id: dict[str, _Decision], step_of: 
     name = d.call.name if d else None
     if d and d.result is result and d.call.pos in step_of:
         return Placement("result", result.pos, result.turn, result.call_id, name, step=step_of[d.call.pos])
+    code: KeepCode | None
+    reason: str | None
     if not result.call_id:
         code, reason = "no_id", "the result carries no id"
     elif d is None:
@@ -294,7 +303,7 @@ class Part:
     """The steps and placements of a history, or of a stretch of one (see memo/resume.py)."""
 
     docs: list[dict[str, Any]]
-    sources: list[tuple[Kind, dict[str, Any], dict[str, Any]]]
+    sources: list[Source]
     step_calls: list[ToolCall]
     placements: list[Placement]  # sorted by pos
     stepped: list[int]  # sorted positions of the calls and results now in steps
@@ -320,7 +329,10 @@ def assemble(
     decisions = decide(history, kinds, tool_kinds) if prior is None else prior
     if keep:
         decisions = _kept(decisions, keep)
-    docs, sources, step_calls, step_of = [], [], [], {}
+    docs: list[dict[str, Any]] = []
+    sources: list[Source] = []
+    step_calls: list[ToolCall] = []
+    step_of: dict[int, int] = {}
     for d in decisions:
         if d.kind is not None:
             step_of[d.call.pos] = step_base + len(docs)

@@ -28,11 +28,8 @@ from typing import Any
 from .rules.clients import CLIENTS
 from .rules.types import Client
 
-# The table (rules/clients.py) by id, and the names a rule may give for its clients.
+# The table (rules/clients.py) by id.
 BY_ID: Mapping[str, Client] = {c.id: c for c in CLIENTS}
-FAMILIES: frozenset[str] = frozenset(c.family for c in CLIENTS)
-# A client id or a family.
-NAMES: frozenset[str] = frozenset(BY_ID) | FAMILIES
 
 
 def counts_for(client: str | None, names: Iterable[str]) -> bool:
@@ -54,7 +51,8 @@ def _declared(body: Mapping[str, Any]) -> dict[str, frozenset[str] | None]:
     for t in tools:
         if not isinstance(t, dict):
             continue
-        fn = t.get("function") if isinstance(t.get("function"), dict) else t  # Chat wraps it in "function"
+        wrapped = t.get("function")
+        fn: dict[str, Any] = wrapped if isinstance(wrapped, dict) else t  # Chat wraps it in "function"
         name = fn.get("name")
         if not isinstance(name, str):
             continue

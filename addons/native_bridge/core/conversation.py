@@ -101,9 +101,9 @@ def conversation_key(headers: Iterable[tuple[str, str]], body: bytes | dict[str,
     if not isinstance(doc, dict):
         return None
     for path in BODY_FIELDS:
-        value = _field(doc, path)
-        if value is not None:
-            return f"{path}:{digest(value)}"
+        field = _field(doc, path)
+        if field is not None:
+            return f"{path}:{digest(field)}"
     opening = _opening_turns(doc)
     if opening is None:
         return None

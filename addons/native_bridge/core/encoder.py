@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from .._proto import cortex_pb2
 from .kinds import Kind
+
+if TYPE_CHECKING:  # the C extension's descriptors, as the protobuf stubs name them beside the Python ones
+    from google._upb import _message as upb
 
 DONE = "CORTEX_STEP_STATUS_DONE"
 
@@ -22,10 +26,7 @@ def encode_step(kind: Kind, inputs: dict[str, Any], observed: dict[str, Any] | N
     if observed is None:
         raise UnobservedCallError(f"{kind.name}: no result, so no completed step")
     body = getattr(cortex_pb2, kind.body)(**inputs, **observed)
-    step = cortex_pb2.CortexTrajectoryStep(
-        type=cortex_pb2.CortexStepType.Value(kind.step_type),
-        status=cortex_pb2.CortexStepStatus.Value(DONE),
-    )
+    step = cortex_pb2.CortexTrajectoryStep(type=kind.step_type, status=DONE)  # enum values by name
     getattr(step, kind.name).CopyFrom(body)
     return step
 
@@ -69,7 +70,15 @@ def _string(v: Any) -> str:
     return v
 
 
-def _int_range(lo: int, hi: int):
+# A scalar's check: the value as protobuf would take it, or _Unsure.
+type _Check = Callable[[Any], object]
+# A field: (name, json_name, repeated, presence, check, sub), sub the plan of a message field.
+type _Field = tuple[str, str, bool, bool, _Check | None, _Plan | None]
+# A message: its field names, and its fields in number order.
+type _Plan = tuple[frozenset[str], tuple[_Field, ...]]
+
+
+def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
     def check(v: Any) -> int:
         if type(v) is not int or not lo <= v < hi:
             raise _Unsure
@@ -84,7 +93,7 @@ def _bool(v: Any) -> bool:
     return v
 
 
-_SCALARS = {
+_SCALARS: dict[int, _Check] = {
     FieldDescriptor.TYPE_STRING: _string,
     FieldDescriptor.TYPE_UINT32: _int_range(0, 2**32),
     FieldDescriptor.TYPE_INT32: _int_range(-(2**31), 2**31),
@@ -92,24 +101,31 @@ _SCALARS = {
 }
 
 
-def _plan(desc: Descriptor, done: dict[str, Any]) -> tuple[frozenset[str], tuple[Any, ...]]:
+def _message(f: FieldDescriptor | upb.FieldDescriptor) -> Descriptor | upb.Descriptor:
+    if f.message_type is None:
+        raise TypeError(f"{f.full_name} is not a message field")
+    return f.message_type
+
+
+def _plan(desc: Descriptor | upb.Descriptor, done: dict[str, _Plan]) -> _Plan:
     """(field names, fields in number order as (name, json_name, repeated, presence, check, sub))."""
     if desc.full_name in done:
         return done[desc.full_name]
-    fields = []
-    for f in sorted(desc.fields, key=lambda f: f.number):
+    fields: list[_Field] = []
+    declared: Sequence[FieldDescriptor | upb.FieldDescriptor] = desc.fields
+    for f in sorted(declared, key=lambda f: f.number):
         repeated = f.is_repeated
         if f.type == FieldDescriptor.TYPE_MESSAGE:
-            fields.append((f.name, f.json_name, repeated, True, None, _plan(f.message_type, done)))
+            fields.append((f.name, f.json_name, repeated, True, None, _plan(_message(f), done)))
         elif f.type in _SCALARS:
             fields.append((f.name, f.json_name, repeated, f.has_presence, _SCALARS[f.type], None))
         else:  # a type the bodies do not use (yet): never vouch for it
             fields.append((f.name, f.json_name, repeated, f.has_presence, None, None))
-    done[desc.full_name] = plan = (frozenset(f.name for f in desc.fields), tuple(fields))
+    done[desc.full_name] = plan = (frozenset(f.name for f in declared), tuple(fields))
     return plan
 
 
-def _doc(plan: tuple[frozenset[str], tuple[Any, ...]], values: Any) -> dict[str, Any]:
+def _doc(plan: _Plan, values: Any) -> dict[str, Any]:
     names, fields = plan
     if type(values) is not dict or not names.issuperset(values):
         raise _Unsure
@@ -118,15 +134,20 @@ def _doc(plan: tuple[frozenset[str], tuple[Any, ...]], values: Any) -> dict[str,
         v = values.get(name)
         if v is None:  # protobuf constructors treat None as "not set"
             continue
-        if check is None and sub is None:
+        if sub is not None:  # a message
+            if not repeated:
+                out[json_name] = _doc(sub, v)
+            elif type(v) is not list:
+                raise _Unsure
+            elif v:
+                out[json_name] = [_doc(sub, x) for x in v]
+        elif check is None:  # neither a message nor a scalar we check
             raise _Unsure
-        if repeated:
+        elif repeated:
             if type(v) is not list:
                 raise _Unsure
             if v:
-                out[json_name] = [_doc(sub, x) for x in v] if sub else [check(x) for x in v]
-        elif sub is not None:
-            out[json_name] = _doc(sub, v)
+                out[json_name] = [check(x) for x in v]
         elif presence or v:
             out[json_name] = check(v)
         else:
@@ -135,10 +156,9 @@ def _doc(plan: tuple[frozenset[str], tuple[Any, ...]], values: Any) -> dict[str,
 
 
 _STEP = cortex_pb2.CortexTrajectoryStep.DESCRIPTOR
-_PLANS: dict[str, Any] = {}
+_PLANS: dict[str, _Plan] = {}
 _BODIES = {
-    f.name: (f.message_type.name, f.json_name, _plan(f.message_type, _PLANS))
-    for f in _STEP.oneofs_by_name["step"].fields
+    f.name: (_message(f).name, f.json_name, _plan(_message(f), _PLANS)) for f in _STEP.oneofs_by_name["step"].fields
 }
 _STEP_TYPES = frozenset(v.name for v in cortex_pb2.CortexStepType.DESCRIPTOR.values if v.number)
 

@@ -105,7 +105,7 @@ def _any_of(rules: tuple[Rule, ...]) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
-def _counted(where: str, client: str | None, flagged: bool) -> tuple[Rule, ...]:
+def _counted(where: str, client: str, flagged: bool) -> tuple[Rule, ...]:
     return tuple(r for r in _BY_WHERE[where] if _counts(r, client, flagged))
 
 
@@ -306,8 +306,9 @@ def _generic_json(doc: dict[str, object]) -> ExitStatus | None:
     meta = doc.get("metadata")
     for where, keys in ((doc, _GENERIC_TOP_KEYS), (meta if isinstance(meta, dict) else {}, _GENERIC_KEYS)):
         for key in keys:
-            if type(where.get(key)) is int:
-                return _code(where[key], "json-exit-code")
+            value = where.get(key)
+            if type(value) is int:
+                return _code(value, "json-exit-code")
     return None
 
 
@@ -550,7 +551,7 @@ def _unnamed(t: _Text, flagged: bool) -> ExitStatus | None:
     cautious answer)."""
     if _frames(t, ANY, flagged) is None:  # no frame of any client at its place: nobody reads a thing
         return None
-    readings: dict[tuple[int | None, str], list[str]] = {}
+    readings: dict[tuple[int | None, Verdict], list[str]] = {}
     for client in (*BY_ID, GENERIC):
         found = _frames(t, client, flagged)
         if found is not None:
@@ -560,11 +561,11 @@ def _unnamed(t: _Text, flagged: bool) -> ExitStatus | None:
                 sources.sort()
     if len(readings) == 1:
         ((code, verdict), sources), *_ = readings.items()
-        return ExitStatus(code, "+".join(sources), verdict)  # type: ignore[arg-type]
+        return ExitStatus(code, "+".join(sources), verdict)
     for caution in _CAUTION:
         for (code, verdict), sources in readings.items():
             if verdict == caution:
-                return ExitStatus(code, "+".join(sources), verdict)  # type: ignore[arg-type]
+                return ExitStatus(code, "+".join(sources), verdict)
     told = "; ".join(f"{'+'.join(src)} says {code if code is not None else v}" for (code, v), src in readings.items())
     return ExitStatus(None, f"clients read it differently ({told})", "conflict")
 
@@ -651,7 +652,13 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
         return found
     if not flagged:
         return found if found is not None else ExitStatus(None, "", "unknown")
-    flag = "error flag" if is_error else "[tool error] prefix" if prefixed else wrapped[1].name  # type: ignore[index]
+    if is_error:
+        flag = "error flag"
+    elif prefixed:
+        flag = "[tool error] prefix"
+    else:
+        assert wrapped is not None, "flagged by nothing but an error envelope"
+        flag = wrapped[1].name
     if found is None:
         borrowed = _borrowed(t, client, flag) if client is not None else None
         found = borrowed or ExitStatus(FAILED_WITHOUT_CODE, flag, "failed")

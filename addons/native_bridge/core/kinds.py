@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import Any, Literal, overload
 from urllib.parse import quote_from_bytes
 
 import orjson
@@ -41,7 +41,7 @@ class Refusal(Exception):
 
 
 # Values that set nothing: such an argument is no leftover whatever its name.
-_EMPTY: tuple[Any, ...] = (None, False, "", [], {})
+_EMPTY: tuple[object, ...] = (None, False, "", [], {})
 
 
 class _Args:
@@ -61,7 +61,13 @@ class _Args:
                     return value
         return None
 
-    def str(self, *names: str, required: bool = False) -> str | None:
+    @overload
+    def text(self, *names: str, required: Literal[True]) -> str: ...
+
+    @overload
+    def text(self, *names: str, required: bool = False) -> str | None: ...
+
+    def text(self, *names: str, required: bool = False) -> str | None:
         value = self._get(names)
         if value is None:
             if required:
@@ -79,7 +85,7 @@ class _Args:
             raise Refusal(f"{self.kind}: argument {names[0]!r} is not a small whole number")
         return value
 
-    def bool(self, *names: str) -> bool | None:
+    def flag(self, *names: str) -> bool | None:
         value = self._get(names)
         if value is None:
             return None
@@ -175,8 +181,8 @@ def _succeeded_text(result: ToolResult, kind: str, client: str | None) -> str:
 
 
 def _view_file_in(a: _Args) -> dict[str, Any]:
-    path = a.str(*FILE_ARGS, required=True)
-    if a.str("mode") not in (None, "slice"):  # Codex / Roo Code indentation mode reads a block, not a range
+    path = a.text(*FILE_ARGS, required=True)
+    if a.text("mode") not in (None, "slice"):  # Codex / Roo Code indentation mode reads a block, not a range
         raise Refusal("view_file: a read mode other than slice has no field in the step")
     return a.done({"absolute_path_uri": path_uri(path), "offset": a.uint("offset"), "limit": a.uint("limit")})
 
@@ -206,12 +212,12 @@ def _run_command_in(a: _Args) -> dict[str, Any]:
         command = _shell_join(command)
     if not isinstance(command, str) or not command:
         raise Refusal("run_command: no command line")
-    if a.bool(*BACKGROUND_ARGS) or a.bool("waitForCompletion") is False:
+    if a.flag(*BACKGROUND_ARGS) or a.flag("waitForCompletion") is False:
         raise Refusal("run_command: ran in the background, its outcome is not in the result")
     if a.raw("is_input") in (True, "true"):  # OpenHands: keys sent to a running process
         raise Refusal("run_command: input to a running process is not a command")
-    blocking = a.bool("Blocking", "blocking")
-    cwd = a.str(*CWD_ARGS)
+    blocking = a.flag("Blocking", "blocking")
+    cwd = a.text(*CWD_ARGS)
     return a.done({"command_line": command, "cwd": cwd, "blocking": True if blocking is None else blocking})
 
 
@@ -222,8 +228,9 @@ def _command_output(text: str) -> str:
             doc = orjson.loads(text)
         except orjson.JSONDecodeError:
             return text
-        if isinstance(doc, dict) and set(doc) <= {"output", "metadata"} and isinstance(doc.get("output"), str):
-            return doc["output"]
+        output = doc.get("output") if isinstance(doc, dict) and set(doc) <= {"output", "metadata"} else None
+        if isinstance(output, str):
+            return output
     return text
 
 
@@ -253,8 +260,8 @@ def _run_command_out(r: ToolResult, inputs: dict[str, Any], client: str | None =
 def _find_in(a: _Args) -> dict[str, Any]:
     return a.done(
         {
-            "pattern": a.str("pattern", "Pattern", "glob", required=True),
-            "search_directory": a.str("path", "search_directory", "SearchDirectory", "dir_path"),
+            "pattern": a.text("pattern", "Pattern", "glob", required=True),
+            "search_directory": a.text("path", "search_directory", "SearchDirectory", "dir_path"),
         }
     )
 
@@ -264,32 +271,32 @@ def _find_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) 
 
 
 def _grep_in(a: _Args) -> dict[str, Any]:
-    if a.bool("IsRegex") is False or a.bool("literal_text", "fixed_strings"):
+    if a.flag("IsRegex") is False or a.flag("literal_text", "fixed_strings"):
         raise Refusal("grep_search_v2: a fixed-string search has no field in the step")
-    a.bool("MatchPerLine", "-n")  # display only: the raw output shows it
+    a.flag("MatchPerLine", "-n")  # display only: the raw output shows it
     includes = a.raw("Includes")
-    glob = a.str("glob", "include", "include_pattern", "file_pattern")
+    glob = a.text("glob", "include", "include_pattern", "file_pattern")
     if includes is not None:
         if not (isinstance(includes, list) and len(includes) <= 1 and all(isinstance(x, str) for x in includes)):
             raise Refusal("grep_search_v2: several include globs have one field")
         glob = glob or (includes[0] if includes else None)
-    case_insensitive = a.bool("-i", "case_insensitive", "CaseInsensitive")
-    case_sensitive = a.bool("case_sensitive")
+    case_insensitive = a.flag("-i", "case_insensitive", "CaseInsensitive")
+    case_sensitive = a.flag("case_sensitive")
     if case_insensitive is None and case_sensitive is not None:
         case_insensitive = not case_sensitive
     return a.done(
         {
-            "pattern": a.str("pattern", "query", "Query", "regex", required=True),
-            "path": a.str("path", "SearchPath", "search_path", "dir_path"),
+            "pattern": a.text("pattern", "query", "Query", "regex", required=True),
+            "path": a.text("path", "SearchPath", "search_path", "dir_path"),
             "glob": glob,
-            "output_mode": a.str("output_mode"),
+            "output_mode": a.text("output_mode"),
             "lines_after": a.uint("-A", "lines_after", "after"),
             "lines_before": a.uint("-B", "lines_before", "before"),
             "lines_both": a.uint("-C", "context", "lines_both"),
             "case_insensitive": case_insensitive,
-            "type": a.str("type"),
+            "type": a.text("type"),
             "head_limit": a.uint("head_limit"),
-            "multiline": a.bool("multiline"),
+            "multiline": a.flag("multiline"),
         }
     )
 
@@ -302,7 +309,7 @@ def _grep_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) 
 
 
 def _list_in(a: _Args) -> dict[str, Any]:
-    path = a.str(*DIR_ARGS, required=True)
+    path = a.text(*DIR_ARGS, required=True)
     return a.done({"directory_path_uri": path_uri(path)})
 
 
@@ -326,11 +333,11 @@ def _list_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) 
 
 
 def _write_in(a: _Args) -> dict[str, Any]:
-    path = a.str(*FILE_ARGS, "TargetFile", required=True)
-    content = a.str("content", "CodeContent", "code_content", "contents", "file_text")
+    path = a.text(*FILE_ARGS, "TargetFile", required=True)
+    content = a.text("content", "CodeContent", "code_content", "contents", "file_text")
     if content is None:
         raise Refusal("write_to_file: no content")
-    a.bool("EmptyFile")
+    a.flag("EmptyFile")
     return a.done({"target_file_uri": path_uri(path), "code_content": [content]})
 
 
@@ -346,20 +353,20 @@ def _write_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None)
 
 def _replacement(e: _Args) -> dict[str, Any]:
     """One replacement chunk, from the argument names clients use for an edit."""
-    allow_multiple = e.bool("replace_all", "replaceAll", "allow_multiple")
+    allow_multiple = e.flag("replace_all", "replaceAll", "allow_multiple")
     expected = e.uint("expected_replacements")  # Gemini CLI (older): an exact count
     if expected is not None and expected != 1:
         raise Refusal("propose_code: an exact replacement count has no field in the step")
     chunk = {
-        "target_content": e.str("old_string", "oldString", "old_str", "old_text", "before", required=True),
-        "replacement_content": e.str("new_string", "newString", "new_str", "new_text", "after", required=True),
+        "target_content": e.text("old_string", "oldString", "old_str", "old_text", "before", required=True),
+        "replacement_content": e.text("new_string", "newString", "new_str", "new_text", "after", required=True),
         "allow_multiple": allow_multiple,
     }
     return {k: v for k, v in chunk.items() if v is not None}
 
 
 def _propose_in(a: _Args) -> dict[str, Any]:
-    path = a.str(*FILE_ARGS, required=True)
+    path = a.text(*FILE_ARGS, required=True)
     edits = a.raw("edits")
     if edits is not None:
         if not isinstance(edits, list) or not edits or not all(isinstance(e, dict) for e in edits):
@@ -371,7 +378,7 @@ def _propose_in(a: _Args) -> dict[str, Any]:
     else:
         chunks = [_replacement(a)]
     command: dict[str, Any] = {"is_edit": True, "file": {"absolute_uri": path_uri(path)}, "replacement_chunks": chunks}
-    instruction = a.str("instruction")  # Gemini CLI replace states what the edit is for
+    instruction = a.text("instruction")  # Gemini CLI replace states what the edit is for
     if instruction:
         command["instruction"] = instruction
     return a.done({"action_spec": {"command": command}})
@@ -393,7 +400,7 @@ def _search_in(a: _Args) -> dict[str, Any]:
         domains = domains[0] if domains else None
     if domains is not None and not isinstance(domains, str):
         raise Refusal("search_web: domain is not a string")
-    return a.done({"query": a.str("query", required=True), "domain": domains})
+    return a.done({"query": a.text("query", required=True), "domain": domains})
 
 
 def _search_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
@@ -401,7 +408,7 @@ def _search_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None
 
 
 def _fetch_in(a: _Args) -> dict[str, Any]:
-    return a.done({"url": a.str("url", "Url", required=True)})
+    return a.done({"url": a.text("url", "Url", required=True)})
 
 
 def _fetch_out(r: ToolResult, inputs: dict[str, Any], client: str | None = None) -> dict[str, Any]:
@@ -425,7 +432,12 @@ class Kind:
         return self.translate(_Args(self.name, arguments))
 
 
-def _kind(name: str, body: str, translate, observe) -> Kind:
+def _kind(
+    name: str,
+    body: str,
+    translate: Callable[[_Args], dict[str, Any]],
+    observe: Callable[[ToolResult, dict[str, Any], str | None], dict[str, Any]],
+) -> Kind:
     return Kind(name, f"CORTEX_STEP_TYPE_{name.upper()}", body, translate, observe)
 
 

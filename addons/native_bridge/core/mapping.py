@@ -68,9 +68,9 @@ class ToolKinds(dict[str, str]):
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[ToolKinds], tuple[dict[str, str], dict[str, Shape], frozenset[str]]]:
         return (ToolKinds, (dict(self), self.shaped, self.off))
 
 

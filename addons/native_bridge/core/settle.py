@@ -10,11 +10,10 @@ this ends (at most once per stepped pair; in practice once or twice).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from types import ModuleType
 from typing import Any, NamedTuple
 
 from .builder import Part, assemble
-from .dialects import Output
+from .dialects import Dialect, Output, Pins
 from .history import History
 
 # (call position of a pinned pair, last item index the pin depends on): the memo must
@@ -22,39 +21,39 @@ from .history import History
 Span = tuple[int, int]
 
 
-class Settled(NamedTuple):
+class Settled[Extra](NamedTuple):
     """What :func:`settle` ends with: the part (decided again where pinned), the written output,
     what ``write`` gave beside it (the memo's writer: its states at the cuts) and the pins' spans."""
 
     part: Part
     out: Output
-    extra: Any
+    extra: Extra
     spans: list[Span]
 
 
-def pins_of(dialect: ModuleType, items: Any, out: Output, stepped: Collection[int]) -> dict[int, tuple[str, int]]:
+def pins_of(dialect: Dialect, items: Any, out: Output, stepped: Collection[int]) -> Pins:
     """What the writer pinned; once it pins no step (of ``stepped``) any more, what the end of the
     written history needs. The end is judged only on a history the writer's own pins no longer
     change: a content a writer pin keeps may be what the history ends on (a pin on the last
     pair, made while an earlier content was still going, would keep a pair for nothing)."""
     pins = dict(out.pins)
-    end = getattr(dialect, "end_pins", None)
+    end: Callable[[Any, Output], Pins] | None = getattr(dialect, "end_pins", None)  # dialects.EndPins
     if end is not None and not any(p in stepped for p in pins):
         pins.update(end(items, out))
     return pins
 
 
-def settle(
-    dialect: ModuleType,
+def settle[Extra](
+    dialect: Dialect,
     items: Any,
     history: History,
     kinds: Collection[str],
     tool_kinds: Mapping[str, str],
     part: Part,
-    write: Callable[[frozenset[int]], tuple[Output, Any]],
+    write: Callable[[frozenset[int]], tuple[Output, Extra]],
     step_base: int = 0,
     floor: int = 0,
-) -> Settled | None:
+) -> Settled[Extra] | None:
     """The settled part, once no pin needs another pass. ``write(stepped)`` writes the history
     afresh onto a new Output. ``history`` holds the calls and results from position ``floor`` on; a pin before
     ``floor`` (a resumed write that would need a pair before the memo's cut) returns None."""
@@ -79,10 +78,10 @@ def settle(
         part = assemble(history, kinds, tool_kinds, step_base, keep, prior=part.decisions)
 
 
-def cut_ok(dialect: ModuleType, items: Any, index: int, pos: int, spans: list[Span]) -> bool:
+def cut_ok(dialect: Dialect, items: Any, index: int, pos: int, spans: list[Span]) -> bool:
     """Whether the memo may cut before ``items[index]`` (``pos``: calls and results before it)."""
     for call, horizon in spans:
         if call < pos and horizon >= index:
             return False
-    joins = getattr(dialect, "joins", None)
+    joins: Callable[[Any, int], bool] | None = getattr(dialect, "joins", None)  # dialects.Joins
     return joins is None or not joins(items, index)

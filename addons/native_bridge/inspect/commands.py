@@ -92,7 +92,7 @@ def record_job(f: http.HTTPFlow) -> RecordJob:
     )
     if is_planner_flow(f):
         job.dialect, job.before = DIALECT, None
-        job.native = planner_record.from_flow(f)
+        job.planner = planner_record.from_flow(f)
         job.notes = ["exported from a flow by bridge.export"]
     elif status == "rewritten":
         ex = explain_flow(f)

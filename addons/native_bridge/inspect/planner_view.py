@@ -1,6 +1,6 @@
 """The planner hop's flows as the views, commands and replay scripts show them.
 
-A native flow carries the gateway's body in its backup and the corrected body as its
+A planner-hop flow carries the gateway's body in its backup and the corrected body as its
 request; the changes (index, action, reason) and the call (``method``: cascade.calls)
 are in its bridge metadata. Both bodies are decoded with our schema by the call's field
 numbers (cascade.steps.to_json; an interaction by cascade.calls.decode_interaction) and

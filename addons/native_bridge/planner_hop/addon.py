@@ -37,7 +37,9 @@ logger = logging.getLogger(__name__)
 # Set on every request this hop corrected: a second bridge downstream (two proxies chained) leaves
 # such a request alone, since it lacks the evidence the first one used and would undo its claims
 # (an exit code the chat hop observed) or take a repeated step for one already delivered. gRPC and
-# Connect servers ignore metadata they do not know; the body is not touched for it.
+# Connect servers ignore metadata they do not know; the body is not touched for it. The name is the
+# product's (not the hop's) and stays: a deployed bridge downstream in a chain knows a corrected send
+# only by it (README, "Never twice").
 HANDLED_HEADER = "x-native-bridge"
 
 
@@ -415,7 +417,7 @@ class PlannerCall(Request[PlannerResult]):
                     "planner_types": settings.types,
                 },
                 comment=flow.comment,
-                native=PlannerJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
+                planner=PlannerJob(before, {k.lower(): v for k, v in req.headers.items()}, result),
             )
         )
 

@@ -11,6 +11,7 @@ replay's 1); a body that cannot be read that far is not kept.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,17 @@ from ..runtime.worker import by_reference
 from . import redact
 
 DIALECT = "cascade"  # the bridge metadata's and the record's dialect for a planner-hop flow
+RECORD_KEY = "planner"  # the record's key for the planner hop's part (render)
+_OLD_RECORD_KEY = "native"  # the same key in records written before it was renamed
+
+
+def part_of(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's planner-hop part (:func:`render`'s dict), also from a record written before its
+    key was renamed; ``{}`` for a chat-hop record."""
+    part = rec.get(RECORD_KEY)
+    if not isinstance(part, dict):
+        part = rec.get(_OLD_RECORD_KEY)
+    return part if isinstance(part, dict) else {}
 
 
 def is_planner_flow(flow: http.HTTPFlow) -> bool:
@@ -40,7 +52,7 @@ def original_raw(flow: http.HTTPFlow) -> bytes | None:
 
 
 def call_of_flow(flow: http.HTTPFlow) -> Call:
-    """The call a native flow is: as its bridge metadata names it, else by its path (a flow from
+    """The call a planner-hop flow is: as its bridge metadata names it, else by its path (a flow from
     before the method was kept is a SendUserCascadeMessage)."""
     meta = flow.metadata.get(META)
     method = meta.get("method") if isinstance(meta, dict) else None

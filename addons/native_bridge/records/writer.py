@@ -70,7 +70,7 @@ class RecordJob:
     summary: dict[str, Any] = field(default_factory=dict)
     comment: str = ""
     notes: list[str] = field(default_factory=list)
-    native: PlannerJob | None = None  # the planner hop's material (records/planner.py)
+    planner: PlannerJob | None = None  # the planner hop's material (records/planner.py)
     websocket_message: int | None = None  # a WebSocket client frame: its index in the flow's messages
     websocket_context: list[dict[str, Any]] | None = None  # server-held calls the frame answers (websocket.py)
     omit_before: bool = False  # record ``before``'s size and conversation, not its content (a skipped body)
@@ -206,8 +206,8 @@ def to_record(
         rec["websocket_message"] = job.websocket_message
     if job.websocket_context is not None:  # the calls of the previous response the frame's outputs answer
         rec["websocket_context"] = redact.body(job.websocket_context)
-    if job.native is not None:
-        rec["native"] = planner_record.render(job.native)
+    if job.planner is not None:
+        rec[planner_record.RECORD_KEY] = planner_record.render(job.planner)
     if job.status == "unchanged" and before_text is not None and _not_json(job.before):
         # The core's cheap pre-check found no tool-history markers and did not parse: say what the body is.
         rec["reason"] = f"the body is not JSON ({rec['reason'] or 'no tool history'})"

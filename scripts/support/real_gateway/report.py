@@ -33,13 +33,16 @@ def decoded_turns(captures: Path) -> list[list[dict[str, Any]]]:
 
 
 def report(state: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "addons"))
+    from native_bridge.records.planner import part_of
+
     out = state / "out"
     inner = json.loads((out / "inner.json").read_text()) if (out / "inner.json").exists() else {}
     records = [json.loads(p.read_text()) for p in sorted((state / "records" / "planner").glob("[!.]*.json"))]
     summary = {
         **inner,
         "turns": decoded_turns(out / "captures.jsonl"),
-        "gateway_sent": [r["native"]["steps_before"] for r in records if r.get("native")],
+        "gateway_sent": [part_of(r)["steps_before"] for r in records if part_of(r)],
         "corrections": [r.get("reason") for r in records],
         "planted_key_in": planted_key_in(state),
     }

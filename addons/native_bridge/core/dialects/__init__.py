@@ -1,8 +1,9 @@
 """Dialect readers and writers: a request body in, a neutral history out, and back.
 
-Each dialect module has NAME, ITEMS (the body key holding the history), MARKERS
-(bytes without which a raw body cannot hold tool history), ``read(body)`` and
-``write(body, stepped)`` (the history items with the stepped positions removed).
+Each dialect module is a :class:`Dialect`: NAME, ITEMS (the body key holding the
+history), MARKERS (bytes without which a raw body cannot hold tool history),
+``read(body)`` and ``write(body, stepped)`` (the history items with the stepped
+positions removed).
 
 ``read_items`` and ``write_items`` do the same for a stretch of the items, carrying
 a :class:`Cursor` / :class:`Output` across stretches: reading a history in pieces
@@ -13,22 +14,28 @@ A writer keeps the request valid for its API (truth rule 6). Where taking a step
 pair out would break it (a thinking block or a thought signature torn from its call,
 turns merged out of order, a request left ending on a model turn), the writer does not
 improvise: it *pins* the pair (``Output.pins``) and the pipeline decides again with that
-pair kept as messages (builder ``keep``). A dialect may also have ``end_pins(items,
-out)`` (what the end of the written history needs) and ``joins(items, k)`` (True when
-what is written before item ``k`` depends on items from ``k`` on, so the memo must not
-cut there).
+pair kept as messages (builder ``keep``). A dialect may also be an :class:`EndPins`
+(what the end of the written history needs) and a :class:`Joins` (True when what is
+written before item ``k`` depends on items from ``k`` on, so the memo must not cut there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
+
+from ..history import History
 
 
 class DialectError(ValueError):
     """The body is not a request of the dialect (wrong shape or types)."""
+
+
+# Pins: position of the call or result -> (why, the last item index the need depends on).
+Pins = dict[int, tuple[str, int]]
 
 
 @dataclass(slots=True)  # never changed once made; not frozen for speed (history.ToolCall)
@@ -54,7 +61,7 @@ class Output:
     gap: tuple[int, ...] = ()
     # Pairs the writer needs kept as messages: position of the call or result ->
     # (why, the last item index the need depends on; len(items) when it depends on the end).
-    pins: dict[int, tuple[str, int]] = field(default_factory=dict)
+    pins: Pins = field(default_factory=dict)
 
 
 def opt_str(value: Any) -> str | None:
@@ -86,3 +93,63 @@ def text_parts(content: Any, types: tuple[str, ...]) -> str | None:
             return None
         parts.append(part["text"])
     return "\n".join(parts)
+
+
+@runtime_checkable
+class Dialect(Protocol):
+    """A chat API's request format, one module each (chat, anthropic, responses, gemini).
+    ``items`` is the body's ``ITEMS`` list, as the client sent it (any JSON value: a reader
+    raises :class:`DialectError` on a shape it does not know)."""
+
+    @property
+    def NAME(self) -> str: ...  # the dialect's name (Config.dialect, records)
+
+    @property
+    def ITEMS(self) -> str: ...  # the body key holding the history
+
+    @property
+    def MARKERS(self) -> tuple[bytes, ...]: ...  # bytes without which a raw body holds no tool history
+
+    def read(self, body: dict[str, Any], /) -> History:
+        """The body's history, whole."""
+        ...
+
+    def read_items(self, items: Any, at: Cursor, h: History, /, stop: int | None = None) -> Cursor:
+        """Read ``items[at.index:stop]`` into ``h``; where the reader stands after them."""
+        ...
+
+    def write(self, body: dict[str, Any], stepped: frozenset[int], /) -> list[Any]:
+        """The body's history items with the stepped calls and results taken out."""
+        ...
+
+    def write_items(
+        self, items: Any, start: int, stepped: Collection[int], out: Output, /, stop: int | None = None
+    ) -> None:
+        """Write ``items[start:stop]`` onto ``out`` with the stepped calls and results taken out."""
+        ...
+
+
+@runtime_checkable
+class EndPins(Protocol):
+    """A dialect whose written history must end in a certain way (Anthropic, Gemini: on the user's turn)."""
+
+    def end_pins(self, items: Any, out: Output, /) -> Pins:
+        """The pairs that the end of the history written onto ``out`` needs kept as messages."""
+        ...
+
+
+@runtime_checkable
+class Joins(Protocol):
+    """A dialect whose items may depend on the items after them (Responses: a reasoning item)."""
+
+    def joins(self, items: Any, k: int, /) -> bool:
+        """True when what is written before ``items[k]`` depends on items from ``k`` on."""
+        ...
+
+
+if TYPE_CHECKING:  # each dialect module is a Dialect, and the optional parts where it has them
+    from . import anthropic, chat, gemini, responses
+
+    _DIALECTS: tuple[Dialect, ...] = (chat, anthropic, responses, gemini)
+    _END_PINS: tuple[EndPins, ...] = (anthropic, gemini)
+    _JOINS: tuple[Joins, ...] = (responses,)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from ..history import History, ToolCall, ToolResult
+from ..history import History, ToolCall, ToolResult, TurnRole
 from . import Cursor, DialectError, Output, opt_str, text_parts
 
 NAME = "anthropic"
@@ -69,7 +69,7 @@ def read_items(messages: Any, at: Cursor, h: History, stop: int | None = None) -
     end = at.index
     for i, m, blocks in _blocks(messages, at.index, stop):
         end = i + 1
-        role = "other"
+        role: TurnRole = "other"
         for b in blocks or ():
             if _is_call(m, b):
                 role = "calls"
@@ -85,7 +85,7 @@ def read_items(messages: Any, at: Cursor, h: History, stop: int | None = None) -
                 text = result_text(b.get("content"))
                 h.results.append(ToolResult(pos, i, opt_str(b.get("tool_use_id")), text, is_error is True))
                 pos += 1
-        h.turns.append(role)  # type: ignore[arg-type]
+        h.turns.append(role)
     return Cursor(end, pos, end)
 
 

@@ -10,7 +10,6 @@ from . import Cursor, DialectError, Output, json_object, opt_str, text_parts
 
 NAME = "chat"
 ITEMS = "messages"
-MESSAGES = ITEMS  # old name, kept while tests move over
 MARKERS = (b"tool_calls",)
 
 

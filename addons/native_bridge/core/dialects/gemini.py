@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from ..history import History, ToolCall, ToolResult
+from ..history import History, ToolCall, ToolResult, TurnRole
 from . import Cursor, DialectError, Output, opt_str
 
 NAME = "gemini"
@@ -96,7 +96,7 @@ def read_items(contents: Any, at: Cursor, h: History, stop: int | None = None) -
     end = at.index
     for i, c, parts in _parts(contents, at.index, stop):
         end = i + 1
-        role = "other"
+        role: TurnRole = "other"
         spoke = False
         for j, p in enumerate(parts):
             if _is_call(c, p):
@@ -123,7 +123,7 @@ def read_items(contents: Any, at: Cursor, h: History, stop: int | None = None) -
                 pos += 1
             elif c.get("role") != "model" and isinstance(p.get("text"), str) and p["text"].strip():
                 spoke = True
-        h.turns.append("other" if role == "results" and spoke else role)  # type: ignore[arg-type]
+        h.turns.append("other" if role == "results" and spoke else role)
     return Cursor(end, pos, end)
 
 

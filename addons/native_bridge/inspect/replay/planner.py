@@ -1,9 +1,10 @@
-"""Re-checking planner-hop (native) flows and records with today's corrections (scripts/replay_check.py).
+"""Re-checking planner-hop flows and records with today's corrections (scripts/replay_check.py).
 
-A native flow or record holds the gateway's body (the flow's backup, or the record's
-``native.body_hex`` with Metadata's credentials replaced), what went upstream, and the
-changes made. :func:`recheck` runs :func:`...cascade.correct.correct_request` on the
-original body again under the same conditions and lists every difference:
+A planner-hop flow or record holds the gateway's body (the flow's backup, or the record's
+``planner.body_hex`` with Metadata's credentials replaced; ``native.body_hex`` in a record
+written before that key was renamed), what went upstream, and the changes made. :func:`recheck`
+runs :func:`...cascade.correct.correct_request` on the original body again under the same
+conditions and lists every difference:
 
 - the call as it was (``method``: a send's steps are field 9, a replay's field 2, an
   interaction has none; a record from before the method was kept is a send);
@@ -29,7 +30,7 @@ from ...cascade.steps import to_json
 from ...chat_hop.jobs import observed
 from ...core.pipeline import Config, rewrite
 from ...records import redact
-from ...records.planner import DIALECT, call_of_flow, original_raw
+from ...records.planner import DIALECT, call_of_flow, original_raw, part_of
 from ...runtime import META
 from ...runtime.store import MemoryStore, Observation, StoreEvidence
 from .. import explain
@@ -78,26 +79,26 @@ def _changes(items: Any) -> list[tuple[int, str]]:
 
 
 def from_record(rec: Mapping[str, Any]) -> PlannerCase:
-    native = rec.get("native") or {}
+    part = part_of(rec)  # also a record's old ``native`` key
     headers = {str(k).lower(): str(v) for k, v in rec.get("request_headers") or []}
-    body_hex = native.get("body_hex")
+    body_hex = part.get("body_hex")
     summary = rec.get("summary") or {}
-    after = native.get("steps_after")
+    after = part.get("steps_after")
     return PlannerCase(
         status=str(rec.get("status")),
         reason=str(rec.get("reason", "")),
         original=bytes.fromhex(body_hex) if isinstance(body_hex, str) else None,
         headers=headers,
-        delta_start=int(native.get("delta_start") or 0),
-        changes=_changes(native.get("changes")),
+        delta_start=int(part.get("delta_start") or 0),
+        changes=_changes(part.get("changes")),
         steps_after=after if isinstance(after, list) else None,
         client=summary.get("planner_client"),
         types=str(summary.get("planner_types") or "official"),
-        cascade_id=native.get("cascade_id"),
-        steps_in=len(native["steps_before"]) if isinstance(native.get("steps_before"), list) else None,
+        cascade_id=part.get("cascade_id"),
+        steps_in=len(part["steps_before"]) if isinstance(part.get("steps_before"), list) else None,
         redacted=True,
-        method=str(native.get("method") or SEND.method),
-        held=native["held"] if isinstance(native.get("held"), int) else None,
+        method=str(part.get("method") or SEND.method),
+        held=part["held"] if isinstance(part.get("held"), int) else None,
     )
 
 

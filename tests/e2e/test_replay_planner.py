@@ -1,4 +1,4 @@
-"""Replays of planner-hop (native) flows with real mitmdump processes: offline correction (-nr),
+"""Replays of planner-hop flows with real mitmdump processes: offline correction (-nr),
 client replay (-C), server replay (-S) and two bridges chained.
 
 The captures are made once per module as a user runs both hops: grpcio (framing as the
@@ -136,7 +136,7 @@ def sends(flows: list[http.HTTPFlow]) -> list[http.HTTPFlow]:
 
 @pytest.fixture(scope="module")
 def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("replay-native")
+    return tmp_path_factory.mktemp("replay-planner")
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +228,7 @@ def test_offline_correction_of_corrected_flows_changes_nothing(plain: Capture, b
         assert a.metadata == b.metadata
 
 
-def test_offline_replay_without_the_planner_listener_leaves_native_flows_alone(plain: Capture, tmp: Path):
+def test_offline_replay_without_the_planner_listener_leaves_planner_flows_alone(plain: Capture, tmp: Path):
     """A flow is a planner flow only on a planner listener: the capture's spec must be given."""
     out = tmp / "offline-no-planner.flows"
     run(
@@ -345,35 +345,35 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def native_lines(out: str) -> list[str]:
+def planner_lines(out: str) -> list[str]:
     return [line for line in out.splitlines() if "SendUserCascadeMessage" in line]
 
 
-def test_replay_check_finds_nothing_to_change_in_native_captures(bridged: Capture):
+def test_replay_check_finds_nothing_to_change_in_planner_captures(bridged: Capture):
     """Today's corrections of the gateway's bodies (a flow's backup, a record's redacted body_hex),
     with the ledger and the chat hop's observations as they were, equal what was sent."""
     for source in (bridged.records, bridged.path):
         done = run_script("replay_check.py", str(source))
         assert done.returncode == 0, done.stdout + done.stderr
-        lines = native_lines(done.stdout)
+        lines = planner_lines(done.stdout)
         assert len(lines) == 2 and all(line.startswith("same ") for line in lines), done.stdout
         assert "recorded: corrected, 4 -> 3 steps" in done.stdout
         assert "recorded: corrected, 5 -> 1 steps (4 already_delivered" in done.stdout
         assert "wsk-FIXTURE-KEY" not in done.stdout
 
 
-def test_replay_check_reports_a_native_change_and_fails(bridged: Capture, tmp: Path):
+def test_replay_check_reports_a_planner_change_and_fails(bridged: Capture, tmp: Path):
     # A record whose send kept the gateway's exit code 0 and its stdout copy (an older, buggy build).
-    edited = tmp / "edited-native-records"
+    edited = tmp / "edited-planner-records"
     edited.mkdir()
     for p in bridged.records.glob("*.json"):
         rec = orjson.loads(p.read_bytes())
         if rec.get("dialect") == "cascade":
-            native = rec["native"]
-            for step in native["steps_after"]:
+            part = rec["planner"]
+            for step in part["steps_after"]:
                 if step.get("runCommand", {}).get("exitCode") == 1:
                     step["runCommand"]["exitCode"] = 0
-            native["changes"] = [c for c in native["changes"] if c["action"] != "stdout_deduplicated"]
+            part["changes"] = [c for c in part["changes"] if c["action"] != "stdout_deduplicated"]
         (edited / p.name).write_bytes(orjson.dumps(rec))
     done = run_script("replay_check.py", str(edited))
     assert done.returncode == 1, done.stdout + done.stderr
@@ -384,7 +384,7 @@ def test_replay_check_reports_a_native_change_and_fails(bridged: Capture, tmp: P
 
     # Without the chat hop's requests the same sends state the same codes: with no client named
     # the results' own frames ("Exit code 1", "Exit code 2") count (issue 17).
-    alone = tmp / "native-records-alone"
+    alone = tmp / "planner-records-alone"
     alone.mkdir()
     for p in bridged.records.glob("*.json"):
         if orjson.loads(p.read_bytes()).get("dialect") == "cascade":
@@ -412,15 +412,15 @@ def test_replay_check_of_a_corrected_body_changed_by_hand(bridged: Capture, tmp:
     assert "CHANGED" in done.stdout
 
 
-def test_summary_counts_native_sends_by_cascade(bridged: Capture):
+def test_summary_counts_planner_sends_by_cascade(bridged: Capture):
     for source in (bridged.records, bridged.path):
         done = run_script("summary.py", str(source))
         assert done.returncode == 0, done.stdout + done.stderr
         out = done.stdout
         block = out.split("conversation cascade ", 1)[1].split("\n\n", 1)[0]
         assert block.splitlines()[0].endswith(": 2 requests"), out
-        rows = native_lines(block)
+        rows = planner_lines(block)
         assert "corrected (1 dropped)" in rows[0] and "4 -> 3" in rows[0] and "1 (1)" in rows[0], out
         assert "5 -> 1 (4 delivered before)" in rows[1] and "1 (2)" in rows[1], out
-        assert "2 native sends (planner hop) in 1 cascade, 2 corrected, 9 steps from the gateway -> 4 sent" in out
+        assert "2 planner-hop sends in 1 cascade, 2 corrected, 9 steps from the gateway -> 4 sent" in out
         assert "already_delivered 4, dropped 1, exit_code 2, stdout_deduplicated 2" in out
