@@ -404,7 +404,7 @@ def test_the_worker_process_trims_after_what_it_keeps_only_when_idle(tmp_path, m
         raise AssertionError("rendered in the test process")  # where it would patch this worker module
 
     render.__module__, render.__qualname__ = "trim_target", "render"
-    renderer = worker.Renderer(render)
+    renderer = worker.WorkerProcess(render)
     try:
         big = b"x" * (2 << 20)
         assert renderer.render(("keep", big)) == len(big)

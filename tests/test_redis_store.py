@@ -288,11 +288,11 @@ def test_the_worker_process_does_not_inherit_the_store_password(monkeypatch):
     """The worker (large bodies, records) never talks to the store: its environment has no password."""
     import os
 
-    from native_bridge.runtime.worker import Renderer
+    from native_bridge.runtime.worker import WorkerProcess
 
     monkeypatch.setenv("BRIDGE_STATE_PASSWORD", "not-for-the-worker")
     monkeypatch.setenv("BRIDGE_TEST_OTHER", "inherited")
-    worker = Renderer(os.getenv)
+    worker = WorkerProcess(os.getenv)
     try:
         assert worker.render("BRIDGE_TEST_OTHER") == "inherited"  # it ran in the child
         assert worker.pid is not None

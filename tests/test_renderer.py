@@ -14,7 +14,7 @@ import orjson
 import procs
 import pytest
 from native_bridge.records import writer as records
-from native_bridge.runtime.worker import Renderer
+from native_bridge.runtime.worker import WorkerProcess
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -29,7 +29,7 @@ def job(i: int = 0) -> records.RecordJob:
 
 
 def test_renders_in_another_process_exactly_what_the_proxy_would() -> None:
-    r = Renderer(records._render)
+    r = WorkerProcess(records._render)
     try:
         assert r.render(job(1)) == records._render(job(1))
         assert r.pid is not None and r.pid != os.getpid()
@@ -44,7 +44,7 @@ def test_renders_in_another_process_exactly_what_the_proxy_would() -> None:
 def test_the_only_process_started_is_the_worker() -> None:
     """No multiprocessing resource tracker or pool manager beside it."""
     before = procs.descendants(os.getpid())
-    r = Renderer(records._render)
+    r = WorkerProcess(records._render)
     try:
         r.render(job())
         assert procs.descendants(os.getpid()) - before == {r.pid}
@@ -60,9 +60,9 @@ def _parent(render_target: str) -> subprocess.Popen[str]:
         import threading, time
         from {module} import {name} as render
         from native_bridge.records import writer as records
-        from native_bridge.runtime.worker import Renderer
+        from native_bridge.runtime.worker import WorkerProcess
         import test_renderer
-        r = Renderer(render)
+        r = WorkerProcess(render)
         threading.Thread(target=r.render, args=(test_renderer.job(),), daemon=True).start()
         time.sleep(1.0)  # the worker is up and holds the job
         print("ready", flush=True)
@@ -106,7 +106,7 @@ def test_a_job_that_raises_fails_alone_and_the_worker_stays_in_use() -> None:
     here = offload.Reader()
     with pytest.raises(AttributeError):
         here(bad)  # the same job fails in the proxy process too
-    r = Renderer(offload.Reader)
+    r = WorkerProcess(offload.Reader)
     try:
         assert r.render(good) == here(good)
         worker = r.pid
@@ -128,7 +128,7 @@ class _Unreadable:
 def test_a_job_the_worker_cannot_unpickle_fails_alone() -> None:
     from native_bridge.runtime.worker import JobFailed
 
-    r = Renderer(records._render)
+    r = WorkerProcess(records._render)
     try:
         assert r.render(job(1)) == records._render(job(1))
         worker = r.pid
@@ -147,7 +147,7 @@ def test_the_pipes_hold_a_large_job_at_once() -> None:
     getsize = getattr(fcntl, "F_GETPIPE_SZ", None)
     if getsize is None or int(Path("/proc/sys/fs/pipe-max-size").read_text()) < 1 << 20:
         pytest.skip("pipe sizes cannot be set to 1 MiB here")
-    r = Renderer(records._render)
+    r = WorkerProcess(records._render)
     try:
         r.render(job())
         proc = r._proc
@@ -203,7 +203,7 @@ def test_a_large_job_through_the_worker() -> None:
 
     raw = Session("chat", 1, 4).body(60)
     assert len(raw) >= 128 * 1024
-    r, here = Renderer(offload.Reader), offload.Reader()
+    r, here = WorkerProcess(offload.Reader), offload.Reader()
     try:
         for emit in (True, False):
             job = jobs.Job(raw, Config(), DIALECT_PATHS["chat"], None, emit=emit, record=True)

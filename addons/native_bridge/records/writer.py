@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from ..core.conversation import conversation_key
-from ..runtime.worker import Renderer, by_reference
+from ..runtime.worker import WorkerProcess, by_reference
 from . import bodydiff, redact
 from . import planner as planner_record
 
@@ -272,7 +272,7 @@ class Recorder:
         self._names: set[str] = set()  # the names in _index: a write looks its name up, not the whole index
         self._total = 0
         self._last_age_sweep = float("-inf")
-        self._renderer = Renderer(RecordRenderer) if isolate else None
+        self._renderer = WorkerProcess(RecordRenderer) if isolate else None
         self._here: RecordRenderer | None = None  # renders in the writer thread when not isolated
         self.max_pending_bytes = max_pending_bytes
         self.written = 0

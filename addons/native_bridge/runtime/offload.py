@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.memo.store import Memo
 from .continued import RESEND, Continued, Held, Resend, body_delta, rebuild
-from .worker import Renderer
+from .worker import WorkerProcess
 
 # Rewriting or recording, the worker remembers conversations up to this size (core/memo/): a resumed
 # turn then costs only its new part. A full entry holds about 3.5x its body (body and parsed
@@ -91,12 +91,12 @@ def keeps(job: Any) -> bool:
 class Offloader:
     """Reads large bodies in one worker process, off the event loop.
 
-    If the worker cannot run, :class:`.worker.Renderer` does the job in the calling
+    If the worker cannot run, :class:`.worker.WorkerProcess` does the job in the calling
     thread instead (with a memo of this process), which still keeps the loop free of all
     but orjson's own GIL-holding calls."""
 
     def __init__(self) -> None:
-        self._worker = Renderer(Reader)
+        self._worker = WorkerProcess(Reader)
         # The bodies of the conversations the worker's memo keeps, sent once: a later turn sends
         # only what follows the part the worker holds (continued.py).
         self.held = Held()

@@ -218,7 +218,10 @@ def made(target: Any) -> Callable[[Any], Any]:
     return target() if isinstance(target, type) else target
 
 
-class Renderer:
+class WorkerProcess:
+    """One worker process and the jobs sent to it: the chat hop's large readings (offload.Reader)
+    and the records' rendering (records.writer.RecordRenderer) each have their own."""
+
     def __init__(self, render: Callable[[Any], Any] | type) -> None:
         """``render``: a module-level function, or a module-level class whose instances are
         called with each job (so the worker can import it: :func:`made`)."""
