@@ -158,3 +158,22 @@ def test_piping_to_head_prints_no_traceback(tmp_path, script) -> None:
     err = proc.stderr.read().decode()
     proc.wait(60)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_a_stub_release_of_the_day_is_named_not_installed(tmp_path, monkeypatch, capsys) -> None:
+    """interop.py --latest: a newest release known to be a stub (kimi-cli 1.52.0 only prints that the
+    package is no longer maintained) is not installed and not run; the manifest, the versions table
+    and the skip say which release and why, and it does not count as an install that failed."""
+    import interop
+
+    monkeypatch.setattr(interop, "CACHE", tmp_path)
+    monkeypatch.setattr(interop, "pypi_latest_version", lambda package: "1.52.0")
+    manifest: dict[str, object] = {}
+    assert interop.install_python_clients(manifest, latest=True, names=["kimi-cli"]) == 0
+    entry = manifest["kimi-cli"]
+    assert isinstance(entry, dict) and entry["version"] == "1.52.0" and "bin" not in entry and "error" not in entry
+    assert "no longer maintained" in entry["stub"]
+    assert not (tmp_path / "py-kimi-cli-1.52.0").exists()
+    assert "kimi-cli 1.52.0: a stub release, not run:" in capsys.readouterr().out
+    line = next(x for x in interop.pins_vs_latest(manifest) if x.startswith("kimi-cli"))  # type: ignore[arg-type]
+    assert line.split()[1:4] == ["1.51.0", "1.52.0", "stub"], line
