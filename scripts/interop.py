@@ -104,6 +104,16 @@ def install_node(major: int) -> Path:
     return bindir
 
 
+def npm_error(returncode: int, stderr: str) -> str:
+    """Why an npm install failed: the packages it found no such version of (a release whose platform
+    packages were never published), else the tail of npm's output."""
+    marker = "No matching version found for "
+    missing = [line.split(marker, 1)[1].rstrip().rstrip(".") for line in stderr.splitlines() if marker in line]
+    if missing:
+        return f"npm install failed (exit {returncode}): not published: {', '.join(dict.fromkeys(missing))}"
+    return f"npm install failed (exit {returncode}): {stderr.strip()[-1500:]}"
+
+
 def install(name: str, version: str) -> dict[str, object]:
     spec = CLIENTS[name]
     prefix = CACHE / name / version
@@ -134,9 +144,7 @@ def install(name: str, version: str) -> dict[str, object]:
     seconds = round(time.monotonic() - t0, 1)
     (prefix / "install.log").write_text(out.stdout + "\n--- stderr ---\n" + out.stderr)
     if out.returncode != 0 or not binpath.exists():
-        entry.update(
-            error=f"npm install failed (exit {out.returncode}): {out.stderr.strip()[-1500:]}", install_seconds=seconds
-        )
+        entry.update(error=npm_error(out.returncode, out.stderr), install_seconds=seconds)
         return entry
     (prefix / ".installed").write_text(json.dumps({"seconds": seconds}))
     entry.update(bin=str(binpath), install_seconds=seconds)
@@ -298,6 +306,8 @@ def cmd_versions(args: argparse.Namespace) -> int:
         except RuntimeError as e:
             newest = f"? ({e})"
         mark = "" if newest == spec["version"] else "   <- newer release"
+        if newest in (spec.get("stubs") or {}):  # type: ignore[operator]
+            mark = "   <- a stub release, not run"
         print(f"{name:12} {spec['package']:28} pinned {spec['version']:10} newest {newest}{mark}")
     for name, pyspec in PY_CLIENTS.items():
         package = str(pyspec["packages"][0])  # type: ignore[index]
@@ -306,6 +316,8 @@ def cmd_versions(args: argparse.Namespace) -> int:
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             newest = f"? ({e})"
         mark = "" if newest == pyspec["version"] else "   <- newer release"
+        if newest in (pyspec.get("stubs") or {}):  # type: ignore[operator]
+            mark = "   <- a stub release, not run"
         print(f"{name:12} {package + ' (PyPI)':28} pinned {pyspec['version']:10} newest {newest}{mark}")
     return 0
 

@@ -177,3 +177,27 @@ def test_a_stub_release_of_the_day_is_named_not_installed(tmp_path, monkeypatch,
     assert "kimi-cli 1.52.0: a stub release, not run:" in capsys.readouterr().out
     line = next(x for x in interop.pins_vs_latest(manifest) if x.startswith("kimi-cli"))  # type: ignore[arg-type]
     assert line.split()[1:4] == ["1.51.0", "1.52.0", "stub"], line
+
+
+def test_a_release_whose_packages_are_not_published_says_which() -> None:
+    """kilo 7.8.1 on npm: its launcher installs, the platform packages it requires at that version are
+    not published; the install error names them, not the tail of npm's log."""
+    import interop
+
+    stderr = (
+        "npm error npm error code ETARGET\n"
+        "npm error npm error notarget No matching version found for @kilocode/cli-linux-x64-baseline@7.8.1.\n"
+        "npm error npm error notarget In most cases you or one of your dependencies are requesting a package"
+        " version that doesn't exist.\n"
+        "npm error npm error notarget No matching version found for @kilocode/cli-linux-x64-musl@7.8.1.\n"
+        "npm error npm error notarget No matching version found for @kilocode/cli-linux-x64-baseline@7.8.1.\n"
+        "npm error Failed to setup kilo binary: It seems your package manager failed to install the right"
+        " Kilo CLI package.\n"
+    )
+    assert interop.npm_error(1, stderr) == (
+        "npm install failed (exit 1): not published: @kilocode/cli-linux-x64-baseline@7.8.1,"
+        " @kilocode/cli-linux-x64-musl@7.8.1"
+    )
+    assert interop.npm_error(1, "npm error code E403\nnpm error 403 Forbidden").startswith(
+        "npm install failed (exit 1): npm error code E403"
+    )
