@@ -104,6 +104,16 @@ def install_node(major: int) -> Path:
     return bindir
 
 
+def npm_error(returncode: int, stderr: str) -> str:
+    """Why an npm install failed: the packages it found no such version of (a release whose platform
+    packages were never published), else the tail of npm's output."""
+    marker = "No matching version found for "
+    missing = [line.split(marker, 1)[1].rstrip().rstrip(".") for line in stderr.splitlines() if marker in line]
+    if missing:
+        return f"npm install failed (exit {returncode}): not published: {', '.join(dict.fromkeys(missing))}"
+    return f"npm install failed (exit {returncode}): {stderr.strip()[-1500:]}"
+
+
 def install(name: str, version: str) -> dict[str, object]:
     spec = CLIENTS[name]
     prefix = CACHE / name / version
@@ -134,9 +144,7 @@ def install(name: str, version: str) -> dict[str, object]:
     seconds = round(time.monotonic() - t0, 1)
     (prefix / "install.log").write_text(out.stdout + "\n--- stderr ---\n" + out.stderr)
     if out.returncode != 0 or not binpath.exists():
-        entry.update(
-            error=f"npm install failed (exit {out.returncode}): {out.stderr.strip()[-1500:]}", install_seconds=seconds
-        )
+        entry.update(error=npm_error(out.returncode, out.stderr), install_seconds=seconds)
         return entry
     (prefix / ".installed").write_text(json.dumps({"seconds": seconds}))
     entry.update(bin=str(binpath), install_seconds=seconds)
@@ -150,10 +158,14 @@ PY_CLIENTS: dict[str, dict[str, object]] = {
     "openai-agents": {"packages": ["openai-agents"], "version": "0.24.0", "bin": "python"},
     "openhands": {"packages": ["openhands-sdk", "openhands-tools"], "version": "1.58.2", "bin": "python"},
     "mini-swe-agent": {"packages": ["mini-swe-agent"], "version": "2.4.6", "bin": "mini"},
-    "kimi-cli": {  # 1.52.0, its last release, is a stub that only says it is no longer maintained
+    "kimi-cli": {
         "packages": ["kimi-cli"],
         "version": "1.51.0",
         "bin": "kimi",
+        # Its final release: every entry point goes through kimi_cli/__main__.py's deprecation gate
+        # (any arguments: one line saying so, exit 0); its tools are 1.51.0's, unchanged. The
+        # successor is another package (Kimi Code CLI), not a version of this one.
+        "stubs": {"1.52.0": "its command only prints that kimi-cli is no longer maintained (use Kimi Code CLI)"},
     },
     "gptme": {"packages": ["gptme"], "version": "0.35.1", "bin": "gptme"},
 }
@@ -205,6 +217,16 @@ def install_python(name: str, version: str) -> dict[str, object]:
     return entry
 
 
+def stub_entry(name: str, spec: dict[str, object], package: str, version: str) -> dict[str, object] | None:
+    """The manifest entry of a release known to be a stub (``spec["stubs"]``: version -> why), which
+    is neither installed nor run: the tests skip it with the reason, and it is no failed install."""
+    why = (spec.get("stubs") or {}).get(version)  # type: ignore[attr-defined]
+    if not why:
+        return None
+    print(f"{name} {version}: a stub release, not run: {why}", flush=True)
+    return {"package": package, "version": version, "stub": str(why)}
+
+
 def install_python_clients(manifest: dict[str, object], latest: bool, names: list[str] | None = None) -> int:
     """Install the Python clients ``names`` (None: all) into ``manifest``; the number that failed."""
     bad = 0
@@ -213,6 +235,9 @@ def install_python_clients(manifest: dict[str, object], latest: bool, names: lis
             continue
         packages = spec["packages"]
         version = pypi_latest_version(str(packages[0])) if latest else str(spec["version"])  # type: ignore[index]
+        if stub := stub_entry(name, spec, str(packages[0]), version):  # type: ignore[index]
+            manifest[name] = stub
+            continue
         print(f"{name}: {' '.join(packages)}=={version} (PyPI) ...", flush=True)  # type: ignore[arg-type]
         try:
             entry = install_python(name, version)
@@ -252,6 +277,9 @@ def cmd_install(args: argparse.Namespace) -> int:
     bad = 0
     for name in names:
         version = latest_version(str(CLIENTS[name]["package"])) if args.latest else str(CLIENTS[name]["version"])
+        if stub := stub_entry(name, CLIENTS[name], str(CLIENTS[name]["package"]), version):
+            manifest[name] = stub
+            continue
         print(f"{name}: {CLIENTS[name]['package']}@{version} ...", flush=True)
         try:
             entry = install(name, version)
@@ -278,6 +306,8 @@ def cmd_versions(args: argparse.Namespace) -> int:
         except RuntimeError as e:
             newest = f"? ({e})"
         mark = "" if newest == spec["version"] else "   <- newer release"
+        if newest in (spec.get("stubs") or {}):  # type: ignore[operator]
+            mark = "   <- a stub release, not run"
         print(f"{name:12} {spec['package']:28} pinned {spec['version']:10} newest {newest}{mark}")
     for name, pyspec in PY_CLIENTS.items():
         package = str(pyspec["packages"][0])  # type: ignore[index]
@@ -286,6 +316,8 @@ def cmd_versions(args: argparse.Namespace) -> int:
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             newest = f"? ({e})"
         mark = "" if newest == pyspec["version"] else "   <- newer release"
+        if newest in (pyspec.get("stubs") or {}):  # type: ignore[operator]
+            mark = "   <- a stub release, not run"
         print(f"{name:12} {package + ' (PyPI)':28} pinned {pyspec['version']:10} newest {newest}{mark}")
     return 0
 
@@ -300,7 +332,15 @@ def pins_vs_latest(manifest: dict[str, dict[str, object]]) -> list[str]:
     for name, spec in [*CLIENTS.items(), *PY_CLIENTS.items()]:
         entry = manifest.get(name) or {}
         latest = str(entry.get("version", "?"))
-        note = "install failed" if "error" in entry else "" if latest == spec["version"] else "newer release"
+        note = (
+            "install failed"
+            if "error" in entry
+            else "stub release, not run"
+            if "stub" in entry
+            else ""
+            if latest == spec["version"]
+            else "newer release"
+        )
         lines.append(f"{name:16} {spec['version']!s:10} {latest:10} {note}".rstrip())
     return lines
 

@@ -158,3 +158,46 @@ def test_piping_to_head_prints_no_traceback(tmp_path, script) -> None:
     err = proc.stderr.read().decode()
     proc.wait(60)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_a_stub_release_of_the_day_is_named_not_installed(tmp_path, monkeypatch, capsys) -> None:
+    """interop.py --latest: a newest release known to be a stub (kimi-cli 1.52.0 only prints that the
+    package is no longer maintained) is not installed and not run; the manifest, the versions table
+    and the skip say which release and why, and it does not count as an install that failed."""
+    import interop
+
+    monkeypatch.setattr(interop, "CACHE", tmp_path)
+    monkeypatch.setattr(interop, "pypi_latest_version", lambda package: "1.52.0")
+    manifest: dict[str, object] = {}
+    assert interop.install_python_clients(manifest, latest=True, names=["kimi-cli"]) == 0
+    entry = manifest["kimi-cli"]
+    assert isinstance(entry, dict) and entry["version"] == "1.52.0" and "bin" not in entry and "error" not in entry
+    assert "no longer maintained" in entry["stub"]
+    assert not (tmp_path / "py-kimi-cli-1.52.0").exists()
+    assert "kimi-cli 1.52.0: a stub release, not run:" in capsys.readouterr().out
+    line = next(x for x in interop.pins_vs_latest(manifest) if x.startswith("kimi-cli"))  # type: ignore[arg-type]
+    assert line.split()[1:4] == ["1.51.0", "1.52.0", "stub"], line
+
+
+def test_a_release_whose_packages_are_not_published_says_which() -> None:
+    """kilo 7.8.1 on npm: its launcher installs, the platform packages it requires at that version are
+    not published; the install error names them, not the tail of npm's log."""
+    import interop
+
+    stderr = (
+        "npm error npm error code ETARGET\n"
+        "npm error npm error notarget No matching version found for @kilocode/cli-linux-x64-baseline@7.8.1.\n"
+        "npm error npm error notarget In most cases you or one of your dependencies are requesting a package"
+        " version that doesn't exist.\n"
+        "npm error npm error notarget No matching version found for @kilocode/cli-linux-x64-musl@7.8.1.\n"
+        "npm error npm error notarget No matching version found for @kilocode/cli-linux-x64-baseline@7.8.1.\n"
+        "npm error Failed to setup kilo binary: It seems your package manager failed to install the right"
+        " Kilo CLI package.\n"
+    )
+    assert interop.npm_error(1, stderr) == (
+        "npm install failed (exit 1): not published: @kilocode/cli-linux-x64-baseline@7.8.1,"
+        " @kilocode/cli-linux-x64-musl@7.8.1"
+    )
+    assert interop.npm_error(1, "npm error code E403\nnpm error 403 Forbidden").startswith(
+        "npm install failed (exit 1): npm error code E403"
+    )

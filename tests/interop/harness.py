@@ -73,6 +73,8 @@ def skip_reason(client: str) -> str:
     if entry and "held" in entry:
         held = f"{client} {entry.get('version')} is held out of the default run (scripts/interop.py run --held)"
         return f"{held}: {entry['held']}"
+    if entry and "stub" in entry:
+        return f"{client} {entry.get('version')} is a stub release and cannot run: {entry['stub']}"
     if entry and "error" in entry:
         return f"{client} failed to install: {entry['error'][:300]}"
     return f"{client} is not installed (run: .venv/bin/python scripts/interop.py install; manifest {MANIFEST})"
