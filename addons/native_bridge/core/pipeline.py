@@ -16,6 +16,7 @@ import orjson
 from . import layout as _layouts
 from .builder import Part, Plan, assemble, decide, delta_start, exit_code
 from .clients import identify
+from .config import Config
 from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
 from .kinds import KINDS
@@ -28,7 +29,6 @@ from .memo.fill import ReadAt
 from .memo.light import Gone
 from .memo.resume import Begun, Resumed
 from .memo.store import Memo
-from .rules.tool_names import DEFAULT_TOOL_KINDS
 from .settle import Settled, settle
 from .splice import Reuse, Written, encode
 
@@ -43,37 +43,6 @@ DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, respo
 Status = Literal["rewritten", "observed", "unchanged", "skipped", "error"]
 # The statuses of a request whose history became steps (sent, or kept back in observe mode).
 STEPPED: frozenset[Status] = frozenset({"rewritten", "observed"})
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    kinds: frozenset[str] = frozenset(KINDS)
-    tool_kinds: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_TOOL_KINDS))
-    dialect: str = "auto"  # or a name in DIALECTS: skip detection
-    client: str | None = None  # the client (clients.py) whose words count; None: identify it per request
-    # for_client's configs, kept by the config they were made from (the root): never pickled.
-    _for: dict[str | None, Config] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _root: Config | None = field(default=None, init=False, repr=False, compare=False)
-
-    def for_client(self, client: str | None) -> Config:
-        """This config with ``client``: one object per client, so the memo finds its entries by
-        identity, not by comparing tool tables on every request. Asked of another client's
-        config, the answer is the same object."""
-        if client == self.client:
-            return self
-        root = self._root or self
-        if client == root.client:
-            return root
-        config = root._for.get(client)
-        if config is None:
-            config = replace(root, client=client)
-            object.__setattr__(config, "_root", root)
-            root._for[client] = config
-        return config
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Its four fields only: a job pickled in a thread must not see the loop add to the cache.
-        return (Config, (self.kinds, self.tool_kinds, self.dialect, self.client))
 
 
 @dataclass(slots=True)
