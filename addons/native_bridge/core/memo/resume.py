@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..builder import Part, assemble, decide, delta_start
+from ..builder import Part, _Decision, assemble, decide, delta_start
 from ..config import Config
 from ..dialects import Dialect, DialectError, Output
 from ..history import History
@@ -39,7 +39,7 @@ class Resumed:
     config: Config  # the new entry's
     replaces: Entry | None
     fresh: History | None = None  # the calls and results after the cut: the only ones decided now
-    decisions: list[Any] | None = None  # their decisions, before settle pinned any (observe.py)
+    decisions: list[_Decision] | None = None  # their decisions, before settle pinned any (observe.py)
     delta: int = 0  # delta_start (made here: it looks back at the calls before the cut)
     reuse: Reuse | None = None  # what the rewritten body may copy of the entry's (splice.py)
     shared: int = 0  # the bytes the new body holds of the entry's (Memo.put)
@@ -109,7 +109,7 @@ class Begun:
     items: list[Any]
     fresh: History  # the calls and results after the cut
     reads: list[ReadAt]  # the reader's states at the new cuts
-    decisions: list[Any]  # the new pairs', before settle pinned any
+    decisions: list[_Decision]  # the new pairs', before settle pinned any
     ids: list[Carried]  # the new calls and results that carry an id (fill.ids_of)
 
 
