@@ -3,6 +3,7 @@ derived from it) and the :class:`Mark` s where a later body may go on from it.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -67,7 +68,7 @@ class Entry:
         """The bytes it holds that count against the memo's bound."""
         return len(self.raw) + (len(self.written.body) if self.written is not None else 0)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[Callable[[dict[str, Any]], Entry], tuple[dict[str, Any]]]:
         # From the worker: without its body (adopt() gives it back) and with its dialect by name.
         state = {f.name: getattr(self, f.name) for f in fields(self)}
         state["raw"], state["dialect"] = b"", self.dialect.NAME

@@ -61,7 +61,7 @@ class Cuts:
     first_pos: dict[str, int]  # each id: the position of the first call or result carrying it
     ids: list[Carried]  # those at or after the first cut read (ids_of)
     step_calls: list[ToolCall]
-    docs: list[Any]  # the steps, in step_calls' order
+    docs: list[dict[str, Any]]  # the steps, in step_calls' order
     accounting: list[Placement]
     tally: Tally = field(default_factory=Tally)  # the steps and placements before the first cut read
     step_base: int = 0  # the steps before it: step_calls[:step_base] lie before every cut

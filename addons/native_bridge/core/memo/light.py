@@ -19,9 +19,9 @@ conversation's entry once its body reaches that size.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any, cast, overload
+from typing import Any, NoReturn, cast, overload
 
 import orjson
 
@@ -42,7 +42,7 @@ class _GoneItem:
     """What a light entry holds in place of what it dropped: any use of it raises :class:`Gone`
     (LazyItems raises before handing it out)."""
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> NoReturn:
         raise Gone(f"a dropped value's {name}")
 
     def __reduce__(self) -> str:
@@ -143,11 +143,12 @@ class LazyItems(list[Any]):
 
     __slots__ = ("raw", "spans")
 
-    def __init__(self, slots: Any = (), raw: bytes = b"", spans: dict[int, Extent] | None = None) -> None:
+    def __init__(self, slots: Iterable[Any] = (), raw: bytes = b"", spans: dict[int, Extent] | None = None) -> None:
         super().__init__(slots)
         self.raw = raw
         self.spans = spans or {}
 
+    # Any: list's own signature (an index or a slice; an element is a JSON value).
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             start, stop, step = i.indices(len(self))
@@ -184,20 +185,21 @@ class LazyItems(list[Any]):
     def __contains__(self, x: object) -> bool:
         return any(x == v for v in self)
 
-    def index(self, *args: Any) -> int:
+    def index(self, *args: object) -> int:
         raise Gone("index() on a light entry's items")
 
-    def count(self, x: Any) -> int:
+    def count(self, x: object) -> int:
         return sum(1 for v in self if v == x)
 
-    def __add__(self, other: Any) -> LazyItems:
+    def __add__(self, other: Iterable[Any]) -> LazyItems:
         return LazyItems([*list.__iter__(self), *other], self.raw, self.spans)
 
-    def __reduce__(self) -> Any:  # crosses from the worker without its body (adopt() gives it back)
+    # Crosses from the worker without its body (adopt() gives it back).
+    def __reduce__(self) -> tuple[type[LazyItems], tuple[list[Any], bytes, dict[int, Extent]]]:
         return (LazyItems, (list(list.__iter__(self)), b"", self.spans))
 
 
-def light_items(items: Any, raw: bytes, known: dict[int, Extent]) -> LazyItems:
+def light_items(items: list[Any], raw: bytes, known: dict[int, Extent]) -> LazyItems:
     """``items`` (of the body ``raw``, where the last ones lie at ``known``) holding none:
     the last ``LIGHT_ITEMS`` readable again from ``raw``."""
     return LazyItems([GONE] * len(items), raw, _spans(items, known))
@@ -214,7 +216,7 @@ def lighten_items(items: LazyItems, known: dict[int, Extent]) -> None:
     items.spans = spans
 
 
-def _spans(items: Any, known: dict[int, Extent]) -> dict[int, Extent]:
+def _spans(items: list[Any], known: dict[int, Extent]) -> dict[int, Extent]:
     """Where the last ``LIGHT_ITEMS`` of ``items`` lie in their body: for the real items at the
     end, where the body's layout found them (``known``: one it could not find stays unread), the
     light ones' own below them."""
