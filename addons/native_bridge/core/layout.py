@@ -42,6 +42,7 @@ class Layout:
 
 def skip(raw: bytes, at: int) -> int:
     """The offset of the first byte from ``at`` on that is not JSON whitespace."""
+    # re's stubs give match() as Optional; a pattern that matches the empty string always matches.
     return _WS.match(raw, at).end()  # type: ignore[union-attr]
 
 
@@ -113,14 +114,14 @@ def layout(raw: bytes, doc: dict[str, Any], key: str, last: int) -> Layout | Non
     head = _head(raw, doc, key)
     if head < 0:
         return None
-    spans = item_spans(raw, head, items)  # every item: where the last ones start is known only so
-    if spans is None:
+    every = item_spans(raw, head, items)  # every item: where the last ones start is known only so
+    if every is None:
         return None
-    stop = skip(raw, spans[len(items) - 1][1] if items else head)
+    stop = skip(raw, every[len(items) - 1][1] if items else head)
     if raw[stop : stop + 1] != b"]" or not _rest(raw, stop + 1, doc, list(doc)[list(doc).index(key) + 1 :]):
         return None
     keep = range(max(len(items) - last, 0), len(items))
-    return Layout(head, stop, {i: spans[i] for i in keep}, False)
+    return Layout(head, stop, {i: every[i] for i in keep}, False)
 
 
 def _head(raw: bytes, doc: dict[str, Any], key: str) -> int:

@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
-from types import ModuleType
 from typing import Any, Literal
 
 import orjson
 
 from . import layout as _layouts
-from .builder import Part, Plan, assemble, decide, delta_start, exit_code
+from .builder import Part, Plan, _Decision, assemble, decide, delta_start, exit_code
 from .clients import identify
-from .dialects import Cursor, DialectError, Output, anthropic, chat, gemini, responses
+from .config import Config
+from .dialects import Cursor, Dialect, DialectError, Output, anthropic, chat, gemini, responses
 from .history import History
 from .kinds import KINDS
 from .mapping import for_request
@@ -24,18 +24,17 @@ from .memo import fill as _fill
 from .memo import light as _light
 from .memo import resume as _resume
 from .memo.entry import MAX_MARKS
-from .memo.fill import ReadAt
+from .memo.fill import ReadAt, WroteAt
 from .memo.light import Gone
 from .memo.resume import Begun, Resumed
 from .memo.store import Memo
-from .rules.tool_names import DEFAULT_TOOL_KINDS
 from .settle import Settled, settle
 from .splice import Reuse, Written, encode
 
 STEPS_KEY = "additional_steps"
 DELTA_KEY = "additional_steps_delta_start"
 
-DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, responses, gemini)}
+DIALECTS: Mapping[str, Dialect] = {d.NAME: d for d in (chat, anthropic, responses, gemini)}
 
 # rewritten: new body; unchanged: nothing to do; skipped: not rewritable (reason says why);
 # error: the bridge itself failed; observed: the addon's observe mode kept a rewritten body back.
@@ -43,37 +42,6 @@ DIALECTS: Mapping[str, ModuleType] = {d.NAME: d for d in (chat, anthropic, respo
 Status = Literal["rewritten", "observed", "unchanged", "skipped", "error"]
 # The statuses of a request whose history became steps (sent, or kept back in observe mode).
 STEPPED: frozenset[Status] = frozenset({"rewritten", "observed"})
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    kinds: frozenset[str] = frozenset(KINDS)
-    tool_kinds: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_TOOL_KINDS))
-    dialect: str = "auto"  # or a name in DIALECTS: skip detection
-    client: str | None = None  # the client (clients.py) whose words count; None: identify it per request
-    # for_client's configs, kept by the config they were made from (the root): never pickled.
-    _for: dict[str | None, Config] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _root: Config | None = field(default=None, init=False, repr=False, compare=False)
-
-    def for_client(self, client: str | None) -> Config:
-        """This config with ``client``: one object per client, so the memo finds its entries by
-        identity, not by comparing tool tables on every request. Asked of another client's
-        config, the answer is the same object."""
-        if client == self.client:
-            return self
-        root = self._root or self
-        if client == root.client:
-            return root
-        config = root._for.get(client)
-        if config is None:
-            config = replace(root, client=client)
-            object.__setattr__(config, "_root", root)
-            root._for[client] = config
-        return config
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Its four fields only: a job pickled in a thread must not see the loop add to the cache.
-        return (Config, (self.kinds, self.tool_kinds, self.dialect, self.client))
 
 
 @dataclass(slots=True)
@@ -89,7 +57,7 @@ class Rewrite:
     # The part of ``history`` decided by this call (after the memo's cut; all of it on a full
     # read) and, when made for every kind, those decisions: observe.py needs nothing else.
     fresh: History | None = field(default=None, repr=False)
-    decisions: list[Any] | None = field(default=None, repr=False)
+    decisions: list[_Decision] | None = field(default=None, repr=False)
     written: Written | None = field(default=None, repr=False)  # the body's arrays, for the memo (splice.py)
     # The memo's new entry for this body, made when called (read(..., later=True)): once the
     # request has gone. Made at once otherwise, and then None.
@@ -157,7 +125,7 @@ def _parse(raw: bytes) -> dict[str, Any]:
     return doc
 
 
-def dialect_for_path(path: str | None) -> ModuleType | None:
+def dialect_for_path(path: str | None) -> Dialect | None:
     """The dialect an endpoint path names, if it names one."""
     p = (path or "").split("?", 1)[0].rstrip("/")
     if p.endswith("/chat/completions"):
@@ -171,7 +139,7 @@ def dialect_for_path(path: str | None) -> ModuleType | None:
     return None
 
 
-def dialect_for_body(body: dict[str, Any]) -> ModuleType | None:
+def dialect_for_body(body: dict[str, Any]) -> Dialect | None:
     """The dialect a body's shape says, when the path does not."""
     if "input" in body and "messages" not in body:
         return responses
@@ -242,7 +210,7 @@ class Reading:
     finished Rewrite will hold them (observe.py reads them); ``finish`` does the rest."""
 
     fresh: History
-    decisions: list[Any] | None
+    decisions: list[_Decision] | None
     _rest: Callable[[], Rewrite] = field(repr=False)
     _raw: bytes = field(repr=False)
 
@@ -316,7 +284,7 @@ class _Call:
 
 
 def _read(
-    call: _Call, dialect: ModuleType | None, config: Config, resume_only: bool, resumable: bool
+    call: _Call, dialect: Dialect | None, config: Config, resume_only: bool, resumable: bool
 ) -> Rewrite | Reading | None:
     """:func:`read` once the body may hold tool history (``dialect``: named by the config or the
     path); ``resumable=False``: read in full (in place of a resume that could not be completed)."""
@@ -384,12 +352,12 @@ class _Full:
     new entry to the Rewrite's ``remember``."""
 
     call: _Call
-    dialect: ModuleType
+    dialect: Dialect
     config: Config
     body: dict[str, Any]
-    items: Any
+    items: Any  # the body's ITEMS value, any JSON (a reader raises on a shape it does not know)
     history: History
-    decisions: list[Any]
+    decisions: list[_Decision]
     reads: list[ReadAt] | None  # None: no memo to fill
 
     def rest(self) -> Rewrite:
@@ -405,13 +373,13 @@ class _Full:
             result.remember = _RememberRead(memo, self, self.reads, settled, result).put
         return result
 
-    def write(self, stepped: frozenset[int]) -> tuple[Output, Any]:
+    def write(self, stepped: frozenset[int]) -> tuple[Output, dict[int, WroteAt]]:
         """settle's ``write``: the items afresh, noting the writer's states at the cuts when the
-        memo is filled."""
+        memo is filled (else none: an empty table)."""
         out = Output([], 0)
         if self.reads is None:
             self.dialect.write_items(self.items, 0, stepped, out)
-            return out, None
+            return out, {}
         return out, _fill.write_marked(self.dialect, self.items, 0, stepped, out)
 
 
@@ -423,7 +391,7 @@ class _RememberRead:
     memo: Memo
     full: _Full
     reads: list[ReadAt]
-    settled: Settled
+    settled: Settled[dict[int, WroteAt]]
     result: Rewrite  # its written arrays, which the next turn copies (splice.py)
 
     def put(self) -> None:
@@ -485,7 +453,7 @@ class _RememberResume:
 def _begin(
     memo: Memo,
     raw: bytes,
-    dialect: ModuleType,
+    dialect: Dialect,
     config: Config,
     client_of: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> Begun | None:
@@ -493,14 +461,16 @@ def _begin(
     try:
         return _resume.begin(memo, raw, dialect, config, STEPS_KEY, client_of)
     except Exception as e:
-        return _missed(memo, e)
+        _missed(memo, e)
+        return None
 
 
 def _complete(memo: Memo, begun: Begun) -> Resumed | None:
     try:
         return _resume.complete(memo, begun)
     except Exception as e:
-        return _missed(memo, e)
+        _missed(memo, e)
+        return None
 
 
 def _missed(memo: Memo, e: Exception) -> None:
@@ -517,13 +487,13 @@ def _layout(raw: bytes, body: dict[str, Any], key: str) -> _layouts.Layout | Non
     return _layouts.layout(raw, body, key, max(_light.LIGHT_ITEMS, MAX_MARKS + 1))
 
 
-def _fresh(result: Rewrite, fresh: History | None, decisions: list[Any] | None, config: Config) -> None:
+def _fresh(result: Rewrite, fresh: History | None, decisions: list[_Decision] | None, config: Config) -> None:
     """Note what this call decided, for observe.py (decisions made for fewer kinds are not its)."""
     result.fresh = fresh
     result.decisions = _kinds_all(decisions, config)
 
 
-def _kinds_all(decisions: list[Any] | None, config: Config) -> list[Any] | None:
+def _kinds_all(decisions: list[_Decision] | None, config: Config) -> list[_Decision] | None:
     return decisions if config.kinds >= _ALL_KINDS else None
 
 
@@ -531,7 +501,7 @@ _ALL_KINDS = frozenset(KINDS)
 
 
 def _finish(
-    dialect: ModuleType,
+    dialect: Dialect,
     body: dict[str, Any],
     history: History,
     part: Part,

@@ -3,13 +3,14 @@ derived from it) and the :class:`Mark` s where a later body may go on from it.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from types import ModuleType
 from typing import Any
 
-from ..builder import Placement, Tally
-from ..dialects import Cursor
-from ..history import ToolCall, ToolResult
+from ..builder import Placement, Source, Tally
+from ..config import Config
+from ..dialects import Cursor, Dialect
+from ..history import ToolCall, ToolResult, TurnRole
 from ..layout import Extent
 from ..splice import Written
 
@@ -23,7 +24,7 @@ class Mark:
     index: int
     end: int  # raw offset just past item index-1: whitespace, then "," or "]", follow
     cursor: Cursor  # the reader's (cursor.pos: calls and results before the cut)
-    last_turn: Any  # the last turn's role at the cut (a call just after it may still change it)
+    last_turn: TurnRole | None  # the last turn's role at the cut (a call just after it may still change it)
     n_calls: int
     n_results: int
     n_steps: int
@@ -39,8 +40,8 @@ class Entry:
     """One conversation as the memo keeps it: its last body, its marks, and what the rewrite read,
     decided and wrote from that body (a light entry: little of it, light.py)."""
 
-    dialect: ModuleType
-    config: Any
+    dialect: Dialect
+    config: Config
     raw: bytes
     head: int  # raw[:head] is everything up to and including the items array's "["
     stop: int  # raw[stop] is the items array's "]"
@@ -50,13 +51,13 @@ class Entry:
     items: list[Any]
     calls: list[ToolCall]
     results: list[ToolResult]
-    turns: list[Any]
+    turns: list[TurnRole]
     docs: list[dict[str, Any]]
-    sources: list[Any]
+    sources: list[Source]
     step_calls: list[ToolCall]
     accounting: list[Placement]
     stepped: list[int]  # sorted positions
-    out: list[Any]
+    out: list[Any]  # the written items, JSON values
     first_pos: dict[str, int]  # each id: the position of the first call or result carrying it
     light: bool = False  # made by a light memo: serves only a light memo (light.py)
     written: Written | None = None  # the rewritten body's arrays, which the next turn copies (splice.py)
@@ -67,7 +68,7 @@ class Entry:
         """The bytes it holds that count against the memo's bound."""
         return len(self.raw) + (len(self.written.body) if self.written is not None else 0)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[Callable[[dict[str, Any]], Entry], tuple[dict[str, Any]]]:
         # From the worker: without its body (adopt() gives it back) and with its dialect by name.
         state = {f.name: getattr(self, f.name) for f in fields(self)}
         state["raw"], state["dialect"] = b"", self.dialect.NAME

@@ -5,36 +5,37 @@ near the end of the items, the safe ones among them made :class:`~.entry.Mark` s
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, NamedTuple
 
 from ..builder import Part, Placement, Tally
-from ..dialects import Cursor, Output
-from ..history import History, ToolCall, ToolResult
+from ..config import Config
+from ..dialects import Cursor, Dialect, Output
+from ..history import History, ToolCall, ToolResult, TurnRole
 from ..layout import Layout
 from ..settle import Settled, Span, cut_ok
 from ..splice import around
 from .entry import MAX_MARKS, Entry, Mark
 
-_NONE = object()  # no turn read, no item written yet
+_NONE = object()  # no item written yet
 
 
 class ReadAt(NamedTuple):
-    """The reader's state at the cut before item ``index``."""
+    """The reader's state at the cut before item ``item``."""
 
-    index: int
+    item: int
     cursor: Cursor
     calls: int  # the calls before the cut (those before the reading began too)
     results: int
-    last_turn: Any  # the last turn's role (_NONE: none yet)
+    last_turn: TurnRole | None  # the last turn's role (None: none yet)
 
 
 class WroteAt(NamedTuple):
     """The writer's state at a cut (:class:`~..dialects.Output`'s, its items counted)."""
 
     out_len: int
-    pending: Any  # the last item written (_NONE: none yet)
+    pending: Any  # the last item written, a JSON value (_NONE: none yet)
     dropped: bool
     gap: tuple[int, ...]
 
@@ -51,7 +52,7 @@ class Cuts:
     """What :func:`marks_at` makes one reading's marks from: the cuts it noted, where they end
     in the body, and the rewrite's state there."""
 
-    dialect: ModuleType
+    dialect: Dialect
     items: list[Any]
     ends: dict[int, int]  # the raw offset just past item i-1, by i
     reads: list[ReadAt]
@@ -60,14 +61,14 @@ class Cuts:
     first_pos: dict[str, int]  # each id: the position of the first call or result carrying it
     ids: list[Carried]  # those at or after the first cut read (ids_of)
     step_calls: list[ToolCall]
-    docs: list[Any]  # the steps, in step_calls' order
+    docs: list[dict[str, Any]]  # the steps, in step_calls' order
     accounting: list[Placement]
     tally: Tally = field(default_factory=Tally)  # the steps and placements before the first cut read
     step_base: int = 0  # the steps before it: step_calls[:step_base] lie before every cut
 
 
 def read_marked(
-    dialect: ModuleType, items: Any, at: Cursor, h: History, calls: int = 0, results: int = 0, tail: int = MAX_MARKS
+    dialect: Dialect, items: list[Any], at: Cursor, h: History, calls: int = 0, results: int = 0, tail: int = MAX_MARKS
 ) -> list[ReadAt]:
     """Read ``items[at.index:]`` into ``h`` (as ``dialect.read_items`` does), noting the
     reader's state at the end and at the cuts before each of the last ``tail`` items;
@@ -75,16 +76,16 @@ def read_marked(
     n = len(items)
     split = max(at.index, n - tail)
     at = dialect.read_items(items, at, h, stop=split)
-    states = [ReadAt(split, at, calls + len(h.calls), results + len(h.results), h.turns[-1] if h.turns else _NONE)]
+    states = [ReadAt(split, at, calls + len(h.calls), results + len(h.results), h.turns[-1] if h.turns else None)]
     for i in range(split, n):
         at = dialect.read_items(items, at, h, stop=i + 1)
-        last = h.turns[-1] if h.turns else _NONE
+        last = h.turns[-1] if h.turns else None
         states.append(ReadAt(i + 1, at, calls + len(h.calls), results + len(h.results), last))
     return states
 
 
 def write_marked(
-    dialect: ModuleType, items: Any, start: int, stepped: Any, out: Output, tail: int = MAX_MARKS
+    dialect: Dialect, items: list[Any], start: int, stepped: Collection[int], out: Output, tail: int = MAX_MARKS
 ) -> dict[int, WroteAt]:
     """Write ``items[start:]`` onto ``out``, noting the writer's state at the same cuts."""
     n = len(items)
@@ -119,7 +120,7 @@ def marks_at(cuts: Cuts) -> list[Mark]:
     tally = cuts.tally
     marks = []
     for read in cuts.reads:
-        index, cursor = read.index, read.cursor
+        index, cursor = read.item, read.cursor
         if index == 0:
             continue
         straddled = False  # an id on both sides of the cut (a loop: no generator on every turn)
@@ -155,11 +156,11 @@ def marks_at(cuts: Cuts) -> list[Mark]:
 def remember(
     raw: bytes,
     doc: dict[str, Any],
-    dialect: ModuleType,
-    config: Any,
+    dialect: Dialect,
+    config: Config,
     history: History,
     reads: list[ReadAt],
-    settled: Settled,
+    settled: Settled[dict[int, WroteAt]],
     where: Layout | None,
 ) -> Entry | None:
     """An entry for a body rewritten in full (``raw``, parsed as ``doc``, read as ``history``
@@ -225,8 +226,8 @@ def shell_of(doc: dict[str, Any], key: str) -> dict[str, Any]:
 
 def entry_of(
     *,
-    dialect: ModuleType,
-    config: Any,
+    dialect: Dialect,
+    config: Config,
     raw: bytes,
     head: int,
     stop: int,

@@ -19,8 +19,9 @@ conversation's entry once its body reaches that size.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn, cast, overload
 
 import orjson
 
@@ -41,7 +42,7 @@ class _GoneItem:
     """What a light entry holds in place of what it dropped: any use of it raises :class:`Gone`
     (LazyItems raises before handing it out)."""
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> NoReturn:
         raise Gone(f"a dropped value's {name}")
 
     def __reduce__(self) -> str:
@@ -51,7 +52,7 @@ class _GoneItem:
 GONE = _GoneItem()
 
 
-class Tail:
+class Tail[T]:
     """A light entry's list of calls, results, steps, placements or written items: how many of
     its first elements it dropped (``off``) and the rest (``kept``). Reading a dropped element
     raises :class:`Gone` (the resume ends, the full read runs). A resume joins a tail and its new
@@ -66,15 +67,19 @@ class Tail:
 
     __slots__ = ("kept", "off")
 
-    def __init__(self, off: int, kept: list[Any]) -> None:
+    def __init__(self, off: int, kept: list[T]) -> None:
         self.off, self.kept = off, kept
 
     def __len__(self) -> int:
         return self.off + len(self.kept)
 
-    def __getitem__(self, i: Any) -> Any:
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T] | Tail[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T] | Tail[T]:
         off = self.off
-        if type(i) is int:
+        if isinstance(i, int):
             if i >= 0:
                 if i >= off:
                     return self.kept[i - off]  # IndexError past the end, as a list's
@@ -92,7 +97,7 @@ class Tail:
             return self.kept[start - off : stop - off]
         return Tail(off - start if stop > off else stop - start, self.kept[: max(0, stop - off)])
 
-    def __setitem__(self, i: int, v: Any) -> None:
+    def __setitem__(self, i: int, v: T) -> None:
         j = i - self.off if i >= 0 else i + len(self.kept)  # the index in kept
         if j == -1 and self.off:  # the one just before those kept: kept too
             self.kept.insert(0, v)
@@ -102,10 +107,10 @@ class Tail:
         else:
             self.kept[j] = v
 
-    def append(self, v: Any) -> None:
+    def append(self, v: T) -> None:
         self.kept.append(v)
 
-    def then(self, cut: int, new: list[Any]) -> Tail:
+    def then(self, cut: int, new: list[T]) -> Tail[T]:
         """``self[:cut] + new`` in one step (a resume's join)."""
         off = self.off
         if cut <= off:
@@ -114,12 +119,12 @@ class Tail:
         kept += new
         return Tail(off, kept)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[T]:
         if self.off:
             raise Gone("the first element is not held")
         yield from self.kept
 
-    def __reversed__(self) -> Any:
+    def __reversed__(self) -> Iterator[T]:
         yield from reversed(self.kept)
         if self.off:
             raise Gone(f"element {self.off - 1} of {len(self)} is not held")
@@ -138,11 +143,12 @@ class LazyItems(list[Any]):
 
     __slots__ = ("raw", "spans")
 
-    def __init__(self, slots: Any = (), raw: bytes = b"", spans: dict[int, Extent] | None = None) -> None:
+    def __init__(self, slots: Iterable[Any] = (), raw: bytes = b"", spans: dict[int, Extent] | None = None) -> None:
         super().__init__(slots)
         self.raw = raw
         self.spans = spans or {}
 
+    # Any: list's own signature (an index or a slice; an element is a JSON value).
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             start, stop, step = i.indices(len(self))
@@ -170,29 +176,30 @@ class LazyItems(list[Any]):
         list.extend(out, new)
         return out
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self)))
 
-    def __reversed__(self) -> Any:
+    def __reversed__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self) - 1, -1, -1))
 
     def __contains__(self, x: object) -> bool:
         return any(x == v for v in self)
 
-    def index(self, *args: Any) -> int:  # type: ignore[override]
+    def index(self, *args: object) -> int:
         raise Gone("index() on a light entry's items")
 
-    def count(self, x: Any) -> int:
+    def count(self, x: object) -> int:
         return sum(1 for v in self if v == x)
 
-    def __add__(self, other: Any) -> LazyItems:  # type: ignore[override]
+    def __add__(self, other: Iterable[Any]) -> LazyItems:
         return LazyItems([*list.__iter__(self), *other], self.raw, self.spans)
 
-    def __reduce__(self) -> Any:  # crosses from the worker without its body (adopt() gives it back)
+    # Crosses from the worker without its body (adopt() gives it back).
+    def __reduce__(self) -> tuple[type[LazyItems], tuple[list[Any], bytes, dict[int, Extent]]]:
         return (LazyItems, (list(list.__iter__(self)), b"", self.spans))
 
 
-def light_items(items: Any, raw: bytes, known: dict[int, Extent]) -> LazyItems:
+def light_items(items: list[Any], raw: bytes, known: dict[int, Extent]) -> LazyItems:
     """``items`` (of the body ``raw``, where the last ones lie at ``known``) holding none:
     the last ``LIGHT_ITEMS`` readable again from ``raw``."""
     return LazyItems([GONE] * len(items), raw, _spans(items, known))
@@ -209,7 +216,7 @@ def lighten_items(items: LazyItems, known: dict[int, Extent]) -> None:
     items.spans = spans
 
 
-def _spans(items: Any, known: dict[int, Extent]) -> dict[int, Extent]:
+def _spans(items: list[Any], known: dict[int, Extent]) -> dict[int, Extent]:
     """Where the last ``LIGHT_ITEMS`` of ``items`` lie in their body: for the real items at the
     end, where the body's layout found them (``known``: one it could not find stays unread), the
     light ones' own below them."""
@@ -237,32 +244,45 @@ def _spans(items: Any, known: dict[int, Extent]) -> dict[int, Extent]:
     return spans
 
 
-def join(xs: list[Any] | Tail | LazyItems, cut: int, new: list[Any]) -> Any:
+def stand_in[T](tail: Tail[T]) -> list[T]:
+    """A Tail where an entry, a history, a part or a plan holds a list: a light entry's lists, and
+    a light resume's joins of them, are Tails standing in for those lists (the class says what
+    they answer; what observe mode never asks of them raises Gone). The stand-in is not a list
+    subclass (it holds a length and the last elements, not the elements), so the types cannot
+    say so without every layer that reads those lists taking either: this says it, here only."""
+    return cast(list[T], tail)
+
+
+def join[T](xs: list[T], cut: int, new: list[T]) -> list[T]:
     """``xs[:cut] + new``: a resume's join of an entry's list (a light entry's is a Tail, its
     items LazyItems: each joins in one step)."""
-    return xs.then(cut, new) if isinstance(xs, (Tail, LazyItems)) else xs[:cut] + new
+    if isinstance(xs, LazyItems):
+        return xs.then(cut, new)
+    if isinstance(xs, Tail):  # a light entry's list (stand_in)
+        return stand_in(xs.then(cut, new))
+    return xs[:cut] + new
 
 
-def _slim_call(c: Any) -> Any:
+def _slim_call(c: ToolCall) -> ToolCall:
     return c if c.arguments is None else ToolCall(c.pos, c.turn, c.id, c.name, None)
 
 
-def _slim_result(r: Any) -> Any:
+def _slim_result(r: ToolResult) -> ToolResult:
     if r.text is None:
         return r
     return ToolResult(r.pos, r.turn, r.call_id, None, r.is_error, r.exit_code, r.placeholder)
 
 
-def _recent(xs: list[Any] | Tail, slim: Any, light: int = 0) -> Tail:
+def _recent[T](xs: list[T], slim: Callable[[T], T], light: int = 0) -> list[T]:
     """The last ``LIGHT_ITEMS`` of ``xs`` made light, the older ones dropped (a resume looks at
     the last round only: delta_start; one that looks further raises, and the full read runs);
     ``xs[:light]`` is light already (a light entry's, resumed)."""
-    held, off = (xs.kept, xs.off) if type(xs) is Tail else (xs, 0)
+    held, off = (xs.kept, xs.off) if isinstance(xs, Tail) else (xs, 0)  # a light entry's (stand_in)
     k = max(len(held) - LIGHT_ITEMS, 0)  # indexes in held from here on
     done = max(k, light - off)
     kept = held[k:done]
     kept += map(slim, held[done:])
-    return Tail(off + k, kept)
+    return stand_in(Tail(off + k, kept))
 
 
 def lightened(entry: Entry) -> Entry:
@@ -284,10 +304,10 @@ def lighten(entry: Entry, base: Mark | None = None) -> None:
     entry.calls = _recent(entry.calls, _slim_call, calls)
     entry.results = _recent(entry.results, _slim_result, results)
     entry.step_calls = _recent(entry.step_calls, _slim_call, steps)
-    entry.docs = Tail(len(entry.docs), [])  # the marks' tallies count them
-    entry.sources = Tail(len(entry.sources), [])
-    entry.accounting = Tail(len(entry.accounting), [])  # likewise
-    entry.out = Tail(len(entry.out), [])  # a writer reads only the last, which each mark keeps
-    entry.stepped = Tail(len(entry.stepped), [])  # only a writer reads it (observe mode writes nothing)
+    entry.docs = stand_in(Tail(len(entry.docs), []))  # the marks' tallies count them
+    entry.sources = stand_in(Tail(len(entry.sources), []))
+    entry.accounting = stand_in(Tail(len(entry.accounting), []))  # likewise
+    entry.out = stand_in(Tail(len(entry.out), []))  # a writer reads only the last, which each mark keeps
+    entry.stepped = stand_in(Tail(len(entry.stepped), []))  # only a writer reads it (observe mode writes nothing)
     entry.light = True
     entry.written = None  # nothing is written

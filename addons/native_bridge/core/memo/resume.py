@@ -8,13 +8,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import orjson
 
-from ..builder import Part, assemble, decide, delta_start
-from ..dialects import DialectError, Output
+from ..builder import Part, _Decision, assemble, decide, delta_start
+from ..config import Config
+from ..dialects import Dialect, DialectError, Output
 from ..history import History
 from ..layout import item_spans, layout, skip
 from ..settle import Settled, settle
@@ -36,10 +36,10 @@ class Resumed:
     part: Part
     out: list[Any]
     successor: Callable[[], Entry]
-    config: Any  # the new entry's
+    config: Config  # the new entry's
     replaces: Entry | None
     fresh: History | None = None  # the calls and results after the cut: the only ones decided now
-    decisions: list[Any] | None = None  # their decisions, before settle pinned any (observe.py)
+    decisions: list[_Decision] | None = None  # their decisions, before settle pinned any (observe.py)
     delta: int = 0  # delta_start (made here: it looks back at the calls before the cut)
     reuse: Reuse | None = None  # what the rewritten body may copy of the entry's (splice.py)
     shared: int = 0  # the bytes the new body holds of the entry's (Memo.put)
@@ -105,11 +105,11 @@ class Begun:
     frame: Frame | None
     stop: int  # the new body's items array's "]"
     framed: bool  # orjson wrote the new body's bytes around its items (Entry.framed)
-    config: Any  # the entry's (an unnamed client's, as the new part told it)
+    config: Config  # the entry's (an unnamed client's, as the new part told it)
     items: list[Any]
     fresh: History  # the calls and results after the cut
     reads: list[ReadAt]  # the reader's states at the new cuts
-    decisions: list[Any]  # the new pairs', before settle pinned any
+    decisions: list[_Decision]  # the new pairs', before settle pinned any
     ids: list[Carried]  # the new calls and results that carry an id (fill.ids_of)
 
 
@@ -121,7 +121,7 @@ class _WentOn(NamedTuple):
 
 
 def _go_on(
-    memo: Memo, raw: bytes, dialect: ModuleType, config: Any, steps_key: str, any_client: bool
+    memo: Memo, raw: bytes, dialect: Dialect, config: Config, steps_key: str, any_client: bool
 ) -> _WentOn | None:
     """Where ``raw`` goes on from in the memo, its part after the mark parsed; None: nowhere."""
     found = memo.find(raw, dialect, config, any_client=any_client)
@@ -138,8 +138,8 @@ def _go_on(
 def begin(
     memo: Memo,
     raw: bytes,
-    dialect: ModuleType,
-    config: Any,
+    dialect: Dialect,
+    config: Config,
     steps_key: str,
     client_of: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> Begun | None:
@@ -166,7 +166,7 @@ def begin(
     items = join(entry.items, mark.index, new)
     cur = mark.cursor
     turns = entry.turns[: cur.turns]
-    if turns:
+    if turns and mark.last_turn is not None:  # a cut after a turn holds its role
         turns[-1] = mark.last_turn
     h = History([], [], turns, getattr(config, "client", None))  # the client is part of the config
     try:
@@ -276,7 +276,7 @@ class _Successor:
     begun: Begun
     whole: History  # the history before the cut and after it
     joined: Part  # likewise the part
-    settled: Settled  # the new part's, with the writer's states at the new cuts
+    settled: Settled[dict[int, WroteAt]]  # the new part's, with the writer's states at the new cuts
 
     def __call__(self) -> Entry:
         begun, joined, settled = self.begun, self.joined, self.settled

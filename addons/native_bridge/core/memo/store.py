@@ -10,9 +10,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from types import ModuleType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from ..config import Config
+from ..dialects import Dialect
 from ..layout import skip
 from .entry import Entry, Mark
 from .light import LazyItems, lightened
@@ -38,8 +39,8 @@ class Found(NamedTuple):
 class _Serves:
     """Whether an entry may serve a body of ``dialect`` read with ``config`` (:meth:`Memo.find`)."""
 
-    dialect: ModuleType
-    config: Any
+    dialect: Dialect
+    config: Config
     any_client: bool  # the client is not known yet: an entry made for any client serves
 
     def __call__(self, entry: Entry) -> bool:
@@ -105,7 +106,7 @@ class Memo:
             self._place.clear()
             self._bytes = 0
 
-    def find(self, raw: bytes, dialect: ModuleType, config: Any, any_client: bool = False) -> Found | None:
+    def find(self, raw: bytes, dialect: Dialect, config: Config, any_client: bool = False) -> Found | None:
         """The entry this body continues furthest, and its latest mark the body keeps.
         ``any_client``: the client is not known yet (``config`` has none): an entry made for
         any client serves, and the caller checks the client once it has read the new part."""
@@ -176,7 +177,7 @@ class Memo:
             if i == at:  # its latest kept mark is the one just found
                 continue
             if best is None:
-                mark = _longest_kept(entry, raw)
+                kept = _longest_kept(entry, raw)
             else:
                 if best.end != end:
                     end = best.end
@@ -185,9 +186,9 @@ class Memo:
                 beyond = end - 1 if i < at else end  # a newer entry wins a tie
                 if entry.marks[-1].end <= beyond or not entry.raw.startswith(window, near):
                     continue
-                mark = _longest_kept(entry, raw, beyond)
-            if mark is not None:
-                best, at, found = mark, i, entry
+                kept = _longest_kept(entry, raw, beyond)
+            if kept is not None:
+                best, at, found = kept, i, entry
         return None if best is None or found is None else Found(found, best)
 
     def adopt(self, entry: Entry, raw: bytes) -> None:
