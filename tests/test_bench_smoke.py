@@ -289,12 +289,15 @@ def test_a_loop_in_each_encoding_sends_the_same_conversation_in_that_clients_byt
     assert b"2>&1" not in sent["compact"][0] and b"\\u" not in sent["compact"][0]  # compact rows: as before
 
 
-def test_new_conversations_are_paired_and_never_seen_before() -> None:
+def test_new_conversations_are_paired_histories_of_their_own() -> None:
+    """Each request of a new-conversation row is a history never seen before, with calls and
+    outputs of its own (not one history retagged), after the system prompt and task they share."""
     shape = next(s for s in SHAPES if s.label == "200 KB new conversations")
     bodies = [b for rep in range(2) for b in dataclasses.replace(shape, size=20_000).conversation(rep, 5)]
-    assert len(set(bodies)) == 10 and len({len(b) for b in bodies}) <= 2  # the tag's digits
-    starts = {orjson.loads(b)["messages"][1]["content"][:40] for b in bodies}
-    assert len(starts) == 10  # every one another conversation from its first user message
+    docs = [orjson.loads(b)["messages"] for b in bodies]
+    assert len({orjson.dumps(d[:2]) for d in docs}) == 1  # one agent: its system prompt and first task
+    assert len({orjson.dumps(d[2]) for d in docs}) == 10  # every first call its own
+    assert all(15_000 < len(b) < 25_000 for b in bodies)
 
 
 def test_shape_words_pick_rows_and_quick_shortens_them_through_all_their_proxies() -> None:
