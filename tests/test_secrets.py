@@ -401,6 +401,7 @@ SCRIPTS = {
     "support/histories/anthropic.py": "builders of history items; writes nothing",
     "support/histories/responses.py": "builders of history items; writes nothing",
     "support/histories/seeds.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/encodings.py": "a document in each JSON style clients write (synthetic); writes nothing",
     "support/histories/cascade.py": "generated planner-hop bodies (the gateway capture's planted fake key at most, "
     "from ../shared when present); writes nothing",
     "support/histories/bundled/__init__.py": "the bundled synthetic sessions' helpers; writes nothing",
