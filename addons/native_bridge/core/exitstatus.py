@@ -83,6 +83,9 @@ class ExitStatus:
     flagged: bool = False
 
 
+# What a result without a flag and without a frame says: nothing (frozen, so one for all of them).
+_NOTHING = ExitStatus(None, "", "unknown")
+
 # The most lines a header (down to its ``Output:`` line) and a trailer may span.
 _HEADER_LIMIT = 12
 _TRAILER_LIMIT = 8
@@ -645,7 +648,7 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
     if found is not None and found.verdict in _CAUTION:
         return found
     if not flagged:
-        return found if found is not None else ExitStatus(None, "", "unknown")
+        return found if found is not None else _NOTHING
     flag = "error flag" if is_error else "[tool error] prefix" if prefixed else wrapped[1].name  # type: ignore[index]
     if found is None:
         borrowed = _borrowed(t, client, flag) if client is not None else None
