@@ -17,7 +17,16 @@ from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_di
 from ..runtime import META
 from ..runtime.dispatch import Dispatch
 from ..runtime.h2c import H2CListener, is_planner
-from ..runtime.later import Original, after_forward, back_up, deferrable, keeps_backups, original, turn_running
+from ..runtime.later import (
+    Original,
+    after_forward,
+    back_up,
+    deferrable,
+    keeps_backups,
+    original,
+    shows_flows,
+    turn_running,
+)
 from ..runtime.state import BridgeState
 from ..runtime.store import Store
 from . import websocket
@@ -190,6 +199,7 @@ class ChatHop:
         self.on, self.emit, self.max_body, self.stream_replies = True, False, MAX_BODY, True
         self.calm: int | None = logging.INFO  # verdict.calm_level
         self.backups = True  # a rewritten flow is backed up (later.keeps_backups)
+        self.verdicts_at_reply = True  # a reply waits for its request's reading (later.shows_flows)
 
     def load(self, loader) -> None:
         loader.add_option("bridge", bool, True, "Bridge planner-bound chat requests (see bridge_mode).")
@@ -285,6 +295,7 @@ class ChatHop:
         self.on, self.emit, self.max_body = opts.bridge, opts.bridge_mode == "rewrite", opts.bridge_max_body
         self.stream_replies, self.calm = opts.bridge_stream_replies, calm_level(opts)
         self.backups = keeps_backups(ctx.master, opts)
+        self.verdicts_at_reply = shows_flows(ctx.master, opts)
         light = not self.emit and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (memo.py)
             self.memo = Memo(light=light, light_from=LIGHT_FROM)
@@ -315,7 +326,10 @@ class ChatHop:
 
     def responseheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         reading = self.state.readings.get(flow.id)
-        if reading is not None:  # the reply waits for the reading: a -w capture and mitmweb see its verdict
+        if reading is not None and self.verdicts_at_reply:
+            # The reply waits for the reading: a -w capture and mitmweb see its verdict. mitmdump
+            # without either shows no flow, so its reply goes on (the verdict follows it: the log
+            # line, the record; a planner call waits for the reading itself).
             return self._after(reading, lambda: self._stream(flow))
         self._stream(flow)
         return None
