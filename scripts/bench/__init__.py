@@ -1,6 +1,6 @@
 """Benchmark of the bridge, measured side by side against its floor and against plain mitmdump.
 
-    .venv/bin/python scripts/bench            # the full bench (about five minutes)
+    .venv/bin/python scripts/bench            # the full bench (about thirty minutes)
     .venv/bin/python scripts/bench --quick    # seconds: the CI smoke (tests/test_bench_smoke.py)
     .venv/bin/python scripts/bench --only shapes,stall,planner
 
