@@ -324,3 +324,29 @@ def test_an_encoding_row_is_judged_by_its_loops_limits() -> None:
     assert got["2 MB agent loop (python): observe p50 <= 1.15x plain"].ok is True
     assert got["2 MB agent loop (python): observe+state p50 <= 1.15x plain"].ok is False
     assert got["2 MB agent loop (python): rewrite p50 plain, ahead of the naive peer"].ok is True
+
+
+def test_settled_waits_until_a_process_tree_stops_using_cpu(tmp_path) -> None:
+    """After a turn through a bridge proxy, the next request waits until the proxy's tree is idle
+    (its work after the reply done): a child busy for 0.2 s of CPU is waited for, then it is idle."""
+    import subprocess
+    import sys
+    import time
+
+    from bench.proxies import cpu_ns, settled
+
+    busy = tmp_path / "busy.py"  # the child: busy, then asleep until it ends by itself
+    busy.write_text(
+        "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.2:\n    pass\ntime.sleep(3)\n"
+    )
+    parent = tmp_path / "parent.py"
+    parent.write_text(f"import subprocess, sys\nsubprocess.run([sys.executable, {str(busy)!r}])\n")
+    proc = subprocess.Popen([sys.executable, str(parent)])
+    try:
+        time.sleep(0.15)  # the child is started, and busy
+        before = cpu_ns(proc.pid)
+        waited = settled(proc.pid, timeout=10)
+        assert cpu_ns(proc.pid) - before > 50_000_000 and waited > 0.05  # the child's CPU counts: it is in the tree
+        assert settled(proc.pid) < 0.5  # idle now: a few ms
+    finally:
+        proc.wait(10)  # the child ends by itself, then its parent

@@ -44,6 +44,7 @@ from .proxies import (
     retag,
     reverse_proxy,
     send_batch,
+    settled,
     store_line,
 )
 from .timing import median, pct
@@ -159,6 +160,10 @@ def shape_names(shape: Shape, every: Sequence[str]) -> list[str]:
     return [n for n in every if wanted.get(n, True)]
 
 
+# The proxies that have nothing to do once a reply is out (no addon, or the naive peer's request hook).
+_NOTHING_AFTER = frozenset({"plain", "naive"})
+
+
 def _shape_proxies(upstream: str, tmp: Path, redis: StateServer | None = None) -> dict[str, Any]:
     bridge = BRIDGE
     naive = tmp / "naive_addon.py"
@@ -224,13 +229,14 @@ def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None
             every = tuple(n for n in every if n != "observe+redis")
         sets = itertools.count()
 
-        def proxy_set(names: Sequence[str]) -> tuple[contextlib.AbstractContextManager[dict[str, str]], Path]:
+        def proxy_set(names: Sequence[str]) -> tuple[contextlib.AbstractContextManager[dict[str, str]], Path, dict]:
             where = Path(tmp) / f"set{next(sets)}"
             where.mkdir()
             proxies = _shape_proxies(planner.url, where, redis)
             if redis is not None and "observe+redis" in names:
                 redis.flush()  # an empty store for a new set, as observe+state gets a new file
-            return started({n: proxies[n] for n in names}), where / "records"
+            chosen = {n: proxies[n] for n in names}
+            return started(chosen), where / "records", chosen
 
         shared: tuple[dict[str, str], Path] | None = None  # the batches' proxies, started when first needed
         for shape in plan:
@@ -241,7 +247,7 @@ def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None
                 if shared is None:
                     # Every proxy, as before; observe+redis only if a batch shape goes through it.
                     batch = any(s.redis for s in plan if not s.paired)
-                    proxies, records = proxy_set([n for n in every if batch or n != "observe+redis"])
+                    proxies, records, _ = proxy_set([n for n in every if batch or n != "observe+redis"])
                     shared = up.enter_context(proxies), records
                 stats = _batches(shape, {n: shared[0][n] for n in names}, shared[1])
             rows.append(ShapeRow(shape, stats))
@@ -379,7 +385,7 @@ def fresh_sets(
 def _paired_loop(
     shape: Shape,
     names: Sequence[str],
-    proxy_set: Callable[[Sequence[str]], tuple[contextlib.AbstractContextManager[dict[str, str]], Path]],
+    proxy_set: Callable[[Sequence[str]], tuple[contextlib.AbstractContextManager[dict[str, str]], Path, dict]],
 ) -> dict[str, dict[str, float]]:
     """The agent loop turn by turn through the proxies ``names``, paired: ``shape.reps``
     conversations of ``shape.per_client`` turns, each a new one (its first turn a first sight) on
@@ -391,15 +397,22 @@ def _paired_loop(
     turn's record is written. An agent thinks for seconds between turns, so in use a record's
     rendering (in the worker process) is done long before the next request; here it would land on
     the other proxies' turns instead: measured so, it raised plain's own p50 by about 40% and
-    every bridge row by 0.03 to 0.06 (scripts/BENCH.md)."""
+    every bridge row by 0.03 to 0.06 (scripts/BENCH.md). For the same reason, after each turn
+    through a bridge proxy the next request waits until that proxy's process tree has gone idle
+    (``settled``: what it does after the reply, such as a first sight its worker reads while the
+    reply goes on, done before the next turn, as an agent's thinking leaves time for it)."""
     conns: dict[str, Connection] = {}
     records: list[Path] = []
     recorded = [0]  # records the observe+records proxy has been sent since its directory was emptied
+    pids: dict[str, int] = {}  # the bridge proxies of the running set
 
     def start() -> contextlib.AbstractContextManager[dict[str, str]]:
-        up, where = proxy_set(names)
+        up, where, chosen = proxy_set(names)
         records[:] = [where]
+        procs[:] = [chosen]
         return up
+
+    procs: list[dict[str, Any]] = []
 
     def after() -> None:
         if "observe+records" in conns:  # the writer catches up before the next conversation
@@ -411,10 +424,14 @@ def _paired_loop(
         if name == "observe+records":
             recorded[0] += 1
             records_written(records[0], recorded[0])
+        if name in pids:
+            settled(pids[name])
         return took
 
     def ready(urls: dict[str, str]) -> None:
         close()
+        pids.clear()
+        pids.update((n, p.pid) for n, p in procs[0].items() if n not in _NOTHING_AFTER)
         conns.update((n, Connection(url)) for n, url in urls.items())
         paired_turns([shape.conversation(10_000, min(8, shape.per_client))], names, send, after)
 
