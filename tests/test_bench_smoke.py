@@ -11,31 +11,36 @@ arithmetic, with fake proxies of known cost: the agent loop's turns paired acros
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import random
 import threading
 from collections import Counter
 from itertools import pairwise
 
+import orjson
 import pytest
-from bench.cli import run
+from bench.cli import pick_shapes, run
 from bench.proxies import records_written
 from bench.shapes import (
     QUICK_PROXIES,
     SHAPE_PROXIES,
     SHAPES,
     SHAPES_QUICK,
+    ShapeRow,
     balanced_orders,
     fresh_sets,
+    in_encodings,
     paired_stats,
     paired_turns,
     shape_names,
 )
-from bench.targets import Target
+from bench.targets import Target, targets
 from native_bridge.core import exitstatus
 from native_bridge.core.clients import BY_ID
 from native_bridge.core.rules.exit_frames import RULES
 from native_bridge.core.rules.types import ANY
+from support.histories.encodings import ENCODINGS
 
 
 def _failed(targets: list[Target]) -> list[str]:
@@ -237,3 +242,111 @@ def test_records_written_waits_for_the_count_and_not_for_a_file_still_being_writ
         timer.cancel()
     with pytest.raises(RuntimeError, match="3 records not written"):
         records_written(tmp_path, 3, timeout=0.05)
+
+
+# ---- the rows: every encoding, new conversations paired, picked by --shape (issue 40) ------------
+
+
+def test_every_agent_loop_runs_in_every_encoding_beside_plain_and_the_naive_peer() -> None:
+    """Issue 40: the agent loops at 200 KB, 2 MB and 10 MB in each style clients write JSON in, each
+    through observe, observe + bridge_state and rewrite beside plain mitmdump and the naive peer;
+    records on/off and Redis stay in the compact rows only (the default bench grows by these rows)."""
+    loops = {(s.size, s.encoding): s for s in SHAPES if s.kind == "loop" and s.clients == 1}
+    for size in (200_000, 2_000_000, 10_000_000):
+        for enc in ENCODINGS:
+            shape = loops[size, enc]
+            assert shape.paired and shape.family == loops[size, "compact"].label
+            names = shape_names(shape, SHAPE_PROXIES)
+            assert {"plain", "naive", "observe", "observe+state", "rewrite"} <= set(names)
+            assert ("observe+records" in names) == (enc == "compact" and size == 200_000)
+            assert "observe+redis" not in names or enc == "compact"
+    assert loops[10_000, "compact"].label == "10 KB agent loop"
+    news = {s.size: s for s in SHAPES if s.kind == "new"}
+    assert sorted(news) == [10_000, 200_000, 2_000_000] and all(s.paired for s in news.values())
+    assert len({s.label for s in SHAPES}) == len(SHAPES)
+
+
+def test_a_loop_in_each_encoding_sends_the_same_conversation_in_that_clients_bytes() -> None:
+    """Every style's row sends the same documents (one conversation, turn after turn the previous
+    history plus one round), written as that client writes them: what differs is only the bytes,
+    and the conversations hold what the styles write differently (non-ASCII; <, >, & for Go's)."""
+    shape = next(s for s in SHAPES if s.label == "200 KB agent loop")
+    sent = {}
+    for s in [shape, *in_encodings(shape)]:
+        small = dataclasses.replace(s, size=20_000)  # the same generator, a small conversation
+        sent[s.encoding] = small.conversation(3, 4)
+    docs = {enc: [orjson.loads(b) for b in bodies] for enc, bodies in sent.items()}
+    styled = [enc for enc in ENCODINGS if enc != "compact"]
+    for enc in styled:
+        assert [ENCODINGS[enc](d) for d in docs[enc]] == sent[enc]  # the style's own bytes
+        msgs = [d["messages"] for d in docs[enc]]
+        assert all(b[: len(a)] == a and len(b) > len(a) for a, b in pairwise(msgs))  # an agent loop
+    first = min(len(docs[enc][0]["messages"]) for enc in styled)
+    assert len({orjson.dumps(docs[enc][0]["messages"][:first]) for enc in styled}) == 1  # the same history
+    assert b"\\u003c" in sent["go"][0] and b"2>&1" not in sent["go"][0]
+    assert b'", "' in sent["python"][0] and b"\\u2192" in sent["python"][0]
+    assert b'\n  "' in sent["pretty"][0] and "\u2192".encode() in sent["pretty"][0]
+    assert b"2>&1" not in sent["compact"][0] and b"\\u" not in sent["compact"][0]  # compact rows: as before
+
+
+def test_new_conversations_are_paired_histories_of_their_own() -> None:
+    """Each request of a new-conversation row is a history never seen before, with calls and
+    outputs of its own (not one history retagged), after the system prompt and task they share."""
+    shape = next(s for s in SHAPES if s.label == "200 KB new conversations")
+    bodies = [b for rep in range(2) for b in dataclasses.replace(shape, size=20_000).conversation(rep, 5)]
+    docs = [orjson.loads(b)["messages"] for b in bodies]
+    assert len({orjson.dumps(d[:2]) for d in docs}) == 1  # one agent: its system prompt and first task
+    assert len({orjson.dumps(d[2]) for d in docs}) == 10  # every first call its own
+    assert all(15_000 < len(b) < 25_000 for b in bodies)
+
+
+def test_shape_words_pick_rows_and_quick_shortens_them_through_all_their_proxies() -> None:
+    """--shape: a row's whole label picks it alone (issue 38's rows without the other encodings),
+    other words every row that holds them; --quick --shape: each row short, through all its proxies."""
+    assert [s.label for s in pick_shapes("200 KB agent loop,2 MB agent loop")] == [
+        "200 KB agent loop",
+        "2 MB agent loop",
+    ]
+    assert [s.label for s in pick_shapes("python")] == [f"{n} agent loop (python)" for n in ("200 KB", "2 MB", "10 MB")]
+    assert len(pick_shapes("agent loop")) == 1 + 3 * len(ENCODINGS)  # 10 KB, three sizes in every encoding
+    quick = pick_shapes("10 MB agent loop (pretty)", quick=True)
+    assert [(s.label, s.per_client, s.reps) for s in quick] == [("10 MB agent loop (pretty)", 10, 2)]
+    assert pick_shapes("no such row") == []
+
+
+def test_an_encoding_row_is_judged_by_its_loops_limits() -> None:
+    """Issue 40's target: in every encoding the loop's own limits (observe, with bridge_state), and
+    rewrite ahead of the naive peer."""
+    shape = next(s for s in SHAPES if s.label == "2 MB agent loop (python)")
+    p50 = {"plain": 1.0, "naive": 2.0, "rewrite": 1.5, "observe": 1.1, "observe+state": 1.2}
+    row = ShapeRow(shape, {n: {"p50": v, "p99": v, "rps": 1 / v} for n, v in p50.items()})
+    got = {t.name: t for t in targets([], [], [], [], None, False, [row])}
+    assert got["2 MB agent loop (python): observe p50 <= 1.15x plain"].ok is True
+    assert got["2 MB agent loop (python): observe+state p50 <= 1.15x plain"].ok is False
+    assert got["2 MB agent loop (python): rewrite p50 plain, ahead of the naive peer"].ok is True
+
+
+def test_settled_waits_until_a_process_tree_stops_using_cpu(tmp_path) -> None:
+    """After a turn through a bridge proxy, the next request waits until the proxy's tree is idle
+    (its work after the reply done): a child busy for 0.2 s of CPU is waited for, then it is idle."""
+    import subprocess
+    import sys
+    import time
+
+    from bench.proxies import cpu_ns, settled
+
+    busy = tmp_path / "busy.py"  # the child: busy, then asleep until it ends by itself
+    busy.write_text(
+        "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.2:\n    pass\ntime.sleep(3)\n"
+    )
+    parent = tmp_path / "parent.py"
+    parent.write_text(f"import subprocess, sys\nsubprocess.run([sys.executable, {str(busy)!r}])\n")
+    proc = subprocess.Popen([sys.executable, str(parent)])
+    try:
+        time.sleep(0.15)  # the child is started, and busy
+        before = cpu_ns(proc.pid)
+        waited = settled(proc.pid, timeout=10)
+        assert cpu_ns(proc.pid) - before > 50_000_000 and waited > 0.05  # the child's CPU counts: it is in the tree
+        assert settled(proc.pid) < 0.5  # idle now: a few ms
+    finally:
+        proc.wait(10)  # the child ends by itself, then its parent

@@ -850,7 +850,7 @@ def test_a_fetched_page_lands_in_web_document_text(monkeypatch: pytest.MonkeyPat
     is stood in for here."""
     from native_bridge.core import encoder, kinds
 
-    monkeypatch.setattr(kinds, "evidence", lambda result, kind, client: object())
+    monkeypatch.setattr(kinds, "_evidence", lambda result, kind, client, text: object())  # evidence()'s own reading
     kind = KINDS["read_url_content"]
     inputs = kind.inputs({"url": "https://example.com/"})
     result = ToolResult(pos=1, turn=1, call_id="c1", text="An example domain.")

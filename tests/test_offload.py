@@ -262,6 +262,52 @@ def test_observe_mode_sends_a_large_body_on_and_the_reply_waits_for_its_reading(
         ctx.__exit__(None, None, None)
 
 
+def test_headless_mitmdump_sends_the_reply_on_while_the_worker_reads(small_offload, tmp_path):
+    """mitmdump without a flow file (or bodies printed) shows no flow's verdict: a large first
+    sight's reply goes on while the worker still reads it (the reading ends by itself: its verdict
+    and observations follow, a planner call waits for it). With -w the reply waits, so the flow
+    written at its reply holds the verdict."""
+    from mitmproxy.options import Options
+    from mitmproxy.tools.dump import DumpMaster
+    from native_bridge.runtime.state import BridgeState
+
+    bodies = [Session("chat", 1, seed).body(5) for seed in (4, 5)]  # two first sights
+
+    async def run():
+        master = DumpMaster(Options(), with_termlog=False)
+        state = BridgeState()
+        nb = ChatHop(state)
+        master.addons.add(state, nb)
+        for addon in (state, nb):
+            master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(master.options.keys())))
+        master.options.update(bridge_mode="observe")
+        try:
+            got = []
+            for raw, option in zip(bodies, ({}, {"save_stream_file": str(tmp_path / "out.flows")}), strict=True):
+                master.options.update(**option)
+                f = _flow(raw)
+                assert nb.request(f) is None
+                await gone()
+                assert len(nb.readings()) == 1  # in the worker
+                f.response = tflow.tresp()
+                waiting = nb.responseheaders(f)
+                got.append(waiting is not None)
+                if waiting is not None:
+                    assert nb.readings(), "the reply waits while the reading runs"
+                    await waiting
+                await asyncio.gather(*nb.readings())
+                assert f.metadata[META]["status"] == "observed" and f.comment.startswith("bridge: observed")
+            assert got == [False, True]
+            for raw in bodies:  # the readings' observations, stored either way
+                seen = bridge(Job(raw, Config(), PATHS["chat"], UA, emit=False, record=False), None).observations
+                assert seen and all(state.store.candidates(o.key) for o in seen)
+        finally:
+            nb.done()
+            state.done()
+
+    asyncio.run(run())
+
+
 def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_offload):
     """After the worker's first reading, a large conversation's next turn goes upstream as it
     came and its new part is read on the loop right after (no worker, nothing to wait for)."""

@@ -15,6 +15,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from native_bridge.core.builder import Placement
 from native_bridge.records import writer as records
 from native_bridge.records.redact import REDACTED
 from native_bridge.records.writer import RECORD_VERSION, Recorder, RecordJob, record_name, to_record
@@ -603,3 +604,20 @@ def test_remembered_items_stay_within_their_budget():
         assert records._dump(to_record(j, texts)) == records._dump(to_record(j))
         assert texts._items_size <= texts.items_budget
         assert texts._items_size == sum(map(len, texts._items))
+
+
+def test_a_record_writes_the_placements_the_chat_hop_hands_over_as_their_json() -> None:
+    """The chat hop hands a record its accounting as placements (making every turn's whole-history
+    accounting JSON is left to the renderer, off the turn): the record holds what to_json gives,
+    reasons redacted as before, the same as a job that carried the JSON itself."""
+    placed = [
+        Placement("call", 3, 1, "toolu_1", "Bash", step=0),
+        Placement("result", 4, 1, "toolu_1", "Bash", step=0),
+        Placement("call", 5, 2, "toolu_2", "Fetch", code="unmapped", reason="sk-reason-secret-1234567890 in it"),
+        Placement("call", 6, 2, "toolu_3", "run", step=1, mapped="declared as a shell"),
+    ]
+    as_json = [p.to_json() for p in placed]
+    rec = to_record(job(accounting=placed))
+    assert rec == to_record(job(accounting=as_json))
+    assert [a.get("step") for a in rec["accounting"]] == [0, 0, None, 1] and rec["accounting"][3]["mapped"]
+    assert "sk-reason-secret" not in json.dumps(rec["accounting"])

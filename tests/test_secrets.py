@@ -400,8 +400,8 @@ SCRIPTS = {
     "support/histories/chat.py": "builders of history items; writes nothing",
     "support/histories/anthropic.py": "builders of history items; writes nothing",
     "support/histories/responses.py": "builders of history items; writes nothing",
-    "support/histories/encodings.py": "re-encodes synthetic histories in the JSON styles clients send; writes nothing",
     "support/histories/seeds.py": "generated histories (synthetic, no secrets); writes nothing",
+    "support/histories/encodings.py": "a document in each JSON style clients write (synthetic); writes nothing",
     "support/histories/cascade.py": "generated planner-hop bodies (the gateway capture's planted fake key at most, "
     "from ../shared when present); writes nothing",
     "support/histories/bundled/__init__.py": "the bundled synthetic sessions' helpers; writes nothing",

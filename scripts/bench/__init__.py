@@ -1,6 +1,6 @@
 """Benchmark of the bridge, measured side by side against its floor and against plain mitmdump.
 
-    .venv/bin/python scripts/bench            # the full bench (about five minutes)
+    .venv/bin/python scripts/bench            # the full bench (about thirty minutes)
     .venv/bin/python scripts/bench --quick    # seconds: the CI smoke (tests/test_bench_smoke.py)
     .venv/bin/python scripts/bench --only shapes,stall,planner
 
@@ -23,9 +23,12 @@ Sections:
           the same body again and again, the agent loop
           (each request the previous history plus one round, 40-turn conversations),
           new conversations, 8 conversations at once; 10 KB / 200 KB / 2 MB / 10 MB;
-          p50 and throughput vs plain. An agent loop goes turn by turn, each turn
-          through every proxy in balanced orders (paired samples); --shape WORDS
-          runs only the rows whose label holds them.
+          the 200 KB, 2 MB and 10 MB loops also in each other JSON style clients write
+          (python, go, pretty, mixed: support.histories.encodings);
+          p50 and throughput vs plain. An agent loop and new conversations go turn by
+          turn, each turn through every proxy in balanced orders (paired samples);
+          --shape WORDS runs only the rows named (a whole label) or whose label holds
+          them; with --quick, each of them short.
   stall   a 32 MB history never seen before while small requests run: their p99
           alone and during, and peak RSS growth of each proxy (worker included).
   loopmem peak memory in the agent loop (2 MB and 30 MB conversations), beyond each

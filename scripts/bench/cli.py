@@ -18,7 +18,7 @@ from .load import LoadRow, load
 from .loopmem import LoopMemRow, loop_memory
 from .planner import PlannerRow, planner_hop
 from .proxies import serve_planner
-from .shapes import SHAPES, SHAPES_QUICK, Shape, ShapeRow, shapes
+from .shapes import SHAPES, Shape, ShapeRow, shapes
 from .stall import StallRow, stall
 from .targets import Target, table, targets
 
@@ -58,8 +58,8 @@ def run(
     if "shapes" in only:
         log(
             "traffic shapes: mitmdump plain / naive peer / bridge rewrite / observe / observe+records / observe+state "
-            "(SQLite) / observe+redis (Redis on loopback), p50 vs plain (agent loops: turn by turn, paired; [the "
-            "ratio's 90% interval])"
+            "(SQLite) / observe+redis (Redis on loopback), p50 vs plain (agent loops and new conversations: turn by "
+            "turn, paired; [the ratio's 90% interval]; (python) etc.: the client's JSON style)"
         )
         shape_rows = shapes(quick, log, shape_plan)
     if "stall" in only:
@@ -99,6 +99,19 @@ def run(
     return ts
 
 
+def pick_shapes(words: str, quick: bool = False) -> list[Shape]:
+    """The shape rows ``--shape`` names, in the bench's order: a comma-separated word that is a
+    row's whole label picks that row alone ("200 KB agent loop": not its other encodings), any
+    other word every row whose label holds it ("agent loop", "python", "10 MB"). Quick: each row
+    short (``Shape.quick``), to see that it runs."""
+    wanted = [w.strip().lower() for w in words.split(",") if w.strip()]
+    labels = {s.label.lower() for s in SHAPES}
+    exact = {w for w in wanted if w in labels}
+    loose = [w for w in wanted if w not in labels]
+    plan = [s for s in SHAPES if s.label.lower() in exact or any(w in s.label.lower() for w in loose)]
+    return [s.quick() for s in plan] if quick else plan
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="The bridge's benchmark, side by side against its floor and plain mitmdump (scripts/BENCH.md)."
@@ -111,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--shape",
-        help='shapes: only the rows whose label holds one of these comma-separated words, e.g. "agent loop" or '
-        '"200 KB agent loop" (alone, it implies --only shapes)',
+        help='shapes: only these comma-separated rows: a row\'s whole label picks it alone ("200 KB agent loop"), '
+        'other words every row whose label holds them ("agent loop", "python"); alone, it implies --only shapes; '
+        "with --quick, each row short, through all its proxies",
     )
     parser.add_argument("--golden-save", type=Path, help="write the digests of every golden case to this file")
     parser.add_argument("--golden-check", type=Path, help="compare the digests of every golden case with this file")
@@ -138,10 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     only = [s.strip() for s in (args.only or ("shapes" if args.shape else ",".join(SECTIONS))).split(",") if s.strip()]
     plan = None
     if args.shape:
-        words = [w.strip().lower() for w in args.shape.split(",") if w.strip()]
-        plan = [s for s in (SHAPES_QUICK if args.quick else SHAPES) if any(w in s.label.lower() for w in words)]
+        plan = pick_shapes(args.shape, args.quick)
         if not plan:
-            labels = ", ".join(s.label for s in (SHAPES_QUICK if args.quick else SHAPES))
-            parser.error(f"--shape {args.shape!r}: no such shape (the shapes: {labels})")
+            parser.error(f"--shape {args.shape!r}: no such shape (the shapes: {', '.join(s.label for s in SHAPES)})")
     ts = run(args.quick, only, shape_plan=plan)
     return 1 if any(t.ok is False for t in ts) else 0

@@ -302,6 +302,39 @@ def rss_tree(pid: int) -> int:
     return total
 
 
+def cpu_ns(pid: int) -> int:
+    """The CPU time a process and its children (the bridge's workers) have used, in ns: each
+    thread's ``schedstat`` (ns, unlike ``stat``'s 10 ms ticks)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    total += int((task / "schedstat").read_text().split()[0])
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return total
+
+
+def settled(pid: int, quiet: float = 0.001, timeout: float = 5.0) -> float:
+    """Wait until a process tree has used no CPU for ``quiet`` seconds (its work after a reply:
+    a reading left to its worker, a record, a log line), at most ``timeout``; the seconds waited.
+    An agent thinks for seconds between turns, so in use that work is done before the next request;
+    here it would land on the next turn, another proxy's (plain's too) as much as its own."""
+    t0 = time.monotonic()
+    deadline, last, still = t0 + timeout, cpu_ns(pid), t0
+    while (now := time.monotonic()) < deadline:
+        time.sleep(quiet / 4)
+        used = cpu_ns(pid)
+        if used != last:
+            last, still = used, time.monotonic()
+        elif now - still >= quiet:
+            break
+    return time.monotonic() - t0
+
+
 class PeakRSS:
     """The peak growth of a process tree's resident memory while the ``with`` block runs."""
 

@@ -1,19 +1,22 @@
-"""shapes: agent traffic through real mitmdumps in one run, side by side with a naive peer (issue 11, 20).
+"""shapes: agent traffic through real mitmdumps in one run, side by side with a naive peer (issue 11, 20, 40).
 
 Real agents send a different body every turn: the previous history plus one round, and many
-conversations at once. Every shape goes through six mitmdumps in one run: plain, the naive peer,
-the bridge in rewrite mode, in observe mode (the default), observe mode with records on, and
-observe mode with ``bridge_state`` (a SQLite file); the 200 KB and 2 MB agent loops also through
-observe mode with ``bridge_state`` on a Redis server on loopback (issue 38). The same body again
-and again, the agent loop (each request the previous history plus one round, 40-turn
-conversations), new conversations, 8 conversations at once; 10 KB / 200 KB / 2 MB / 10 MB; p50
-and throughput vs plain. One agent loop is measured turn by turn, each turn through every proxy
-(``paired_turns``); the other shapes in batches, one proxy after another.
+conversations at once. Every shape goes through plain mitmdump, the naive peer, the bridge in
+rewrite mode and in observe mode (the default) in one run; a row may also ask for observe mode
+with records on, with ``bridge_state`` (a SQLite file), and with ``bridge_state`` on a Redis
+server on loopback (issue 38). The same body again and again, the agent loop (each request the
+previous history plus one round, 40-turn conversations), new conversations, 8 conversations at
+once; 10 KB / 200 KB / 2 MB / 10 MB; p50 and throughput vs plain. The agent loops at 200 KB,
+2 MB and 10 MB also run in every other style clients write JSON in (issue 40:
+support.histories.encodings; the row's label ends with the style's name in brackets). An agent loop and the
+new conversations are measured turn by turn, each turn through every proxy (``paired_turns``);
+the other shapes in batches, one proxy after another.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import itertools
 import random
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from support.histories.agent import AgentConversation
+from support.histories.encodings import ENCODINGS
 
 from .proxies import (
     AGENT_UA,
@@ -40,6 +44,7 @@ from .proxies import (
     retag,
     reverse_proxy,
     send_batch,
+    settled,
     store_line,
 )
 from .timing import median, pct
@@ -56,15 +61,39 @@ class Shape:
     records: bool = False  # also through observe + records on
     state: bool = False  # also through observe with bridge_state (the shared logs)
     redis: bool = False  # also through observe with bridge_state on a Redis server (issue 38)
+    encoding: str = "compact"  # how the client writes its JSON (support.histories.encodings)
 
     @property
     def paired(self) -> bool:
-        """One agent loop: measured turn by turn, paired (``paired_turns``)."""
-        return self.kind == "loop" and self.clients == 1
+        """One agent loop, or one client's new conversations: measured turn by turn, paired
+        (``paired_turns``)."""
+        return self.kind in ("loop", "new") and self.clients == 1
+
+    @property
+    def family(self) -> str:
+        """The label without its encoding: a row's limits are the same in every encoding."""
+        return self.label.removesuffix(f" ({self.encoding})")
+
+    def quick(self) -> Shape:
+        """The same row, short: to see that it runs (``--quick --shape``), not to decide a target."""
+        return dataclasses.replace(self, per_client=min(self.per_client, 10), reps=min(self.reps, 2))
 
     def conversation(self, rep: int, turns: int) -> list[bytes]:
-        """The agent loop's conversation ``rep``: each turn the previous history plus one round."""
-        conv = AgentConversation(self.size, 1000 * rep + 600, turns)
+        """The paired row's conversation ``rep``: an agent loop's turns, each the previous history
+        plus one round, in the row's encoding; or ``turns`` conversations never seen before, each
+        a history of its own (its own calls and outputs after the agent's system prompt and first
+        task, which they share, as one agent's sessions do). Not one history retagged: bodies
+        that differ only in a tag of one length near their start hold the same bytes at the same
+        offsets everywhere else, so the memo's search of them looks at every entry's cuts (a
+        search a real conversation never asks for: about 0.5 ms a request in process, against
+        0.09 ms for histories of their own, 64 entries)."""
+        if self.kind == "new":
+            seed = 100_000 + 1000 * rep
+            return [AgentConversation(self.size, seed + i, 2).body(1) for i in range(turns)]
+        # A row in another style than compact: its conversations hold what the styles write differently
+        # (non-ASCII, which every Read output has, and <, >, &: ``marks``), the same in every style.
+        marks = self.encoding != "compact"
+        conv = AgentConversation(self.size, 1000 * rep + 600, turns, ENCODINGS[self.encoding], marks)
         return [conv.body(t) for t in range(turns)]
 
     def batch(self, rep: int) -> list[list[bytes]]:
@@ -82,18 +111,36 @@ class Shape:
         return out
 
 
+def in_encodings(loop: Shape) -> list[Shape]:
+    """An agent loop in every other style clients write JSON in (issue 40), each the same
+    conversations (``Shape.conversation``) as that client writes them: observe, observe +
+    ``bridge_state`` (SQLite) and rewrite beside plain mitmdump and the naive peer; records and
+    Redis only in the compact row."""
+    return [
+        dataclasses.replace(loop, label=f"{loop.label} ({enc})", encoding=enc, records=False, state=True, redis=False)
+        for enc in ENCODINGS
+        if enc != loop.encoding
+    ]
+
+
+_LOOP_200K = Shape("200 KB agent loop", 200_000, "loop", 1, 40, 16, records=True, state=True, redis=True)
+_LOOP_2M = Shape("2 MB agent loop", 2_000_000, "loop", 1, 40, 6, state=True, redis=True)
+_LOOP_10M = Shape("10 MB agent loop", 10_000_000, "loop", 1, 20, 8, state=True)
 SHAPES = [
     Shape("10 KB same body", 10_000, "same", 1, 40, 5),
     Shape("10 KB agent loop", 10_000, "loop", 1, 40, 12),
-    Shape("10 KB new conversations", 10_000, "new", 1, 40, 5),
+    Shape("10 KB new conversations", 10_000, "new", 1, 40, 6),
     Shape("200 KB same body", 200_000, "same", 1, 30, 5),
-    Shape("200 KB agent loop", 200_000, "loop", 1, 40, 16, records=True, state=True, redis=True),
-    Shape("200 KB new conversations", 200_000, "new", 1, 30, 5),
+    _LOOP_200K,
+    *in_encodings(_LOOP_200K),
+    Shape("200 KB new conversations", 200_000, "new", 1, 30, 8),
     Shape("200 KB 8 conversations", 200_000, "loop", 8, 10, 3),
     Shape("2 MB same body", 2_000_000, "same", 1, 10, 3),
-    Shape("2 MB agent loop", 2_000_000, "loop", 1, 40, 6, state=True, redis=True),
-    Shape("2 MB new conversations", 2_000_000, "new", 1, 10, 3),
-    Shape("10 MB agent loop", 10_000_000, "loop", 1, 20, 8, state=True),
+    _LOOP_2M,
+    *in_encodings(_LOOP_2M),
+    Shape("2 MB new conversations", 2_000_000, "new", 1, 10, 6),
+    _LOOP_10M,
+    *in_encodings(_LOOP_10M),
 ]
 SHAPES_QUICK = [Shape("200 KB agent loop", 200_000, "loop", 1, 10, 2)]
 SHAPE_PROXIES = ("plain", "naive", "rewrite", "observe", "observe+records", "observe+state", "observe+redis")
@@ -111,6 +158,10 @@ def shape_names(shape: Shape, every: Sequence[str]) -> list[str]:
     """The proxies of ``every`` a shape goes through: records, state and redis only where it asks."""
     wanted = {"observe+records": shape.records, "observe+state": shape.state, "observe+redis": shape.redis}
     return [n for n in every if wanted.get(n, True)]
+
+
+# The proxies that have nothing to do once a reply is out (no addon, or the naive peer's request hook).
+_NOTHING_AFTER = frozenset({"plain", "naive"})
 
 
 def _shape_proxies(upstream: str, tmp: Path, redis: StateServer | None = None) -> dict[str, Any]:
@@ -154,12 +205,14 @@ def started(proxies: dict[str, Any]) -> Iterator[dict[str, str]]:
 
 
 def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None = None) -> list[ShapeRow]:
-    """Every traffic shape through every proxy: an agent loop turn by turn, paired (``paired_turns``),
-    each conversation on proxies started for it (``fresh_sets``); the other shapes in batches
-    interleaved (rotating order), through one set of proxies."""
+    """Every traffic shape through every proxy: an agent loop and new conversations turn by turn,
+    paired (``paired_turns``), each conversation on proxies started for it (``fresh_sets``); the
+    other shapes in batches interleaved (rotating order), through one set of proxies. Quick
+    without a ``plan``: the CI smoke (one short row through four proxies); with one (``--quick
+    --shape``), the rows asked for, each through all its proxies."""
+    every = QUICK_PROXIES if quick and not plan else SHAPE_PROXIES  # rows asked for by name: all their proxies
     plan = plan or (SHAPES_QUICK if quick else SHAPES)
     rows = []
-    every = QUICK_PROXIES if quick else SHAPE_PROXIES
     with (
         Planner() as planner,
         tempfile.TemporaryDirectory(prefix="bridge-shapes-") as tmp,
@@ -176,13 +229,14 @@ def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None
             every = tuple(n for n in every if n != "observe+redis")
         sets = itertools.count()
 
-        def proxy_set(names: Sequence[str]) -> tuple[contextlib.AbstractContextManager[dict[str, str]], Path]:
+        def proxy_set(names: Sequence[str]) -> tuple[contextlib.AbstractContextManager[dict[str, str]], Path, dict]:
             where = Path(tmp) / f"set{next(sets)}"
             where.mkdir()
             proxies = _shape_proxies(planner.url, where, redis)
             if redis is not None and "observe+redis" in names:
                 redis.flush()  # an empty store for a new set, as observe+state gets a new file
-            return started({n: proxies[n] for n in names}), where / "records"
+            chosen = {n: proxies[n] for n in names}
+            return started(chosen), where / "records", chosen
 
         shared: tuple[dict[str, str], Path] | None = None  # the batches' proxies, started when first needed
         for shape in plan:
@@ -193,7 +247,7 @@ def shapes(quick: bool, log: Callable[[str], None], plan: Sequence[Shape] | None
                 if shared is None:
                     # Every proxy, as before; observe+redis only if a batch shape goes through it.
                     batch = any(s.redis for s in plan if not s.paired)
-                    proxies, records = proxy_set([n for n in every if batch or n != "observe+redis"])
+                    proxies, records, _ = proxy_set([n for n in every if batch or n != "observe+redis"])
                     shared = up.enter_context(proxies), records
                 stats = _batches(shape, {n: shared[0][n] for n in names}, shared[1])
             rows.append(ShapeRow(shape, stats))
@@ -331,7 +385,7 @@ def fresh_sets(
 def _paired_loop(
     shape: Shape,
     names: Sequence[str],
-    proxy_set: Callable[[Sequence[str]], tuple[contextlib.AbstractContextManager[dict[str, str]], Path]],
+    proxy_set: Callable[[Sequence[str]], tuple[contextlib.AbstractContextManager[dict[str, str]], Path, dict]],
 ) -> dict[str, dict[str, float]]:
     """The agent loop turn by turn through the proxies ``names``, paired: ``shape.reps``
     conversations of ``shape.per_client`` turns, each a new one (its first turn a first sight) on
@@ -343,15 +397,22 @@ def _paired_loop(
     turn's record is written. An agent thinks for seconds between turns, so in use a record's
     rendering (in the worker process) is done long before the next request; here it would land on
     the other proxies' turns instead: measured so, it raised plain's own p50 by about 40% and
-    every bridge row by 0.03 to 0.06 (scripts/BENCH.md)."""
+    every bridge row by 0.03 to 0.06 (scripts/BENCH.md). For the same reason, after each turn
+    through a bridge proxy the next request waits until that proxy's process tree has gone idle
+    (``settled``: what it does after the reply, such as a first sight its worker reads while the
+    reply goes on, done before the next turn, as an agent's thinking leaves time for it)."""
     conns: dict[str, Connection] = {}
     records: list[Path] = []
     recorded = [0]  # records the observe+records proxy has been sent since its directory was emptied
+    pids: dict[str, int] = {}  # the bridge proxies of the running set
 
     def start() -> contextlib.AbstractContextManager[dict[str, str]]:
-        up, where = proxy_set(names)
+        up, where, chosen = proxy_set(names)
         records[:] = [where]
+        procs[:] = [chosen]
         return up
+
+    procs: list[dict[str, Any]] = []
 
     def after() -> None:
         if "observe+records" in conns:  # the writer catches up before the next conversation
@@ -363,10 +424,14 @@ def _paired_loop(
         if name == "observe+records":
             recorded[0] += 1
             records_written(records[0], recorded[0])
+        if name in pids:
+            settled(pids[name])
         return took
 
     def ready(urls: dict[str, str]) -> None:
         close()
+        pids.clear()
+        pids.update((n, p.pid) for n, p in procs[0].items() if n not in _NOTHING_AFTER)
         conns.update((n, Connection(url)) for n, url in urls.items())
         paired_turns([shape.conversation(10_000, min(8, shape.per_client))], names, send, after)
 

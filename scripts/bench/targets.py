@@ -170,12 +170,12 @@ def _shape_targets(
     for r in shape_rows:
         st, label = r.stats, r.shape.label
         plain = st["plain"]["p50"]
-        loop = LOOP_LIMITS.get(label)
+        loop = LOOP_LIMITS.get(r.shape.family)  # the same limits in every encoding (issue 40)
         for mode in ("observe", "observe+state", "rewrite"):
             if mode not in st:
                 continue
             by_limit = loop is not None and mode != "rewrite"  # issue 20: a limit, no peer to beat
-            limit = None if quick else loop if by_limit else SHAPE_LIMITS.get(label)
+            limit = None if quick else loop if by_limit else SHAPE_LIMITS.get(r.shape.family)
             ratio = st[mode]["p50"] / plain
             ahead = st[mode]["p50"] < st["naive"]["p50"]
             add(

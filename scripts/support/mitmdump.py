@@ -122,6 +122,11 @@ class Mitmdump:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The process's id once it is launched (the bench watches its CPU time)."""
+        return self._proc.pid if self._proc is not None else None
+
     def stop(self, timeout: float = 10.0) -> int | None:
         """Terminate (SIGTERM lets the addon flush its records), kill if it hangs."""
         if self._proc is None:

@@ -66,7 +66,10 @@ def test_the_verdict_comes_after_the_request_is_written_and_before_the_reply(tmp
     bodies = [AgentConversation(200_000, 11, 3).body(t) for t in range(3)]
     bodies += [AgentConversation(2_000_000, 12, 3).body(t) for t in range(3)]
     with ReferencePlanner() as planner:
-        options = ["--set", f"bridge_mode={mode}"]
+        # A flow file (-w) writes each flow at its reply, so the reply waits for the verdict of a reading
+        # still running (the large first sight's, observing); without one, mitmdump shows no flow's
+        # verdict and that reply goes on (tests/test_offload.py: the headless mitmdump's).
+        options = ["--set", f"bridge_mode={mode}", "--set", f"save_stream_file={tmp_path / 'out.flows'}"]
         proxy = Mitmdump(planner.url, tmp_path / "records", tmp_path / "conf", options)
         args = proxy.args
         args[args.index("-s") : args.index("-s")] = ["-s", str(probe)]

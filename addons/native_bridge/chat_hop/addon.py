@@ -18,7 +18,7 @@ from ..core.pipeline import DIALECTS, Config
 from ..records.writer import Limits, Recorder, parse_age, parse_size, prepare_directory
 from ..runtime import META
 from ..runtime.h2c import H2CListener, is_planner
-from ..runtime.later import after_forward, keeps_backups
+from ..runtime.later import after_forward, keeps_backups, shows_flows
 from ..runtime.state import BridgeState
 from . import websocket
 from .request import ChatRequest, ChatSettings
@@ -276,6 +276,7 @@ class ChatHop:
             self.record_limits.skipped_bodies,
             opts.bridge_stream_replies,
             getattr(opts, "store_streamed_bodies", False),  # mitmproxy's (its StreamBodies addon); absent in tests
+            shows_flows(ctx.master, opts),
         )
         light = not emit and self.recorder is None
         if light != self.memo.light:  # a light memo can neither write a body nor record steps (core/memo/light.py)
@@ -319,7 +320,10 @@ class ChatHop:
 
     def responseheaders(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         reading = self.state.dispatch.readings.get(flow.id)
-        if reading is not None:  # the reply waits for the reading: a -w capture and mitmweb see its verdict
+        if reading is not None and self.settings.verdicts_at_reply:
+            # The reply waits for the reading: a -w capture and mitmweb see its verdict. mitmdump
+            # without either shows no flow, so its reply goes on (the verdict follows it: the log
+            # line, the record; a planner call waits for the reading itself).
             return self._after(reading, lambda: self._stream(flow))
         self._stream(flow)
         return None

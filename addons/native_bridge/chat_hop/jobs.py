@@ -59,7 +59,9 @@ class Outcome:
     observations: list[Observation] = field(default_factory=list)
     # for records only (Job.record):
     steps: list[dict[str, Any]] = field(default_factory=list)
-    accounting: list[dict[str, Any]] = field(default_factory=list)
+    # Where each call and result went (core.builder.Placement): the record's renderer writes them
+    # as JSON, after the turn (records/writer.py), not the turn itself.
+    accounting: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     turn: dict[str, Any] | None = None  # a resumed reading's new steps (Rewrite.turn): the log line's
     entry: Entry | None = None  # the light memo entry a worker made (Memo.adopt gives it its body)
@@ -94,9 +96,11 @@ def outcome(
 
 
 def _record_fields(out: Outcome, result: Rewrite) -> None:
-    """What only a record reads: the steps, the accounting, the notes."""
+    """What only a record reads: the steps, the accounting (its placements as they are: each made
+    JSON by the record's renderer, off the turn: every turn's accounting holds the whole history),
+    the notes."""
     out.steps = result.steps
-    out.accounting = [p.to_json() for p in result.plan.accounting] if result.plan else []
+    out.accounting = list(result.plan.accounting) if result.plan else []
     out.notes = result.notes
 
 

@@ -46,6 +46,7 @@ class ChatSettings:
     skipped_bodies: bool = False  # bridge_records_skipped_bodies
     stream_replies: bool = True  # bridge_stream_replies
     store_streamed: bool = False  # store_streamed_bodies: mitmproxy keeps a streamed reply's copy itself
+    verdicts_at_reply: bool = True  # a reply waits for its request's reading (later.shows_flows)
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,6 +84,9 @@ class ExitStatus:
     flagged: bool = False
 
 
+# What a result without a flag and without a frame says: nothing (frozen, so one for all of them).
+_NOTHING = ExitStatus(None, "", "unknown")
+
 # The most lines a header (down to its ``Output:`` line) and a trailer may span.
 _HEADER_LIMIT = 12
 _TRAILER_LIMIT = 8
@@ -651,7 +654,7 @@ def parse_exit_status(text: str, is_error: bool | None = None, client: str | Non
     if found is not None and found.verdict in _CAUTION:
         return found
     if not flagged:
-        return found if found is not None else ExitStatus(None, "", "unknown")
+        return found if found is not None else _NOTHING
     if is_error:
         flag = "error flag"
     elif prefixed:

@@ -24,7 +24,7 @@ from urllib.parse import quote_from_bytes
 
 import orjson
 
-from .clients import counts_for
+from .clients import BY_ID, counts_for
 from .exitstatus import parse_exit_status, strip_frame
 from .history import ToolResult
 from .mapping import ToolKinds
@@ -142,7 +142,11 @@ def signals_failure(result: ToolResult, client: str | None = None) -> bool:
     to make no claim, so they count whoever the client is."""
     if result.is_error:
         return True
-    text, flagged = strip_frame(result.text or "")
+    return _says_failed(*strip_frame(result.text or ""))
+
+
+def _says_failed(text: str, flagged: bool) -> bool:
+    """:func:`signals_failure` of a result without an error flag, read from its :func:`strip_frame`."""
     return flagged or bool(NOT_RUN.match(text) or TOOL_FAILED.match(text))
 
 
@@ -150,22 +154,36 @@ def evidence(result: ToolResult, kind: str, client: str | None) -> Evidence | No
     """The client's own words for this kind's success at the start of ``result``, if any."""
     if client is None or result.text is None:
         return None
-    text, _ = strip_frame(result.text)
-    for e in EVIDENCE:
-        if e.kind != kind or not counts_for(client, e.clients):
-            continue
+    return _evidence(result, kind, client, strip_frame(result.text)[0])
+
+
+def _evidence(result: ToolResult, kind: str, client: str, text: str) -> Evidence | None:
+    """:func:`evidence` in ``text``, the result as :func:`strip_frame` leaves it."""
+    rules = _EVIDENCE.get((kind, client))
+    for e in _evidence_for(kind, client) if rules is None else rules:
         if (result.is_error is False) if e.unflagged else bool(e.pattern.match(text)):
             return e
     return None
 
 
+def _evidence_for(kind: str, client: str) -> tuple[Evidence, ...]:
+    """The evidence rules of ``kind`` that count for ``client``, in their order."""
+    return tuple(e for e in EVIDENCE if e.kind == kind and counts_for(client, e.clients))
+
+
+# Each known client's rules per kind, found once (a name that is no client id: found each time).
+_EVIDENCE = {(e.kind, c): _evidence_for(e.kind, c) for e in EVIDENCE for c in BY_ID}
+
+
 def _succeeded(result: ToolResult, kind: str, client: str | None) -> tuple[str, Evidence]:
     """The result text and the client's words for its success; a kind whose step has no field
-    to state a failure becomes a step only with positive evidence (truth rule 5)."""
+    to state a failure becomes a step only with positive evidence (truth rule 5). The frame is
+    stripped once for both readings (``signals_failure``, ``evidence``)."""
     text = _result_text(result, kind)
-    if signals_failure(result, client):
+    stripped, flagged = strip_frame(text)
+    if result.is_error or _says_failed(stripped, flagged):
         raise Refusal(f"{kind}: the tool failed and the step has no field to say so")
-    found = evidence(result, kind, client)
+    found = None if client is None else _evidence(result, kind, client, stripped)
     # mutation: non-shell-without-evidence
     if found is None:
         who = f"client {client}" if client else "an unidentified client"

@@ -66,7 +66,9 @@ class RecordJob:
     before: bytes | None
     after: bytes | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
-    accounting: list[dict[str, Any]] = field(default_factory=list)
+    # Placement.to_json() per call and result, or the placements themselves (core.builder: the
+    # chat hop hands them over as they are, and they are made JSON here, in the renderer).
+    accounting: list[Any] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     comment: str = ""
     notes: list[str] = field(default_factory=list)
@@ -200,7 +202,7 @@ def to_record(
         # The rewritten body once: what changed from before (bodydiff); rebuild_after() gives its bytes.
         "after_patch": None,
         "steps": steps,
-        "accounting": redact.listed(job.accounting, texts),
+        "accounting": redact.listed([_placed(p) for p in job.accounting], texts),
     }
     if job.websocket_message is not None:  # a frame of the flow's WebSocket, not its HTTP request
         rec["websocket_message"] = job.websocket_message
@@ -493,6 +495,11 @@ class Recorder:
         if self._had_directory:
             logger.warning(f"bridge: records directory {self.directory} was removed; created it again")
         self._had_directory = True
+
+
+def _placed(p: Any) -> dict[str, Any]:
+    """An accounting entry as JSON: a placement (core.builder.Placement) by its ``to_json``."""
+    return p if isinstance(p, dict) else p.to_json()
 
 
 def _size(job: RecordJob) -> int:

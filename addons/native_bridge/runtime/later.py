@@ -85,6 +85,15 @@ def keeps_backups(master: object, options: Any) -> bool:
     return bool(getattr(options, "save_stream_file", None)) or getattr(options, "flow_detail", 0) >= 3
 
 
+def shows_flows(master: object, options: Any) -> bool:
+    """Whether a flow's state is read once its reply is written, so that a verdict made after
+    the request went must be on the flow by then: mitmweb and the console show flows, a flow
+    file (``-w``) writes each at its reply, and mitmdump prints bodies through the bridge's views
+    (which read the verdict) from ``flow_detail`` 3 on: the same cases as :func:`keeps_backups`.
+    mitmdump without any of them prints no comment, mark or metadata of a flow."""
+    return keeps_backups(master, options)
+
+
 def back_up(flow: http.HTTPFlow, came: Original) -> None:
     """mitmweb's revert, made after the change went upstream: back the flow up as it ``came``.
 

@@ -60,11 +60,25 @@ class Call:
     code: int | None = None  # the exit code a shell result states
 
 
+# What ``marks`` adds to every third code line, in turn: the characters Go's encoder escapes.
+_MARKS = (" -> list[Entry]", " if total < limit else None", " & mask")
+
+
 class World:
-    def __init__(self, seed: int, tools: Sequence[str] | None = None, out: tuple[int, int] = (1000, 5000)) -> None:
-        self.tools, self.out = tools, out  # the tools a round picks from (None: all); output sizes
+    def __init__(
+        self,
+        seed: int,
+        tools: Sequence[str] | None = None,
+        out: tuple[int, int] = (1000, 5000),
+        marks: bool = False,
+    ) -> None:
+        """``marks``: code lines and shell commands also hold ``<``, ``>`` and ``&`` (a return type, a
+        comparison, a shell's ``2>&1``), the characters some clients' encoders escape (Go's)."""
+        self.tools, self.out, self.marks = tools, out, marks  # the tools a round picks from (None: all); output sizes
         self.rng = random.Random(seed)
         self.pool = _line_pool(self.rng)
+        if marks:  # the pool drawn from the same random stream: only its lines' ends differ
+            self.pool = [ln + _MARKS[i // 3 % 3] if i % 3 == 0 else ln for i, ln in enumerate(self.pool)]
         self.files = [f"{PROJ}/{d}/{w}_{v}.py" for d in ("ledger", "tests", "tools") for w in _WORDS[:12] for v in "ab"]
 
     def text(self, size: int) -> list[str]:
@@ -88,6 +102,7 @@ class World:
         if tool == "bash":
             target = path.removeprefix(PROJ + "/")
             cmd = rng.choice((f"python -m pytest -q {target}", f"ruff check {target}", f"git diff --stat -- {target}"))
+            cmd += " 2>&1" if self.marks else ""
             lines = self.text(self.size())
             if rng.random() < 0.25:
                 code = rng.choice((1, 2, 127))
@@ -155,9 +170,10 @@ class Session:
         seed: int = 1,
         tools: Sequence[str] | None = None,
         out: tuple[int, int] = (1000, 5000),
+        marks: bool = False,
     ) -> None:
         self.dialect, self.parallel, self.seed = dialect, parallel, seed
-        self.world = World(seed, tools, out)
+        self.world = World(seed, tools, out, marks)
         self.items: list[Any] = []  # messages (chat, anthropic) or input items (responses)
         self.ends: list[int] = []  # len(items) after each round
         self.n = 0
@@ -335,18 +351,31 @@ def _agent_out(size: int) -> tuple[int, int]:
 
 class AgentConversation:
     """A Claude Code session over Chat Completions of Bash and Read rounds: turn t is the
-    history after ``first + t`` rounds, so each request is the previous one plus one round."""
+    history after ``first + t`` rounds, so each request is the previous one plus one round.
+    ``encode``: how the client writes its JSON (``encodings.ENCODINGS``; orjson's compact bytes
+    unless told); the middle turn is about ``size`` bytes as that client writes it. ``marks``: the
+    outputs and commands also hold ``<``, ``>``, ``&`` (``World``), which Go's encoder escapes."""
 
-    def __init__(self, size: int, seed: int, turns: int) -> None:
-        self.s = Session("chat", 1, seed, tools=("bash", "read"), out=_agent_out(size))
-        # the middle turn is about ``size``
+    def __init__(
+        self,
+        size: int,
+        seed: int,
+        turns: int,
+        encode: Callable[[dict[str, Any]], bytes] = orjson.dumps,
+        marks: bool = False,
+    ) -> None:
+        self.s = Session("chat", 1, seed, tools=("bash", "read"), out=_agent_out(size), marks=marks)
+        self.encode = encode
         mid = 1
-        while len(self.s.body(mid)) < size:
-            mid = max(mid + 1, int(mid * size / max(len(self.s.body(mid)), 1)))
+        while len(self.body_at(mid)) < size:
+            mid = max(mid + 1, int(mid * size / max(len(self.body_at(mid)), 1)))
         self.first = max(1, mid - turns // 2)
 
+    def body_at(self, rounds: int) -> bytes:
+        return self.encode(self.s.doc(rounds))
+
     def body(self, turn: int) -> bytes:
-        return self.s.body(self.first + turn)
+        return self.body_at(self.first + turn)
 
 
 # ---- variants: the truth rules' hard cases -----------------------------------------------
