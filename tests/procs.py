@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -51,9 +53,10 @@ def cmdline(pid: int) -> str:
         return "?"
 
 
-def marked(value: str, exclude: int | None = None) -> list[int]:
-    """Living processes whose environment holds ``MARKER_VAR=value`` (our own process excluded)."""
-    needle = f"{MARKER_VAR}={value}".encode()
+def carrying(variable: str, exclude: int | None = None) -> list[int]:
+    """Living processes whose environment holds ``variable`` (``NAME=value``, exactly; our own
+    process excluded)."""
+    needle = variable.encode()
     found = []
     for p in pids():
         if p == (exclude if exclude is not None else os.getpid()):
@@ -65,6 +68,24 @@ def marked(value: str, exclude: int | None = None) -> list[int]:
         if needle in env.split(b"\0") and alive(p):
             found.append(p)
     return found
+
+
+def marked(value: str, exclude: int | None = None) -> list[int]:
+    """Living processes whose environment holds ``MARKER_VAR=value`` (our own process excluded)."""
+    return carrying(f"{MARKER_VAR}={value}", exclude)
+
+
+def kill_carrying(variable: str) -> list[int]:
+    """SIGKILL what a run left behind outside its process group, found by ``variable`` in its
+    environment: a daemon that starts its own session (Cline's hub) is adopted by init, out of
+    reach of killpg and of the parent-death signal, but still carries the HOME its run gave it.
+    Returns the pids killed."""
+    killed = []
+    for p in carrying(variable):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            os.kill(p, signal.SIGKILL)
+            killed.append(p)
+    return killed
 
 
 def wait_gone(candidates: set[int] | list[int], timeout: float) -> set[int]:

@@ -57,24 +57,3 @@ def forks_exec_at_once() -> None:
     then meets the descriptors ``subprocess`` closes before exec and aborts the child (1 to 2 in
     100 with a busy in-process server: a mitmdump that never starts, tests/test_lifetime.py)."""
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-
-
-def kill_carrying(variable: str) -> list[int]:
-    """SIGKILL every process whose environment holds ``variable`` (``NAME=value``, exactly): what a
-    run left behind outside its process group. A daemon that starts its own session (Cline's hub)
-    is adopted by init, out of reach of killpg and of the parent-death signal, but it still carries
-    the environment its run gave it (a HOME of the run's own). Returns the pids killed."""
-    marker = b"\0" + variable.encode() + b"\0"
-    killed = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(os.path.join(entry.path, "environ"), "rb") as f:
-                if marker not in b"\0" + f.read() + b"\0":
-                    continue
-            os.kill(int(entry.name), signal.SIGKILL)
-            killed.append(int(entry.name))
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    return killed

@@ -67,19 +67,10 @@ def test_a_killed_bench_leaves_no_proxy_or_planner_behind() -> None:
     _killed_leaves_nothing(argv, up)
 
 
-def _carries(pid: int, variable: str) -> bool:
-    try:
-        return variable.encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") and procs.alive(pid)
-    except OSError:
-        return False
-
-
 def test_a_daemon_in_its_own_session_is_found_by_its_environment(tmp_path: Path) -> None:
-    """The interop harness's last sweep (support.lifetime.kill_carrying): a process that left its
+    """The interop harness's last sweep (procs.kill_carrying): a process that left its
     parent's session and group (as Cline's hub daemon does) is killed by the HOME its run gave it;
     a process with another HOME is left alone."""
-    from support.lifetime import kill_carrying
-
     home, other = tmp_path / "home", tmp_path / "home2"
     sleeper = "[sys.executable, '-c', 'import time; time.sleep(60)']"
     spawn = f"import os, subprocess, sys; os.setsid(); subprocess.Popen({sleeper})"
@@ -90,7 +81,7 @@ def test_a_daemon_in_its_own_session_is_found_by_its_environment(tmp_path: Path)
         subprocess.run([sys.executable, "-c", spawn], env=env, check=True)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            found = [p for p in procs.pids() if p != os.getpid() and _carries(p, f"HOME={h}")]
+            found = procs.carrying(f"HOME={h}")
             if found:
                 return found[0]
             time.sleep(0.05)
@@ -99,8 +90,8 @@ def test_a_daemon_in_its_own_session_is_found_by_its_environment(tmp_path: Path)
     ours, theirs = daemon(home), daemon(other)
     try:
         assert os.getpgid(ours) != os.getpgid(0)
-        assert kill_carrying(f"HOME={home}") == [ours]
+        assert procs.kill_carrying(f"HOME={home}") == [ours]
         assert not procs.wait_gone({ours}, 10)
         assert procs.alive(theirs)
     finally:
-        kill_carrying(f"HOME={other}")
+        procs.kill_carrying(f"HOME={other}")

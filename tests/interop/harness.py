@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import procs
 from fakemodel import FakeModel, Request, ToolCall
-from support.lifetime import die_with_parent, kill_carrying
+from support.lifetime import die_with_parent
 from support.mitmdump import Mitmdump  # the same real mitmdump the e2e tests and the demo run
 
 HERE = Path(__file__).resolve().parent
@@ -260,7 +261,7 @@ def run_scenario(driver: Driver, scenario: Scenario, tmp: Path, mitm_options: tu
             _kill_group(proc)
             out, err = proc.communicate()
         _kill_group(proc)  # anything it left behind (shells, servers)
-        kill_carrying(f"HOME={home}")  # and what escaped its group (Cline's hub daemon, its own session)
+        procs.kill_carrying(f"HOME={home}")  # and what escaped its group (Cline's hub daemon, its own session)
         rc = proc.returncode
     finally:
         proxy.stop()
