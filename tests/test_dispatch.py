@@ -27,6 +27,7 @@ class Fake:
     size: int = SMALL
     new: int | None = None  # fresh(): the new part of a large body (None: all of it)
     goes_first: bool = False
+    after_reply: bool = False
     wait: bool = False
     live: bool = False  # the request still goes upstream after the hook (later.deferrable)
     known: str | None = None  # prepare's result: nothing to read
@@ -162,6 +163,67 @@ def test_going_first_a_new_part_that_needs_the_whole_body_is_read_away_meanwhile
         assert names(w)[-2:] == [("apply", "away"), ("account", "away")] and not d.readings
 
     asyncio.run(go())
+
+
+def test_a_reading_after_the_reply_waits_for_the_reply_then_a_moment(monkeypatch):
+    monkeypatch.setattr(dispatch, "AFTER_REPLY", 0.01)
+
+    async def go() -> None:
+        d = Dispatch()
+        w = Fake(goes_first=True, after_reply=True, live=True)
+        assert d.run(w) is None
+        await gone()
+        await asyncio.sleep(0.02)
+        assert names(w) == ["prepare"], "the request went, its reading waits for the reply"
+        d.replied("another flow")  # another flow's reply begins nothing
+        d.replied(w.flow.id)
+        await gone()
+        assert names(w) == ["prepare"], "the client the reply wakes goes first"
+        await asyncio.sleep(0.03)
+        assert names(w) == ["prepare", ("here", True), ("apply", "here"), ("account", "here")]
+        d.replied(w.flow.id)  # a second reply (or an error after it) reads nothing twice
+        await asyncio.sleep(0.03)
+        assert len(names(w)) == 4 and not d.deferred
+
+    asyncio.run(go())
+
+
+def test_a_planner_call_begins_the_readings_waiting_for_their_replies():
+    async def go() -> None:
+        d = Dispatch()
+        small = Fake(goes_first=True, after_reply=True, live=True)
+        large = Fake(size=LARGE, goes_first=True, after_reply=True, live=True)
+        large.flow.id = "f2"
+        assert d.run(small) is None and d.run(large) is None
+        await gone()
+        assert names(small) == names(large) == ["prepare"]
+        planner = Fake(wait=True)
+        pending = d.run(planner)
+        # Both began: the small one was read here at once, the large one is read away, in readings.
+        assert names(small)[-1] == ("account", "here") and list(d.readings) == ["f2"] and not d.deferred
+        assert pending is not None and names(planner) == ["prepare"]
+        await pending
+        assert names(large)[-1] == ("account", "away") and names(planner)[-1] == ("account", "here")
+        d.replied(small.flow.id)  # their replies come after: nothing is read again
+        d.replied("f2")
+        await asyncio.sleep(0.01)
+        assert names(small).count(("account", "here")) == 1 and names(large).count(("account", "away")) == 1
+
+    asyncio.run(go())
+
+
+def test_a_reading_after_the_reply_that_fails_fails_open():
+    d = Dispatch()
+    w = Fake(goes_first=True, after_reply=True, live=True, raises=frozenset({"apply"}))
+
+    async def go() -> None:
+        assert d.run(w) is None
+        d.replied(w.flow.id)
+        await asyncio.sleep(dispatch.AFTER_REPLY + 0.02)
+
+    asyncio.run(go())
+    # apply broke: the failed result applied and accounted (the request had gone as it came)
+    assert names(w)[-1] == ("account", "failed: apply broke")
 
 
 def test_going_first_without_a_loop_is_read_at_once():

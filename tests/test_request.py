@@ -94,7 +94,9 @@ def test_a_failed_apply_decides_again_with_the_fail_open_result() -> None:
         w.decided("read")  # once applied, its result stands
 
 
-def chat_request(body: bytes, emit: bool = False, max_body: int | None = None) -> ChatRequest:
+def chat_request(
+    body: bytes, emit: bool = False, max_body: int | None = None, settings: ChatSettings | None = None
+) -> ChatRequest:
     f = tflow.tflow()
     f.request.method, f.request.path = "POST", "/v1/chat/completions"
     f.request.headers["content-type"] = "application/json"
@@ -102,7 +104,7 @@ def chat_request(body: bytes, emit: bool = False, max_body: int | None = None) -
     state = BridgeState()
     if max_body is not None:
         state.max_body = max_body
-    return ChatRequest(f, ChatSettings(emit=emit), state)
+    return ChatRequest(f, settings or ChatSettings(emit=emit), state)
 
 
 @pytest.mark.parametrize("emit", [False, True])
@@ -113,6 +115,31 @@ def test_a_chat_request_ends_accounted_holding_its_result(emit: bool) -> None:
     assert r.result.status == ("rewritten" if emit else "observed")
     assert r.flow.metadata[META]["status"] == r.result.status
     assert (r.as_came is not None) == emit  # the request as it came, kept for its backup
+
+
+@pytest.mark.parametrize(
+    ("emit", "verdicts_at_reply", "shared", "after_reply"),
+    [
+        (False, False, False, True),  # observe, headless mitmdump, state in this process
+        (False, True, False, False),  # a flow view (mitmweb, -w) shows its verdict at the reply
+        (False, False, True, False),  # a planner hop of another process waits for its reading
+        (True, False, False, False),  # rewrite: the new body goes with the request
+    ],
+)
+def test_an_observed_reading_waits_for_the_reply_only_when_nothing_waits_for_it(
+    emit: bool, verdicts_at_reply: bool, shared: bool, after_reply: bool, tmp_path
+) -> None:
+    from native_bridge.runtime.store import SQLiteStore
+
+    settings = ChatSettings(emit=emit, verdicts_at_reply=verdicts_at_reply)
+    r = chat_request(BODY, settings=settings)
+    if shared:
+        r.state.store = SQLiteStore(str(tmp_path / "state.db"))
+    r.flow.live = True
+    r = ChatRequest(r.flow, settings, r.state)
+    assert r.after_reply is after_reply
+    if shared:
+        r.state.store.close()
 
 
 def test_a_chat_request_it_cannot_read_is_decided_without_being_ready() -> None:

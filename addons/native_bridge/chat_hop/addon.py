@@ -366,7 +366,9 @@ class ChatHop:
         return None
 
     def _turn_over(self, flow: http.HTTPFlow) -> None:
-        """The record held since the verdict (account) goes to the writer once the reply is out."""
+        """A reading that waited for the reply begins; the record held since the verdict
+        (account) goes to the writer once the reply is out."""
+        self.state.dispatch.replied(flow.id)
         if self.recorder is not None and META in flow.metadata:  # a flow the hop bridged
             recorder, flow_id = self.recorder, flow.id
             after_forward(lambda: recorder.release(flow_id))
