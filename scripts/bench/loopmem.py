@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from support.histories.agent import AgentConversation
+from support.histories.encodings import ENCODINGS
 
 from .proxies import (
     AGENT_UA,
@@ -31,6 +32,7 @@ class LoopMemRow:
     size: int  # the conversation's middle body
     turns: int
     growth: dict[str, int]  # proxy -> peak RSS over the turns after the first, beyond its idle RSS
+    encoding: str = "compact"  # how the client writes its JSON (support.histories.encodings)
 
 
 LOOP_MEM_PROXIES = {
@@ -45,6 +47,8 @@ LOOP_MEM_PROXIES = {
     COLLECTED + "plain": (False, ()),
     COLLECTED + "observe": (True, ("--set", "bridge_mode=observe")),
 }
+# In the other JSON styles (issue 40), what the limit is about: observe mode beside plain.
+STYLE_PROXIES = ("plain", "observe", COLLECTED + "plain", COLLECTED + "observe")
 
 
 def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
@@ -59,8 +63,13 @@ def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
     which allocates more per turn). A window shorter than that compares where each proxy's cycle
     happened to start, so the 2 MB loop runs 40 turns: at least two cycles in every proxy. The
     30 MB loop cannot (40 bodies of 30 MB would not fit the client), so its window is shorter than
-    a cycle; the ``collected:`` rows are the figure without the collector's phase."""
-    plan = ((2_000_000, 4),) if quick else ((2_000_000, 40), (30_000_000, 6))
+    a cycle; the ``collected:`` rows are the figure without the collector's phase.
+
+    Both loops run again in every other JSON style clients write (``(python)`` and so on, as the
+    shapes' agent loops do), through plain and observe (``STYLE_PROXIES``)."""
+    sizes = ((2_000_000, 4),) if quick else ((2_000_000, 40), (30_000_000, 6))
+    styles = ("compact", "python") if quick else tuple(ENCODINGS)
+    plan = [(size, turns, style) for style in styles for size, turns in sizes]
     small = AgentConversation(10_000, 42, 2).body(1)
     warm_big = AgentConversation(600_000, 44, 2).body(1)
     rows = []
@@ -68,17 +77,20 @@ def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
         bridge = BRIDGE
         collect = Path(tmp) / "collect.py"
         collect.write_text(COLLECT)
-        for size, turns in plan:
-            conv = AgentConversation(size, 46, turns)
+        for size, turns, style in plan:
+            # The other styles' conversations hold what they write differently (as the shapes' rows).
+            conv = AgentConversation(size, 46, turns, ENCODINGS[style], style != "compact")
             bodies = [conv.body(t) for t in range(turns)]
             growth = {}
             for name, (bridged, opts) in LOOP_MEM_PROXIES.items():
+                if style != "compact" and name not in STYLE_PROXIES:
+                    continue
                 if name == "observe+state":
                     opts = (*opts, "--set", f"bridge_state={tmp}/{size}.db")
                 script = bridge if bridged else None
                 if name.startswith(COLLECTED):
                     script, opts = (str(collect), ()) if not bridged else (bridge, (*opts, "-s", str(collect)))
-                confdir = Path(tmp) / f"{name.replace(COLLECTED, 'collected-')}-{size}"
+                confdir = Path(tmp) / f"{name.replace(COLLECTED, 'collected-')}-{size}-{style}"
                 proxy = reverse_proxy(planner.url, script, None, confdir, opts)
                 proxy.start()
                 try:
@@ -93,12 +105,17 @@ def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
                     growth[name] = peak.growth
                 finally:
                     proxy.stop()
-            rows.append(LoopMemRow(len(bodies[turns // 2]), turns, growth))
+            rows.append(LoopMemRow(len(bodies[turns // 2]), turns, growth, style))
             log(_loop_mem_line(rows[-1]))
     return rows
 
 
 def _loop_mem_line(r: LoopMemRow) -> str:
-    parts = [f"  {size_label(r.size):>7} agent loop, {r.turns} turns: peak RSS growth"]
+    parts = [f"  {size_label(r.size):>7} agent loop{style_suffix(r)}, {r.turns} turns: peak RSS growth"]
     parts += [f"{n} {g / r.size:.2f}x" for n, g in r.growth.items()]
     return " | ".join(parts)
+
+
+def style_suffix(r: LoopMemRow) -> str:
+    """`` (python)`` and so on: a row's JSON style, as the shapes' rows name it (none for compact)."""
+    return "" if r.encoding == "compact" else f" ({r.encoding})"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .core import BreadthRow, CoreRow, exponent
 from .e2e import E2ERow
 from .load import LoadRow
-from .loopmem import COLLECTED, LoopMemRow
+from .loopmem import COLLECTED, LoopMemRow, style_suffix
 from .planner import PlannerRow
 from .proxies import StoreSize
 from .shapes import ShapeRow
@@ -251,7 +251,7 @@ def _shape_targets(
             # each response (what the bridge holds, whatever the collector's phase).
             limit = 1.0 if name.removeprefix(COLLECTED).startswith("observe") else None
             add(
-                f"{size_label(m.size)} agent loop through {name}: peak memory beyond plain mitmdump's"
+                f"{size_label(m.size)} agent loop{style_suffix(m)} through {name}: peak memory beyond plain mitmdump's"
                 + ("" if limit is None else f" <= {limit:g}x the body"),
                 f"{beyond:+.2f}x (growth {g / m.size:.2f}x, plain's {plain_growth / m.size:.2f}x)",
                 None if quick or limit is None else beyond <= limit,

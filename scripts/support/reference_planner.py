@@ -283,6 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
             return
         rec = planner._new(self.command, self.path, list(self.headers.items()), raw)
+        if planner.hold is not None:  # a gateway answers its agent after its own planner call
+            planner.hold.wait(30)
         try:
             rec.body = decode_body(raw, self.headers.get("Content-Encoding"))
         except ValueError as e:
@@ -336,6 +338,8 @@ class ReferencePlanner:
         self._received: list[Received] = []
         self._seq = itertools.count(1)
         self._thread: threading.Thread | None = None
+        # Set to an Event: every request is recorded at once, answered once the event is set.
+        self.hold: threading.Event | None = None
 
     @property
     def port(self) -> int:

@@ -12,6 +12,7 @@ import contextlib
 import gzip
 import json
 import shutil
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -142,6 +143,33 @@ def test_turn_one_is_corrected_and_everything_else_is_byte_identical(tmp_path: P
     assert before[1][:2] == b"\x08\x0e" and before[3][:2] == b"\x08\x69"
     assert b"\x08\x08" + before[1][2:] in after and b"\x08\x5b" + before[3][2:] in after
     assert len(after) == 3
+
+
+def test_a_planner_call_begins_the_chat_reading_that_waits_for_its_reply(tmp_path: Path):
+    """Headless mitmdump with both hops and no shared state: an observed chat request's reading
+    waits for its reply (STATE.md, "When the chat hop reads"). A gateway answers its agent only
+    after its own planner call, so that call begins the reading and waits for it: with Claude Code
+    named, npm test's exit 1 is stated by the chat request's is_error alone (without it, absent:
+    test_turn_one_is_corrected_and_everything_else_is_byte_identical)."""
+    body = fixture("chat-turn1.json")
+    headers = {"user-agent": "claude-cli/2.1.332 (external, cli)", "content-type": "application/json"}
+    with Planner(tmp_path, extra=CLAUDE) as p, ThreadPoolExecutor(1) as pool:
+        p.chat_upstream.hold = threading.Event()
+        sending = pool.submit(
+            httpx.post, f"http://127.0.0.1:{p.chat_port}/v1/messages", content=body, headers=headers, timeout=30
+        )
+        try:
+            wait_for(lambda: any(r.raw == body for r in p.chat_upstream.received), 15)  # gone upstream, as it came
+            time.sleep(0.3)  # no reply yet: the reading has not begun by itself (its verdict line follows it)
+            assert not [ln for ln in p.proxy.lines if "bridge: flow " in ln], p.proxy.output
+            call(p.port, message := payload("grpc-turn1.bin"))
+            [got] = p.sent()
+            assert [ln for ln in p.proxy.lines if "bridge: flow " in ln and ": observed " in ln], p.proxy.output
+        finally:
+            p.chat_upstream.hold.set()
+        assert sending.result().status_code < 500
+    assert outside_field_9(got) == outside_field_9(message)
+    assert commands(got) == [("npm test", 1, False)]
 
 
 def test_the_evidence_of_a_large_chat_request_still_being_read_counts(tmp_path: Path):
