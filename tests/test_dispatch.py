@@ -188,6 +188,29 @@ def test_a_reading_after_the_reply_waits_for_the_reply_then_a_moment(monkeypatch
     asyncio.run(go())
 
 
+def test_a_verdict_after_the_reply_waits_for_it_or_for_a_planner_call(monkeypatch):
+    monkeypatch.setattr(dispatch, "AFTER_REPLY", 0.01)
+
+    async def go() -> None:
+        d = Dispatch()
+        w = Fake(after_reply=True, live=True)  # rewrite mode: read and applied now, for the request
+        assert d.run(w) is None
+        assert names(w) == ["prepare", ("here", True), ("apply", "here")]
+        await asyncio.sleep(0.02)
+        assert names(w)[-1] == ("apply", "here"), "its verdict waits for the reply"
+        d.replied(w.flow.id)
+        await asyncio.sleep(0.03)
+        assert names(w)[-1] == ("account", "here")
+        v = Fake(after_reply=True, live=True)
+        v.flow.id = "f2"
+        assert d.run(v) is None and names(v)[-1] == ("apply", "here")
+        planner = Fake(wait=True)
+        assert d.run(planner) is None  # nothing in flight: it runs at once, after v's rest
+        assert names(v)[-1] == ("account", "here") and names(planner)[-1] == ("account", "here")
+
+    asyncio.run(go())
+
+
 def test_a_planner_call_begins_the_readings_waiting_for_their_replies():
     async def go() -> None:
         d = Dispatch()

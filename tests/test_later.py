@@ -471,6 +471,10 @@ def test_headless_mitmdump_backs_up_a_rewritten_flow_only_when_a_flow_file_keeps
             f = chat_flow(raw)
             assert hop.request(f) is None
             await gone()
+            assert META not in f.metadata  # headless, state in this process: the verdict follows the reply
+            f.response = tflow.tresp()
+            hop.response(f)
+            await asyncio.sleep(dispatch.AFTER_REPLY * 3)
             assert f.metadata[META]["status"] == "rewritten" and f._backup is None
             for option in ({"flow_detail": 3}, {"flow_detail": 1, "save_stream_file": str(tmp_path / "out.flows")}):
                 master.options.update(**option)

@@ -123,10 +123,12 @@ def test_a_chat_request_ends_accounted_holding_its_result(emit: bool) -> None:
         (False, False, False, True),  # observe, headless mitmdump, state in this process
         (False, True, False, False),  # a flow view (mitmweb, -w) shows its verdict at the reply
         (False, False, True, False),  # a planner hop of another process waits for its reading
-        (True, False, False, False),  # rewrite: the new body goes with the request
+        (True, False, False, True),  # rewrite: the new body goes now, the rest of the reading after
+        (True, True, False, False),
+        (True, False, True, False),
     ],
 )
-def test_an_observed_reading_waits_for_the_reply_only_when_nothing_waits_for_it(
+def test_a_reading_waits_for_the_reply_only_when_nothing_waits_for_it(
     emit: bool, verdicts_at_reply: bool, shared: bool, after_reply: bool, tmp_path
 ) -> None:
     from native_bridge.runtime.store import SQLiteStore

@@ -111,10 +111,11 @@ class ChatRequest(Request[Outcome]):
         # hop waits for it (this process's for its task; with a shared state file, another
         # process's for the end its log records: begun in prepare, ended in apply).
         self.goes_first = goes and not emit
-        # Its reading waits for the reply, or for a planner call of this process that needs it
-        # (dispatch.Dispatch.replied): neither the reply (no flow view shows its verdict) nor a
-        # planner hop of another process (no shared state) waits for it.
-        self.after_reply = self.goes_first and not settings.verdicts_at_reply and not state.store.shared
+        # Its reading (observe mode), or the rest of its split reading (rewrite mode: observations,
+        # memo entry), and its verdict wait for the reply, or for a planner call of this process
+        # that needs them (dispatch.Dispatch.replied): neither the reply (no flow view shows its
+        # verdict) nor a planner hop of another process (no shared state) waits for them.
+        self.after_reply = goes and not settings.verdicts_at_reply and not state.store.shared
         # Rewrite mode with the state in this process: the reading splits in two. Only the new
         # body is needed before the request goes; the verdict, the observations and the memo's
         # new entry wait until it has gone (account).

@@ -15,9 +15,10 @@ and :meth:`Dispatch.run` drives it from ``SELECTED`` to ``ACCOUNTED``, deciding:
   observe mode). A reading off the loop is then kept in
   ``readings`` by flow id until it ends: the reply and the planner hop wait for it;
 - **after the reply** when neither the reply nor a planner hop of another process waits for
-  the reading (``after_reply``: observe mode, no flow view, no shared state): it is kept in
+  it (``after_reply``: no flow view, no shared state): an observed request's reading, a rewritten
+  one's verdict and the rest of its reading (the observations, the memo's entry) are kept in
   ``deferred`` until its reply is out (:meth:`Dispatch.replied`) or a planner call of this
-  process needs its evidence (that call starts it: ``wait``), whichever comes first;
+  process needs their evidence (that call starts them: ``wait``), whichever comes first;
 - **after the readings in flight** when the work needs their evidence (``wait``: the planner hop):
   this process's, and with a shared state file the ones other processes began (``unfinished``:
   polled every millisecond until each has ended, or until the time by which it ends at the latest).
@@ -80,7 +81,9 @@ class Work(Protocol[R]):
     where: str  # for the log line: "flow <id>", "planner flow <id>", "flow <id> message <i>"
     unit: str  # what goes upstream as it came on a failure: "request" or "frame"
     goes_first: bool  # its request goes upstream first, its reading follows it (later.after_forward)
-    after_reply: bool  # (goes_first) its reading waits for its reply, or for a planner call that needs it
+    # Its reading (goes_first), or what waits until its request has gone (the verdict; the rest of a
+    # split reading), waits for its reply, or for a planner call that needs its evidence.
+    after_reply: bool
     wait: bool  # the readings in flight come first (their evidence)
     size: int  # the body's size, known once prepared
 
@@ -300,7 +303,10 @@ class Dispatch:
             work.decided(self._failed(work, e))
             work.apply()
         if not forwarded and deferrable(work.flow):
-            after_forward(work.account)
+            if work.after_reply:  # the rest of a split reading and the verdict: after the reply
+                self.deferred[work.flow.id] = work.account
+            else:
+                after_forward(work.account)
         else:
             work.account()
 
