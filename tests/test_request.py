@@ -4,16 +4,18 @@ dispatch and the hooks say what happened to it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from mitmproxy import http
 from mitmproxy.test import tflow
-from native_bridge.chat_hop.addon import ChatHop, Tee
+from native_bridge.chat_hop.addon import ChatHop, DefaultFilter, Tee
 from native_bridge.chat_hop.request import ChatRequest, ChatSettings
 from native_bridge.runtime import META
 from native_bridge.runtime.dispatch import Dispatch, Request, Stage, StageError
 from native_bridge.runtime.state import BridgeState
+from steps import gone
 
 BODY = json.dumps(
     {
@@ -179,3 +181,29 @@ def test_a_streamed_reply_keeps_its_copy_on_the_reply_itself(store_streamed: boo
     hop.response(f)
     assert f.response.raw_content == b"data: 1\n\ndata: 2\n\n"
     hop.done()
+
+
+@pytest.mark.parametrize("bridged", [True, False])
+def test_a_reply_is_streamed_while_its_reading_waits_for_it(bridged: bool) -> None:
+    """Headless, a flow's reading (or verdict) waits for its reply: the reply of a flow the hop
+    bridges is streamed before the verdict is on the flow; a flow it never selected is not."""
+
+    async def go() -> None:
+        hop = ChatHop()
+        hop.filter = DefaultFilter()
+        hop.settings = ChatSettings(verdicts_at_reply=False)
+        f = tflow.tflow()
+        f.request.method, f.request.path = "POST", "/v1/chat/completions" if bridged else "/v1/models"
+        f.request.content = BODY
+        f.response = None
+        f.live = True
+        assert hop.request(f) is None
+        await gone()
+        assert META not in f.metadata and hop.state.dispatch.busy(f.id) is bridged
+        f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+        f.response.raw_content = None
+        assert hop.responseheaders(f) is None
+        assert isinstance(f.response.stream, Tee) is bridged
+        hop.done()
+
+    asyncio.run(go())

@@ -341,7 +341,9 @@ class ChatHop:
         # mitmproxy buffers a reply unless told to stream it: an agent waiting on SSE
         # would see nothing until the planner finished.
         resp = flow.response
-        if META not in flow.metadata or not self.settings.stream_replies or resp is None or resp.stream:
+        if not self.settings.stream_replies or resp is None or resp.stream:
+            return
+        if META not in flow.metadata and not self.state.dispatch.busy(flow.id):  # not a flow the hop bridges
             return
         if resp.raw_content is not None:  # already whole (server replay, -nr, an addon's reply): nothing streams
             return

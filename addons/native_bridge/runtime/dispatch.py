@@ -218,6 +218,11 @@ class Dispatch:
             return None
         return self._here(work, forwarded=False) if here else self._away(work, forwarded=False)
 
+    def busy(self, flow_id: str) -> bool:
+        """Whether work of ``flow_id`` is still to come: a reading (or verdict) waiting for its
+        reply, or a reading in flight (its verdict is not on the flow yet)."""
+        return flow_id in self.deferred or flow_id in self.readings
+
     def replied(self, flow_id: str) -> None:
         """The reply of ``flow_id`` is out (from its ``response`` hook), or the flow failed: its
         deferred reading, if it still waits, begins ``AFTER_REPLY`` seconds later (a planner call
