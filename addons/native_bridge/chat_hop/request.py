@@ -10,7 +10,9 @@ flow, its log line and its record).
 
 When it reads, and what waits until it has gone upstream, is fixed when it is selected:
 ``goes_first`` (observe mode: the body goes as it came, the reading follows it) or ``splits``
-(rewrite mode with the state in this process: the new body now, the rest once it has gone).
+(rewrite mode with the state in this process: the new body now, the rest once it has gone);
+``after_reply`` when nothing but a planner call of this process waits for the rest: it then
+waits for the reply (runtime/STATE.md, "When the chat hop reads").
 """
 
 from __future__ import annotations
