@@ -217,13 +217,13 @@ def test_a_planner_call_begins_the_readings_waiting_for_their_replies():
         small = Fake(goes_first=True, after_reply=True, live=True)
         large = Fake(size=LARGE, goes_first=True, after_reply=True, live=True)
         large.flow.id = "f2"
-        assert d.run(small) is None and d.run(large) is None
+        assert d.run(small) is None and d.run(large) is None  # the next request began small's reading
         await gone()
-        assert names(small) == names(large) == ["prepare"]
+        assert names(small)[-1] == ("account", "here") and names(large) == ["prepare"]
         planner = Fake(wait=True)
         pending = d.run(planner)
-        # Both began: the small one was read here at once, the large one is read away, in readings.
-        assert names(small)[-1] == ("account", "here") and list(d.readings) == ["f2"] and not d.deferred
+        # The large one began: read away, in readings; the planner call waits for it.
+        assert list(d.readings) == ["f2"] and not d.deferred
         assert pending is not None and names(planner) == ["prepare"]
         await pending
         assert names(large)[-1] == ("account", "away") and names(planner)[-1] == ("account", "here")
@@ -231,6 +231,24 @@ def test_a_planner_call_begins_the_readings_waiting_for_their_replies():
         d.replied("f2")
         await asyncio.sleep(0.01)
         assert names(small).count(("account", "here")) == 1 and names(large).count(("account", "away")) == 1
+
+    asyncio.run(go())
+
+
+def test_the_next_request_begins_the_readings_waiting_for_their_replies():
+    """A conversation's next turn, sent a moment after the last reply, finds the memo entry of the
+    reading that was still waiting: that reading goes first."""
+
+    async def go() -> None:
+        d = Dispatch()
+        w = Fake(goes_first=True, after_reply=True, live=True)
+        assert d.run(w) is None
+        await gone()
+        assert names(w) == ["prepare"]
+        nxt = Fake(goes_first=True, after_reply=True, live=True, calls=[])
+        nxt.flow.id = "f2"
+        assert d.run(nxt) is None
+        assert names(w)[-1] == ("account", "here") and list(d.deferred) == ["f2"]
 
     asyncio.run(go())
 

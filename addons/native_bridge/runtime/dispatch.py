@@ -17,8 +17,9 @@ and :meth:`Dispatch.run` drives it from ``SELECTED`` to ``ACCOUNTED``, deciding:
 - **after the reply** when neither the reply nor a planner hop of another process waits for
   it (``after_reply``: no flow view, no shared state): an observed request's reading, a rewritten
   one's verdict and the rest of its reading (the observations, the memo's entry) are kept in
-  ``deferred`` until its reply is out (:meth:`Dispatch.replied`) or a planner call of this
-  process needs their evidence (that call starts them: ``wait``), whichever comes first;
+  ``deferred`` until its reply is out (:meth:`Dispatch.replied`) or the next request or
+  planner call comes (it begins them first: their evidence, their memo entries), whichever
+  comes first;
 - **after the readings in flight** when the work needs their evidence (``wait``: the planner hop):
   this process's, and with a shared state file the ones other processes began (``unfinished``:
   polled every millisecond until each has ended, or until the time by which it ends at the latest).
@@ -181,8 +182,10 @@ class Dispatch:
         if known is not None:
             self._finish(work, known, forwarded=False)
             return None
-        if work.wait:  # the readings waiting for their replies hold evidence this work needs: now
-            self._begin_deferred()
+        # The work waiting for its reply goes first: a planner call needs its evidence, a
+        # conversation's next turn the memo entry it makes (a turn sent within a moment of the
+        # last reply would otherwise miss it and be read in full).
+        self._begin_deferred()
         in_flight = list(self.readings.values()) if work.wait else []
         elsewhere = self._unfinished(work) if work.wait else {}
         if in_flight or elsewhere:
