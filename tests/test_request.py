@@ -13,7 +13,7 @@ from mitmproxy.test import tflow
 from native_bridge.chat_hop.addon import ChatHop, DefaultFilter, Tee
 from native_bridge.chat_hop.request import ChatRequest, ChatSettings
 from native_bridge.runtime import META
-from native_bridge.runtime.dispatch import Dispatch, Request, Stage, StageError
+from native_bridge.runtime.dispatch import OFFLOAD_BYTES, Dispatch, Request, Stage, StageError
 from native_bridge.runtime.state import BridgeState
 from steps import gone
 
@@ -141,9 +141,18 @@ def test_a_reading_waits_for_the_reply_only_when_nothing_waits_for_it(
         r.state.store = SQLiteStore(str(tmp_path / "state.db"))
     r.flow.live = True
     r = ChatRequest(r.flow, settings, r.state)
-    assert r.after_reply is after_reply
+    assert r.prepare() is None and r.after_reply is after_reply
     if shared:
         r.state.store.close()
+
+
+def test_a_body_read_off_the_loop_does_not_wait_for_the_reply() -> None:
+    settings = ChatSettings(verdicts_at_reply=False)
+    small, large = chat_request(BODY, settings=settings), chat_request(BODY + b" " * OFFLOAD_BYTES, settings=settings)
+    for r in (small, large):
+        r.flow.live = True
+        r = ChatRequest(r.flow, settings, r.state)
+        assert r.prepare() is None and r.after_reply is (r.size < OFFLOAD_BYTES)
 
 
 def test_a_chat_request_it_cannot_read_is_decided_without_being_ready() -> None:
