@@ -15,8 +15,9 @@ and :meth:`Dispatch.run` drives it from ``SELECTED`` to ``ACCOUNTED``, deciding:
   observe mode). A reading off the loop is then kept in
   ``readings`` by flow id until it ends: the reply and the planner hop wait for it;
 - **after the reply** when neither the reply nor a planner hop of another process waits for
-  it (``after_reply``: no flow view, no shared state, a body read on the loop): an observed request's reading, a rewritten
-  one's verdict and the rest of its reading (the observations, the memo's entry) are kept in
+  it (``after_reply``: no flow view, no shared state, a body read on the loop): an observed
+  request's reading, a rewritten one's verdict and the rest of its reading (the observations,
+  the memo's entry) are kept in
   ``deferred`` until its reply is out (:meth:`Dispatch.replied`) or the next request or
   planner call comes (it begins them first: their evidence, their memo entries), whichever
   comes first;
