@@ -11,8 +11,8 @@ flow, its log line and its record).
 When it reads, and what waits until it has gone upstream, is fixed when it is selected:
 ``goes_first`` (observe mode: the body goes as it came, the reading follows it) or ``splits``
 (rewrite mode with the state in this process: the new body now, the rest once it has gone);
-``after_reply`` when nothing but a planner call of this process waits for the rest: it then
-waits for the reply (runtime/STATE.md, "When the chat hop reads").
+``after_reply`` when nothing but the next request or a planner call of this process waits for
+the rest: it then waits for the reply (runtime/STATE.md, "When the chat hop reads").
 """
 
 from __future__ import annotations
@@ -114,14 +114,6 @@ class ChatRequest(Request[Outcome]):
         # hop waits for it (this process's for its task; with a shared state file, another
         # process's for the end its log records: begun in prepare, ended in apply).
         self.goes_first = goes and not emit
-        # Its reading (observe mode), or the rest of its split reading (rewrite mode: observations,
-        # memo entry), and its verdict may wait for the reply, or for the next request or planner
-        # call of this process (dispatch.Dispatch.replied): neither the reply (no flow view shows
-        # its verdict) nor a planner hop of another process (no shared state) waits for them.
-        # Decided in prepare (after_reply), by size: a body read off the loop (dispatch.OFFLOAD_BYTES)
-        # keeps the loop free anyway, and its reading begun late only held its body longer (a
-        # back-to-back 2 MB loop's peak memory: +0.3x the body beyond plain's grew to +4.7x).
-        self.may_wait = goes and not settings.verdicts_at_reply and not state.store.shared
         # Rewrite mode with the state in this process: the reading splits in two. Only the new
         # body is needed before the request goes; the verdict, the observations and the memo's
         # new entry wait until it has gone (account).
@@ -149,7 +141,17 @@ class ChatRequest(Request[Outcome]):
             return Outcome(skipped.status, skipped.reason)
         assert raw is not None
         self.size = len(raw)
-        self.after_reply = self.may_wait and self.size < dispatching.OFFLOAD_BYTES
+        # Its reading (observe mode), or the rest of its split reading (rewrite mode: observations,
+        # memo entry), and its verdict wait for the reply, or for the next request or planner call
+        # of this process (dispatch.Dispatch.replied), when neither the reply (no flow view shows
+        # its verdict) nor a planner hop of another process (no shared state) waits for them, and
+        # the body is read on the loop: one read off it keeps the loop free anyway.
+        self.after_reply = (
+            deferrable(self.flow)
+            and not self.settings.verdicts_at_reply
+            and not self.state.store.shared
+            and self.size < dispatching.OFFLOAD_BYTES
+        )
         record = self.state.recorder is not None
         self.job = Job(raw, self.settings.config, req.path, ua, emit=self.settings.emit, record=record)
         store = self.state.store

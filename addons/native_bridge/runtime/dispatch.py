@@ -84,7 +84,7 @@ class Work(Protocol[R]):
     unit: str  # what goes upstream as it came on a failure: "request" or "frame"
     goes_first: bool  # its request goes upstream first, its reading follows it (later.after_forward)
     # Its reading (goes_first), or what waits until its request has gone (the verdict; the rest of a
-    # split reading), waits for its reply, or for a planner call that needs its evidence.
+    # split reading), waits for its reply, or for the next request or planner call (Dispatch.run).
     after_reply: bool
     wait: bool  # the readings in flight come first (their evidence)
     size: int  # the body's size, known once prepared
@@ -229,8 +229,8 @@ class Dispatch:
 
     def replied(self, flow_id: str) -> None:
         """The reply of ``flow_id`` is out (from its ``response`` hook), or the flow failed: its
-        deferred reading, if it still waits, begins ``AFTER_REPLY`` seconds later (a planner call
-        may begin it sooner). Without a running loop (a test calling a hook directly), at once."""
+        deferred reading, if it still waits, begins ``AFTER_REPLY`` seconds later (the next request
+        or planner call begins it sooner). Without a running loop (a test calling a hook directly), at once."""
         if flow_id not in self.deferred:
             return
         loop = running_loop()
@@ -241,15 +241,15 @@ class Dispatch:
 
     def _begin(self, flow_id: str) -> None:
         follow = self.deferred.pop(flow_id, None)
-        if follow is None:  # begun already (by a planner call)
+        if follow is None:  # begun already (by the next request or a planner call)
             return
         try:
             follow()
         except Exception:  # a reading fails open by itself: this is a bug, and it must not spread
-            logger.exception(f"bridge: flow {flow_id}: the reading after the reply failed")
+            logger.exception(f"bridge: flow {flow_id}: the work after the reply failed")
 
     def _begin_deferred(self) -> None:
-        """Every reading still waiting for its reply, begun now (in the order they came): on the
+        """Every work still waiting for its reply, begun now (in the order they came): on the
         loop each is done when this returns, off it each is in ``readings``."""
         while self.deferred:
             self._begin(next(iter(self.deferred)))
