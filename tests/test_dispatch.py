@@ -165,6 +165,32 @@ def test_going_first_a_new_part_that_needs_the_whole_body_is_read_away_meanwhile
     asyncio.run(go())
 
 
+def test_going_first_a_body_bound_away_waits_for_the_readings_in_flight_then_decides_again():
+    # A turn sent while its conversation's last reading is still off the loop (a headless reply
+    # goes on before it): that reading's memo entry lets this one read only its new part.
+    async def go() -> None:
+        d = Dispatch()
+        earlier = asyncio.get_running_loop().create_future()
+        d.readings["earlier"] = earlier
+        w = Fake(size=10 * LARGE, goes_first=True, live=True)
+        assert d.run(w) is None
+        await gone()
+        assert names(w) == ["prepare"], "nothing read while an earlier reading is in flight"
+        assert w.flow.id in d.readings, "the reply and a planner call still wait for this reading"
+        w.new = 10  # the earlier reading's memo entry holds the rest
+        earlier.set_result(None)
+        await asyncio.wait([d.readings[w.flow.id]])
+        assert names(w) == ["prepare", ("here", False), ("apply", "here"), ("account", "here")]
+        assert w.flow.id not in d.readings
+        v = Fake(size=10 * LARGE, goes_first=True, live=True)  # nothing in flight: away at once
+        assert d.run(v) is None
+        await gone()
+        await asyncio.wait(list(d.readings.values()))
+        assert names(v) == ["prepare", "away", ("apply", "away"), ("account", "away")]
+
+    asyncio.run(go())
+
+
 def test_a_reading_after_the_reply_waits_for_the_reply_then_a_moment(monkeypatch):
     monkeypatch.setattr(dispatch, "AFTER_REPLY", 0.01)
 

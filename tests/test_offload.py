@@ -348,6 +348,56 @@ def test_observe_mode_reads_the_new_part_of_a_large_conversation_in_place(small_
         ref_ctx.__exit__(None, None, None)
 
 
+def test_headless_a_turn_sent_while_the_last_is_read_waits_for_it_and_reads_its_new_part(small_offload):
+    """Headless, a large first sight's reply goes on while the worker reads it, so the agent's next
+    turn can come first: it goes upstream at once, then waits for that reading and reads only its
+    new part (the memo entry the reading left), not the whole history a second time beside it."""
+    from mitmproxy.options import Options
+    from mitmproxy.tools.dump import DumpMaster
+    from native_bridge.runtime.state import BridgeState
+
+    s = Session("chat", 1, 4)
+    first, second = s.body(5), s.body(6)
+    ref, ref_ctx = _addon("observe")
+
+    async def run():
+        master = DumpMaster(Options(), with_termlog=False)
+        state = BridgeState()
+        nb = ChatHop(state)
+        master.addons.add(state, nb)
+        for addon in (state, nb):
+            master.addons.invoke_addon_sync(addon, hooks.ConfigureHook(set(master.options.keys())))
+        master.options.update(bridge_mode="observe")
+        try:
+            f = _flow(first)
+            assert nb.request(f) is None
+            await gone()
+            f.response = tflow.tresp()
+            assert nb.responseheaders(f) is None  # headless: the reply goes on
+            g = _flow(second)
+            assert nb.request(g) is None  # the next turn goes upstream at once
+            await gone()
+            assert len(nb.readings()) == 2, "the first reading is still in flight"
+            await asyncio.gather(*nb.readings())
+            return f, g, nb.memo.hits
+        finally:
+            nb.done()
+            state.done()
+
+    try:
+        f, g, hits = asyncio.run(run())
+        assert hits == 1, "the second turn resumed from the first's memo entry"
+        for flow, raw in ((f, first), (g, second)):
+            again = _flow(raw)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(dispatch, "OFFLOAD_BYTES", 10**9)
+                assert ref.request(again) is None
+            assert flow.metadata[META] == again.metadata[META] and flow.comment == again.comment
+    finally:
+        ref.done()
+        ref_ctx.__exit__(None, None, None)
+
+
 def test_a_large_body_whose_new_part_is_large_is_read_in_the_worker(small_offload):
     """A body that goes on from a remembered conversation but adds much (a fork from early on,
     a client back after many turns) is not read in place: its new part alone is a large body."""

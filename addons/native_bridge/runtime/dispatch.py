@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from mitmproxy import http
@@ -263,18 +263,23 @@ class Dispatch:
             return None
 
     def _here(self, work: Work[Any], forwarded: bool) -> Awaitable[None] | None:
-        whole = work.size < OFFLOAD_BYTES
-        try:
-            result = work.here(whole)
-        except Exception as e:
-            result = self._failed(work, e)
-        if result is not None:
-            self._finish(work, result, forwarded)
+        if self._read_here(work, forwarded):
             return None
         if not forwarded:  # it needs the whole body after all: off the loop, awaited
             return self._away(work, forwarded=False)
         self._meanwhile(work, asyncio.get_running_loop())  # after forwarding: on the loop (_start)
         return None
+
+    def _read_here(self, work: Work[Any], forwarded: bool) -> bool:
+        """Read on the loop; False when that is not enough (the whole body must go away)."""
+        try:
+            result = work.here(work.size < OFFLOAD_BYTES)
+        except Exception as e:
+            result = self._failed(work, e)
+        if result is None:
+            return False
+        self._finish(work, result, forwarded)
+        return True
 
     async def _away(self, work: Work[Any], forwarded: bool) -> None:
         try:
@@ -290,14 +295,25 @@ class Dispatch:
         if here:
             self._here(work, forwarded=True)
         elif here is not None:
-            self._meanwhile(work, loop)
+            self._meanwhile(work, loop, list(self.readings.values()))
 
-    def _meanwhile(self, work: Work[Any], loop: asyncio.AbstractEventLoop) -> None:
-        """Read off the loop after the request went on, kept in ``readings`` until done."""
+    def _meanwhile(
+        self, work: Work[Any], loop: asyncio.AbstractEventLoop, earlier: Sequence[asyncio.Future[None]] = ()
+    ) -> None:
+        """Read off the loop after the request went on, kept in ``readings`` until done. A body
+        bound away while ``earlier`` readings are in flight waits for them, then is placed again:
+        the next turn of a conversation whose last reading has not ended (a headless reply goes on
+        before it) then finds its memo entry, instead of a second full reading of the history
+        beside the first (the worker takes one job at a time anyway)."""
         key = work.flow.id
 
         async def read() -> None:
             try:
+                if earlier:
+                    await asyncio.wait(earlier)
+                    here = self._where(work, forwarded=True)
+                    if here is None or (here and self._read_here(work, forwarded=True)):
+                        return
                 await self._away(work, forwarded=True)
             finally:
                 del self.readings[key]
