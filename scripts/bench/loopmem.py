@@ -20,10 +20,12 @@ from .proxies import (
     reverse_proxy,
     rss_tree,
     send_batch,
+    settled,
 )
 from .timing import size_label
 
 COLLECTED = "collected: "
+FIRST_QUIET, FIRST_TIMEOUT = 0.05, 30.0  # the first turn's reading has ended: no CPU used for this long
 COLLECT = "import gc\n\n\ndef response(flow):\n    gc.collect()\n"
 
 
@@ -56,7 +58,8 @@ def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
     round. A proxy's figure is its process tree's peak RSS over the turns after the first, less
     its idle RSS before the conversation (after a warm-up that starts the bridge's worker): what
     the conversation costs it, the body it keeps between turns included. The first turn is a
-    first sight (the worker reads it; the stall section measures that) and is left out.
+    first sight (the worker reads it; the stall section measures that) and is left out, its
+    reading included: the window opens once the proxy has used no CPU for ``FIRST_QUIET``.
 
     mitmproxy's finished flows are cyclic garbage, freed when the collector next runs (after about
     2,000 net container allocations: 13-15 turns of this loop, a little sooner through the bridge,
@@ -98,6 +101,9 @@ def loop_memory(quick: bool, log: Callable[[str], None]) -> list[LoopMemRow]:
                     time.sleep(0.5)
                     base = rss_tree(proxy._proc.pid)
                     send_batch(proxy.url, Workload(size, 1, bodies=[bodies[:1]]), AGENT_UA)
+                    # Its reading too: headless, the first sight's reply goes on before it (the
+                    # worker's parse would land in the window; a second turn waits for it anyway).
+                    settled(proxy._proc.pid, FIRST_QUIET, FIRST_TIMEOUT)
                     peak = PeakRSS(proxy._proc.pid)
                     with peak:
                         peak.base = base
