@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from mitmproxy import http
 from mitmproxy.test import tflow
 from native_bridge.chat_hop.addon import ChatHop, DefaultFilter, Tee
 from native_bridge.chat_hop.request import ChatRequest, ChatSettings
+from native_bridge.core.memo.store import Memo
 from native_bridge.runtime import META
-from native_bridge.runtime.dispatch import OFFLOAD_BYTES, Dispatch, Request, Stage, StageError
+from native_bridge.runtime.dispatch import OFFLOAD_BYTES, ONE_WRITE_BYTES, Dispatch, Request, Stage, StageError
 from native_bridge.runtime.state import BridgeState
 from steps import gone
+from support.histories.agent import Session
+
+UA = "claude-cli/2.1.332 (external, cli)"
 
 BODY = json.dumps(
     {
@@ -153,6 +158,54 @@ def test_a_body_read_off_the_loop_does_not_wait_for_the_reply() -> None:
         r.flow.live = True
         r = ChatRequest(r.flow, settings, r.state)
         assert r.prepare() is None and r.after_reply is (r.size < OFFLOAD_BYTES)
+
+
+class CountingRemote:
+    """A store on a server, as the chat hop sees it: what it was asked to write, in order."""
+
+    shared = remote = True
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def begin(self, size: int) -> int:
+        self.calls.append(("begin", size))
+        return 7
+
+    def observe(self, observations: list[Any], ended: int = 0) -> None:
+        self.calls.append(("observe", ended))
+
+    def close(self) -> None:
+        pass
+
+
+def test_with_a_store_on_a_server_a_small_new_part_is_read_before_the_request_goes_in_one_write() -> None:
+    # Two round trips a turn (the reading's begin from the hook, its end after it) cost more than
+    # reading a resumed turn's new part before the request goes: then its observations are one
+    # write, sent from the hook (before the gateway's planner call can ask for them).
+    settings = ChatSettings(verdicts_at_reply=False)
+    session = Session("chat", 1, 4)
+    state = BridgeState()
+    store = state.store = CountingRemote()  # type: ignore[assignment]
+    state.memo = Memo(light=True, light_from=0)
+
+    def turn(body: bytes) -> ChatRequest:
+        r = chat_request(body, settings=settings)
+        r.flow.request.headers["user-agent"] = UA  # its calls have kinds: observations
+        r.flow.live = True
+        return ChatRequest(r.flow, settings, state)
+
+    first = turn(session.body(5))
+    assert Dispatch().run(first) is None and first.goes_first, "a first sight: read after the request went"
+    assert first.size > ONE_WRITE_BYTES
+    assert store.calls == [("begin", first.size), ("observe", 7)]  # its begin, then its end with its observations
+    store.calls.clear()
+    second = turn(session.body(6))
+    assert Dispatch().run(second) is None and second.stage is Stage.ACCOUNTED and not second.goes_first
+    assert second.result is not None and second.result.observations
+    assert store.calls == [("observe", 0)], "one write, no begin and no end"
+    huge = turn(session.body(6)[:-1] + b', "x": "' + b"y" * ONE_WRITE_BYTES + b'"}')
+    assert huge.prepare() is None and huge.goes_first, "a large new part is read after the request went"
 
 
 def test_a_chat_request_it_cannot_read_is_decided_without_being_ready() -> None:

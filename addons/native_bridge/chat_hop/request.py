@@ -155,6 +155,12 @@ class ChatRequest(Request[Outcome]):
         record = self.state.recorder is not None
         self.job = Job(raw, self.settings.config, req.path, ua, emit=self.settings.emit, record=record)
         store = self.state.store
+        small = self.size < dispatching.OFFLOAD_BYTES and self.fresh() < dispatching.ONE_WRITE_BYTES
+        if self.goes_first and store.remote and small:
+            # A small reading (a resumed turn's new part) is done before it goes: its observations
+            # are one write from the hook (before the gateway's planner call can ask for them), not
+            # a begin and an end (two round trips). A resume that fails reads the body on the loop.
+            self.goes_first = False
         if self.goes_first and store.shared:
             token = store.begin(self.size)
             self.begun = Begun(store, token) if token else None
