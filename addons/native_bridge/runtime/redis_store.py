@@ -17,7 +17,8 @@ in (digests, exit codes, verdicts, client ids):
 Each write is one script call, sent in the call that makes it (a reading's begin is on the wire
 before its request goes upstream; the gateway's planner call follows a whole gateway round later),
 its reply read by a task of its own. A small reading (a resumed turn's new part) is done before its
-request goes, so its turn is one write: its observations (chat_hop/request.py, ``ONE_WRITE_BYTES``). A planner call costs one script call: what its cascade's ledger
+request goes, so its turn is one write: its observations (chat_hop/request.py, ``ONE_WRITE_BYTES``).
+A planner call costs one script call: what its cascade's ledger
 holds, the observations of its steps and the readings in flight, read atomically; a second only when
 it had to wait for readings or its ledger was not the one this process wrote last.
 
